@@ -1,0 +1,37 @@
+//! Generated bindings for the two worlds. Backend authors do not use this module directly.
+#![allow(missing_docs, clippy::all, unsafe_code)]
+
+/// The `resource-backend` world; its imports are the ones the SDK wraps in [`crate::host`].
+pub mod backend_world {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "wharf:plugin/resource-backend",
+        generate_all,
+        pub_export_macro: true,
+        export_macro_name: "__export_backend_world",
+        default_bindings_module: "wharf_sdk::bindings::backend_world",
+        runtime_path: "wharf_sdk::__private::wit_bindgen::rt",
+    });
+}
+
+/// The `sandbox-provider` world; shares the wharf import interfaces with `backend_world`.
+pub mod provider_world {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "wharf:plugin/sandbox-provider",
+        generate_all,
+        with: {
+            "wharf:plugin/types@0.1.0": crate::bindings::backend_world::wharf::plugin::types,
+            "wharf:plugin/container@0.1.0": crate::bindings::backend_world::wharf::plugin::container,
+            "wharf:plugin/exec@0.1.0": crate::bindings::backend_world::wharf::plugin::exec,
+            "wharf:plugin/kv@0.1.0": crate::bindings::backend_world::wharf::plugin::kv,
+            "wharf:plugin/log@0.1.0": crate::bindings::backend_world::wharf::plugin::log,
+        },
+        pub_export_macro: true,
+        export_macro_name: "__export_provider_world",
+        default_bindings_module: "wharf_sdk::bindings::provider_world",
+        runtime_path: "wharf_sdk::__private::wit_bindgen::rt",
+    });
+}
+
+pub use backend_world::wharf::plugin::types as wit_types;

@@ -1,0 +1,43 @@
+//! # wharf-sdk
+//!
+//! Write [Wharf](https://example.invalid/wharf) backends in plain Rust. A backend is a struct
+//! that implements [`Backend`] (tools plus optional lifecycle hooks) or [`Provider`] (a
+//! sandbox provider), exported with [`export_backend!`] or [`export_provider!`]. Tool
+//! arguments are ordinary Rust types: their JSON Schema is generated with `schemars` and the
+//! host validates every call against it before your code runs.
+//!
+//! The WebAssembly plumbing (`wit-bindgen`, the component model) stays inside this crate.
+
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
+extern crate self as wharf_sdk;
+
+mod backend;
+#[doc(hidden)]
+pub mod bindings;
+mod error;
+mod export;
+pub mod host;
+mod provider;
+mod session;
+mod tools;
+
+pub use backend::{Backend, BackendInfo, Capabilities, Discovery};
+pub use error::{ToolError, codes};
+pub use provider::{
+    CommandRequest, CommandResult, DirEntry, EntryKind, FileChunk, NetworkPolicy, Provider,
+    ProviderFeatures, ProviderInfo, SandboxSpec,
+};
+pub use session::Session;
+pub use tools::{Annotations, Attachment, Call, NoArgs, SessionNeed, Tools};
+
+pub use schemars::{self, JsonSchema};
+pub use serde::{self, Deserialize, Serialize};
+pub use serde_json::{self, Value, json};
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::backend::BackendExport;
+    pub use crate::provider::ProviderExport;
+    pub use wit_bindgen;
+}

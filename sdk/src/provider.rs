@@ -1,0 +1,182 @@
+//! Sandbox providers: create / run-command / destroy plus declared native file operations,
+//! and the glue that exports them. The host builds the standard sandbox toolset on top.
+
+use crate::bindings::{provider_world::exports::wharf::plugin::provider as wit, wit_types};
+use crate::{Capabilities, ToolError};
+use serde_json::Value;
+use std::any::Any;
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+pub use wit::{
+    CommandRequest, CommandResult, DirEntry, EntryKind, FileChunk, NetworkPolicy, ProviderFeatures,
+    SandboxSpec,
+};
+
+/// Name, version, description, native features and capabilities of a provider.
+#[derive(Debug, Clone)]
+pub struct ProviderInfo {
+    /// Default name (the operator may load it under another).
+    pub name: String,
+    /// Semantic version.
+    pub version: String,
+    /// One line for people and agents.
+    pub description: String,
+    /// What the provider implements natively; the host never calls the rest.
+    pub features: ProviderFeatures,
+    /// What it will ask the host for.
+    pub requires: Capabilities,
+}
+
+impl ProviderInfo {
+    /// Name, version and description, with no native features.
+    pub fn new(name: &str, version: &str, description: &str) -> Self {
+        Self {
+            name: name.into(),
+            version: version.into(),
+            description: description.into(),
+            features: ProviderFeatures::empty(),
+            requires: Capabilities::default(),
+        }
+    }
+    /// Declares native features.
+    pub fn features(mut self, features: ProviderFeatures) -> Self {
+        self.features = features;
+        self
+    }
+    /// Declares the capabilities the provider will ask for.
+    pub fn requires(mut self, requires: Capabilities) -> Self {
+        self.requires = requires;
+        self
+    }
+}
+
+fn unsupported(what: &str) -> ToolError {
+    ToolError::execution(format!("this provider does not implement {what}"))
+}
+
+/// A sandbox provider. Implement the three-function contract (plus `is_alive`); the native
+/// operations default to "not implemented" and are only called when declared in
+/// [`ProviderInfo::features`].
+pub trait Provider: Sized + 'static {
+    /// A fresh instance, before `warmup`.
+    fn new() -> Self;
+    /// Name, version, features and capabilities.
+    fn info() -> ProviderInfo;
+    /// Builds shared resources; `config` is the operator's JSON (`null` when none).
+    fn warmup(&mut self, _config: Value) -> Result<(), ToolError> {
+        Ok(())
+    }
+    /// Releases shared resources before the instance is dropped.
+    fn shutdown(&mut self) {}
+    /// Provisions a sandbox and returns its handle. Refuse (4030) what cannot be enforced.
+    fn create(&mut self, spec: SandboxSpec) -> Result<String, ToolError>;
+    /// Runs a shell command in the sandbox.
+    fn run_command(&mut self, sandbox: &str, request: CommandRequest) -> Result<CommandResult, ToolError>;
+    /// Destroys the sandbox; destroying one that is gone succeeds.
+    fn destroy(&mut self, sandbox: &str) -> Result<(), ToolError>;
+    /// Whether the sandbox still exists and answers.
+    fn is_alive(&mut self, sandbox: &str) -> Result<bool, ToolError>;
+    /// Reads up to `max_bytes` from `offset` (feature `read-file`).
+    fn read_file(&mut self, _sandbox: &str, _path: &str, _offset: u64, _max_bytes: u64) -> Result<FileChunk, ToolError> {
+        Err(unsupported("read-file"))
+    }
+    /// Writes a whole file (feature `write-file`).
+    fn write_file(&mut self, _sandbox: &str, _path: &str, _content: Vec<u8>) -> Result<(), ToolError> {
+        Err(unsupported("write-file"))
+    }
+    /// Lists a directory (feature `list-dir`).
+    fn list_dir(&mut self, _sandbox: &str, _path: &str) -> Result<Vec<DirEntry>, ToolError> {
+        Err(unsupported("list-dir"))
+    }
+    /// The sandbox's tags (feature `tags`).
+    fn read_tags(&mut self, _sandbox: &str) -> Result<Vec<(String, String)>, ToolError> {
+        Err(unsupported("read-tags"))
+    }
+    /// Replaces the sandbox's tags (feature `tags`).
+    fn write_tags(&mut self, _sandbox: &str, _tags: Vec<(String, String)>) -> Result<(), ToolError> {
+        Err(unsupported("write-tags"))
+    }
+    /// Sandboxes carrying all of `tags` (feature `tags`).
+    fn find_by_tags(&mut self, _tags: Vec<(String, String)>) -> Result<Vec<String>, ToolError> {
+        Err(unsupported("find-by-tags"))
+    }
+}
+
+thread_local! {
+    // A component instance is single-threaded; this holds the one provider value.
+    static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+}
+
+fn with_provider<P: Provider, R>(f: impl FnOnce(&mut P) -> Result<R, ToolError>) -> Result<R, wit_types::Error> {
+    INSTANCE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let mut provider = match slot.take().map(|b| b.downcast::<P>()) {
+            Some(Ok(provider)) => provider,
+            _ => Box::new(P::new()),
+        };
+        let result = f(&mut provider);
+        *slot = Some(provider);
+        result.map_err(Into::into)
+    })
+}
+
+/// The export glue for a provider type; used by [`crate::export_provider!`].
+pub struct ProviderExport<P>(PhantomData<P>);
+
+impl<P: Provider> wit::Guest for ProviderExport<P> {
+    fn describe() -> wit::ProviderInfo {
+        let info = P::info();
+        wit::ProviderInfo {
+            name: info.name,
+            version: info.version,
+            description: info.description,
+            features: info.features,
+            requires: info.requires.into(),
+        }
+    }
+    fn warmup(config: String) -> Result<(), wit_types::Error> {
+        let config: Value = if config.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&config).map_err(ToolError::from)?
+        };
+        with_provider::<P, _>(|p| p.warmup(config))
+    }
+    fn shutdown() {
+        let _ = with_provider::<P, _>(|p| {
+            p.shutdown();
+            Ok(())
+        });
+    }
+    fn create(spec: SandboxSpec) -> Result<String, wit_types::Error> {
+        with_provider::<P, _>(|p| p.create(spec))
+    }
+    fn run_command(sandbox: String, request: CommandRequest) -> Result<CommandResult, wit_types::Error> {
+        with_provider::<P, _>(|p| p.run_command(&sandbox, request))
+    }
+    fn destroy(sandbox: String) -> Result<(), wit_types::Error> {
+        with_provider::<P, _>(|p| p.destroy(&sandbox))
+    }
+    fn is_alive(sandbox: String) -> Result<bool, wit_types::Error> {
+        with_provider::<P, _>(|p| p.is_alive(&sandbox))
+    }
+    fn read_file(sandbox: String, path: String, offset: u64, max_bytes: u64) -> Result<FileChunk, wit_types::Error> {
+        with_provider::<P, _>(|p| p.read_file(&sandbox, &path, offset, max_bytes))
+    }
+    fn write_file(sandbox: String, path: String, content: Vec<u8>) -> Result<(), wit_types::Error> {
+        with_provider::<P, _>(|p| p.write_file(&sandbox, &path, content))
+    }
+    fn list_dir(sandbox: String, path: String) -> Result<Vec<DirEntry>, wit_types::Error> {
+        with_provider::<P, _>(|p| p.list_dir(&sandbox, &path))
+    }
+    fn read_tags(sandbox: String) -> Result<Vec<(String, String)>, wit_types::Error> {
+        with_provider::<P, _>(|p| p.read_tags(&sandbox))
+    }
+    fn write_tags(sandbox: String, tags: Vec<(String, String)>) -> Result<(), wit_types::Error> {
+        with_provider::<P, _>(|p| p.write_tags(&sandbox, tags))
+    }
+    fn find_by_tags(tags: Vec<(String, String)>) -> Result<Vec<String>, wit_types::Error> {
+        with_provider::<P, _>(|p| p.find_by_tags(tags))
+    }
+}
