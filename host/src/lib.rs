@@ -1,1 +1,25 @@
-//! Wharf.
+//! # Wharf
+//!
+//! A host that loads backends shipped as WebAssembly components, runs each in a wasmtime
+//! sandbox with a small set of host imports, and serves their tools to agents over HTTP.
+//!
+//! Layout: [`runtime`] (engine, compile cache, instance pools), [`imports`] (what guests
+//! may call), [`front_door`] (the one entry point of the API layer: backends, tools,
+//! sessions), [`api`] (REST), [`config`], [`cli`].
+
+pub mod api;
+pub mod bundled;
+pub mod cli;
+pub mod config;
+pub mod error_code;
+pub mod front_door;
+pub mod imports;
+pub mod redact;
+pub mod runtime;
+pub mod schema_validation;
+pub mod server;
+pub mod sessions;
+pub mod tool_names;
+
+pub use error_code::{Code, WharfError};
+pub use front_door::Wharf;

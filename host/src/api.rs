@@ -1,0 +1,6 @@
+//! The HTTP interfaces: the envelope every reply uses, and the REST routes.
+
+pub mod envelope;
+pub mod rest;
+
+pub use rest::router;

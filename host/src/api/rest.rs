@@ -1,0 +1,259 @@
+//! The REST routes of DESIGN.md §6 over the front door.
+
+use crate::api::envelope::{Envelope, Meta};
+use crate::error_code::{Code, WharfError};
+use crate::front_door::{ANONYMOUS_TENANT, CallRequest, SessionRequest, Wharf};
+use crate::runtime::loaded_backend::LoadedBackend;
+use crate::sessions::SessionRecord;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Per-request timing and trace id.
+struct Timer {
+    started: Instant,
+    trace_id: String,
+}
+
+impl Timer {
+    fn start() -> Self {
+        Self { started: Instant::now(), trace_id: uuid::Uuid::new_v4().simple().to_string() }
+    }
+    fn meta(&self) -> Meta {
+        Meta { duration_ms: self.started.elapsed().as_millis() as u64, trace_id: self.trace_id.clone(), ..Meta::default() }
+    }
+    fn reply(&self, result: Result<Value, WharfError>) -> Envelope {
+        match result {
+            Ok(data) => Envelope::ok(data, self.meta()),
+            Err(e) => Envelope::error(e, self.meta()),
+        }
+    }
+}
+
+/// Parses a JSON body, mapping failures onto the code table: over the limit 4013,
+/// malformed 4002, a missing field 4003, a wrong type 4004.
+fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, WharfError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            WharfError::new(Code::PayloadTooLarge, "the request body is over the size limit")
+        } else {
+            WharfError::invalid_request(format!("could not read the request body: {rejection}"))
+        }
+    })?;
+    if bytes.is_empty() {
+        return Err(WharfError::invalid_request("the request body is empty; send a JSON object"));
+    }
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| WharfError::invalid_request(format!("the request body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(WharfError::invalid_request("the request body must be a JSON object"));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        let text = e.to_string();
+        if text.starts_with("missing field") {
+            WharfError::new(Code::MissingField, text)
+        } else if text.starts_with("invalid type") || text.starts_with("invalid value") {
+            WharfError::new(Code::InvalidType, text)
+        } else {
+            WharfError::invalid_request(text)
+        }
+    })
+}
+
+/// The REST router.
+pub fn router(wharf: Arc<Wharf>) -> Router {
+    let limit = wharf.server().max_body_bytes;
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/v1/backends", get(list_backends))
+        .route("/v1/tools", get(list_tools))
+        .route("/v1/sessions", post(create_session).get(list_sessions))
+        .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
+        .route("/v1/sessions/{id}/refresh", post(refresh_session))
+        .route("/v1/call", post(call))
+        .fallback(no_route)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(wharf)
+}
+
+async fn no_route(uri: axum::http::Uri) -> Envelope {
+    let t = Timer::start();
+    let mut e = t.reply(Err(WharfError::invalid_request(format!("no route `{}`", uri.path()))));
+    e.code = Code::InvalidRequest;
+    e
+}
+
+async fn healthz() -> Envelope {
+    Timer::start().reply(Ok(json!({ "status": "ok" })))
+}
+
+async fn readyz(State(wharf): State<Arc<Wharf>>) -> Envelope {
+    let t = Timer::start();
+    let backends = wharf.backends();
+    if backends.is_empty() {
+        return t.reply(Err(WharfError::backend_unavailable("no backend is loaded")));
+    }
+    t.reply(Ok(json!({ "status": "ready", "backends": backends.len() })))
+}
+
+/// What `/v1/backends` shows of a backend.
+pub fn backend_json(b: &LoadedBackend) -> Value {
+    let d = &b.description;
+    let stats = &b.pool.stats;
+    use std::sync::atomic::Ordering::Relaxed;
+    json!({
+        "name": &*b.name,
+        "declared_name": d.declared_name,
+        "version": d.version,
+        "description": d.description,
+        "world": d.world,
+        "wit": d.wit,
+        "state": "ready",
+        "sha256": d.sha256,
+        "tools": d.tools.iter().map(|t| format!("{}:{}", b.name, t.action)).collect::<Vec<_>>(),
+        "requires": d.requires,
+        "provider_features": d.provider_features,
+        "config": crate::redact::redact(&b.config),
+        "instances": { "idle": b.pool.idle_count(), "busy": stats.busy.load(Relaxed), "created": stats.created.load(Relaxed),
+                        "discarded": stats.discarded.load(Relaxed), "retired": stats.retired.load(Relaxed) },
+        "limits": { "pool_min": b.pool.settings().min, "pool_max": b.pool.settings().max,
+                     "memory_bytes": b.pool.settings().memory_limit_bytes, "call_timeout_ms": b.pool.settings().hook_timeout.as_millis() as u64 },
+    })
+}
+
+async fn list_backends(State(wharf): State<Arc<Wharf>>) -> Envelope {
+    let t = Timer::start();
+    let list: Vec<Value> = wharf.backends().iter().map(|b| backend_json(b)).collect();
+    t.reply(Ok(json!({ "backends": list })))
+}
+
+async fn list_tools(State(wharf): State<Arc<Wharf>>) -> Envelope {
+    let t = Timer::start();
+    let tools: Vec<Value> = wharf
+        .tools()
+        .into_iter()
+        .map(|(name, version, tool)| {
+            json!({
+                "name": name.canonical(),
+                "backend": name.backend,
+                "version": version,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+                "output_schema": tool.output_schema,
+                "annotations": tool.annotations,
+                "session": tool.session,
+            })
+        })
+        .collect();
+    t.reply(Ok(json!({ "tools": tools })))
+}
+
+fn session_json(s: &SessionRecord) -> Value {
+    json!({
+        "id": s.id,
+        "backend": s.backend,
+        "key": s.key,
+        "data": s.data,
+        "owner": s.owner,
+        "created_at_ms": s.created_at_ms,
+        "last_activity_ms": s.last_activity_ms,
+        "idle_ttl_seconds": s.idle_ttl_seconds,
+        "expires_at_ms": s.expires_at_ms(),
+        "state": "ready",
+    })
+}
+
+async fn create_session(State(wharf): State<Arc<Wharf>>, body: Result<Bytes, BytesRejection>) -> Envelope {
+    let t = Timer::start();
+    let result = async {
+        let request: SessionRequest = parse_body(body)?;
+        let (record, created) = wharf.create_session(ANONYMOUS_TENANT, request).await?;
+        let mut v = session_json(&record);
+        v["created"] = json!(created);
+        Ok(v)
+    }
+    .await;
+    let mut envelope = t.reply(result);
+    envelope.meta.session_id = envelope.data.get("id").and_then(Value::as_str).map(str::to_string);
+    envelope.meta.backend = envelope.data.get("backend").and_then(Value::as_str).map(str::to_string);
+    envelope
+}
+
+#[derive(Deserialize)]
+struct SessionFilter {
+    backend: Option<String>,
+    key: Option<String>,
+}
+
+async fn list_sessions(State(wharf): State<Arc<Wharf>>, Query(filter): Query<SessionFilter>) -> Envelope {
+    let t = Timer::start();
+    let result = wharf
+        .sessions(ANONYMOUS_TENANT, filter.backend.as_deref(), filter.key.as_deref())
+        .map(|list| json!({ "sessions": list.iter().map(session_json).collect::<Vec<_>>() }));
+    t.reply(result)
+}
+
+async fn get_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
+    let t = Timer::start();
+    t.reply(wharf.session(ANONYMOUS_TENANT, &id).map(|s| session_json(&s)))
+}
+
+async fn refresh_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
+    let t = Timer::start();
+    t.reply(wharf.refresh_session(ANONYMOUS_TENANT, &id).map(|s| session_json(&s)))
+}
+
+async fn delete_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
+    let t = Timer::start();
+    t.reply(wharf.delete_session(ANONYMOUS_TENANT, &id).await.map(|deleted| json!({ "id": id, "deleted": deleted })))
+}
+
+async fn call(State(wharf): State<Arc<Wharf>>, body: Result<Bytes, BytesRejection>) -> Envelope {
+    let t = Timer::start();
+    let request: CallRequest = match parse_body(body) {
+        Ok(r) => r,
+        Err(e) => return t.reply(Err(e)),
+    };
+    match wharf.call(ANONYMOUS_TENANT, request, Some(t.trace_id.clone())).await {
+        Ok(outcome) => {
+            let attachments: Vec<Value> = outcome
+                .result
+                .attachments
+                .iter()
+                .map(|a| {
+                    json!({
+                        "name": a.name,
+                        "mime_type": a.mime_type,
+                        "size": a.data.len(),
+                        "data_base64": base64::engine::general_purpose::STANDARD.encode(&a.data),
+                    })
+                })
+                .collect();
+            let mut data = json!({ "result": outcome.result.content });
+            if !attachments.is_empty() {
+                data["attachments"] = Value::Array(attachments);
+            }
+            let mut e = Envelope::ok(data, t.meta());
+            e.meta.tool = Some(outcome.tool);
+            e.meta.backend = Some(outcome.backend);
+            e.meta.session_id = outcome.session_id;
+            e
+        }
+        Err((err, place)) => {
+            let mut e = Envelope::error(err, t.meta());
+            e.meta.tool = place.tool;
+            e.meta.backend = place.backend;
+            e.meta.session_id = place.session_id;
+            e
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The `wharf` command line: `serve`, `tools`, `call`, `inspect`.
+
+use crate::config::{BackendConfig, Limits, SessionLimits, WharfConfig};
+use crate::server::{BoundServer, termination_signal};
+use crate::{Wharf, bundled};
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Wharf: WebAssembly backends, served to agents.
+#[derive(Debug, Parser)]
+#[command(name = "wharf", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve backends over HTTP. With no config, serves the bundled examples on 127.0.0.1:7420.
+    Serve {
+        /// The config file.
+        #[arg(long, env = "WHARF_CONFIG")]
+        config: Option<PathBuf>,
+        /// Listen address (overrides the config).
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+        /// Data directory: compile cache and state (overrides the config).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// List the tools of a running server.
+    Tools {
+        /// The server.
+        #[arg(long, env = "WHARF_URL", default_value = "http://127.0.0.1:7420")]
+        url: String,
+    },
+    /// Call a tool on a running server.
+    Call {
+        /// `backend:action` (or an alias).
+        tool: String,
+        /// Arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Session id, for session tools.
+        #[arg(long)]
+        session: Option<String>,
+        /// The server.
+        #[arg(long, env = "WHARF_URL", default_value = "http://127.0.0.1:7420")]
+        url: String,
+    },
+    /// Show what a component is: world, WIT version, tools with schemas, capabilities.
+    Inspect {
+        /// The `.wasm` file (or `bundled:NAME`).
+        file: String,
+        /// Data directory for the compile cache.
+        #[arg(long, default_value = ".wharf")]
+        data_dir: PathBuf,
+    },
+}
+
+/// The configuration `serve` uses: the file if given, else the bundled examples.
+pub fn serve_config(config: Option<PathBuf>, listen: Option<SocketAddr>, data_dir: Option<PathBuf>) -> Result<WharfConfig> {
+    let mut cfg = match config {
+        Some(path) => WharfConfig::load(&path)?,
+        None => {
+            let mut cfg = WharfConfig::default();
+            for name in bundled::DEFAULT_BACKENDS {
+                cfg.backends.insert(
+                    (*name).to_string(),
+                    BackendConfig {
+                        path: format!("bundled:{name}"),
+                        enabled: true,
+                        config: None,
+                        limits: Limits::default(),
+                        sessions: SessionLimits::default(),
+                    },
+                );
+            }
+            cfg
+        }
+    };
+    if let Some(listen) = listen {
+        cfg.server.listen = listen;
+    }
+    if let Some(dir) = data_dir {
+        cfg.server.data_dir = dir;
+    }
+    Ok(cfg)
+}
+
+/// Runs the command line.
+pub async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Serve { config, listen, data_dir } => {
+            let cfg = serve_config(config, listen, data_dir)?;
+            let started = std::time::Instant::now();
+            let wharf = Wharf::from_config(&cfg).await?;
+            let server = BoundServer::bind(wharf.clone(), cfg.server.listen).await?;
+            let addr = server.local_addr()?;
+            let names: Vec<String> = wharf.backends().iter().map(|b| b.name.to_string()).collect();
+            tracing::info!(%addr, backends = ?names, startup_ms = started.elapsed().as_millis() as u64, "wharf is serving");
+            eprintln!("wharf: serving {} on http://{addr} (ready in {} ms)", names.join(", "), started.elapsed().as_millis());
+            server.serve(termination_signal()).await
+        }
+        Command::Tools { url } => {
+            let reply = http_json(reqwest::Client::new().get(format!("{url}/v1/tools"))).await?;
+            for tool in reply["data"]["tools"].as_array().into_iter().flatten() {
+                println!("{:<28} {}", tool["name"].as_str().unwrap_or(""), tool["description"].as_str().unwrap_or(""));
+            }
+            Ok(())
+        }
+        Command::Call { tool, args, session, url } => {
+            let args: Value = serde_json::from_str(&args).context("--args is not valid JSON")?;
+            let mut body = json!({ "tool": tool, "args": args });
+            if let Some(session) = session {
+                body["session_id"] = json!(session);
+            }
+            let reply = http_json(reqwest::Client::new().post(format!("{url}/v1/call")).json(&body)).await?;
+            println!("{}", serde_json::to_string_pretty(&reply)?);
+            if reply["code"].as_u64() != Some(0) {
+                bail!("the call failed with code {}", reply["code"]);
+            }
+            Ok(())
+        }
+        Command::Inspect { file, data_dir } => {
+            let wharf = Wharf::new(crate::config::ServerConfig { data_dir, ..Default::default() })?;
+            let wasm = Wharf::read_wasm(&file)?;
+            let description = wharf.inspect(wasm).await?;
+            println!("{}", serde_json::to_string_pretty(&description)?);
+            Ok(())
+        }
+    }
+}
+
+async fn http_json(request: reqwest::RequestBuilder) -> Result<Value> {
+    let response = request.send().await.context("could not reach the Wharf server (is `wharf serve` running?)")?;
+    response.json::<Value>().await.context("the server's reply is not JSON")
+}

@@ -1,0 +1,493 @@
+//! The one front door the API layer calls: loaded backends, tool resolution, argument
+//! validation, sessions, and calls. Nothing above this module touches wasmtime.
+
+use crate::bundled;
+use crate::config::{BackendConfig, ServerConfig, WharfConfig, toml_to_json};
+use crate::error_code::{Code, WharfError};
+use crate::runtime::bindings;
+use crate::runtime::compile_cache::CompileCache;
+use crate::runtime::host_state::HostState;
+use crate::runtime::instance_pool::PoolSettings;
+use crate::runtime::loaded_backend::{self, LoadedBackend, SessionNeed, ToolCall, ToolDescription, ToolResult};
+use crate::runtime::WharfEngine;
+use crate::sessions::{SessionIdentity, SessionRecord, SessionTable, now_ms};
+use crate::tool_names::{Resolution, ToolName, resolve};
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+use wasmtime::component::{HasSelf, Linker};
+
+/// The tenant used until tokens exist: every caller is this one.
+pub const ANONYMOUS_TENANT: &str = "anonymous";
+
+/// A request to run a tool.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallRequest {
+    /// `backend:action` or an alias.
+    pub tool: String,
+    /// Arguments (a JSON object).
+    #[serde(default = "empty_object")]
+    pub args: Value,
+    /// The session to run in.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Wall-clock limit; capped by the backend's own.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// A request to create (or find again) a session.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRequest {
+    /// Backend name.
+    pub backend: String,
+    /// Caller's key; the same key gives the same session.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Per-session config for `initialize`.
+    #[serde(default)]
+    pub config: Option<Value>,
+    /// Idle TTL in s (0 = none); defaults to the backend's.
+    #[serde(default)]
+    pub ttl_seconds: Option<u64>,
+    /// Owner claim.
+    #[serde(default)]
+    pub owner: Option<String>,
+}
+
+/// What a call produced, with where it ran.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    /// The canonical tool name.
+    pub tool: String,
+    /// The backend.
+    pub backend: String,
+    /// The session, if any.
+    pub session_id: Option<String>,
+    /// The result.
+    pub result: ToolResult,
+}
+
+/// Where a failed call got to, for the envelope's `meta`.
+#[derive(Debug, Clone, Default)]
+pub struct CallPlace {
+    /// Canonical tool name, once resolved.
+    pub tool: Option<String>,
+    /// Backend, once resolved.
+    pub backend: Option<String>,
+    /// Session, if given.
+    pub session_id: Option<String>,
+}
+
+struct BackendEntry {
+    loaded: Arc<LoadedBackend>,
+    config: BackendConfig,
+}
+
+/// The host: engine, backends, sessions.
+pub struct Wharf {
+    engine: WharfEngine,
+    linker: Linker<HostState>,
+    cache: CompileCache,
+    backends: RwLock<BTreeMap<String, BackendEntry>>,
+    sessions: SessionTable,
+    server: ServerConfig,
+    myself: Weak<Wharf>,
+}
+
+fn linker(engine: &wasmtime::Engine) -> Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    use bindings::backend::wharf::plugin as wit;
+    wit::types::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    wit::log::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    wit::kv::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    wit::container::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    wit::exec::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    Ok(linker)
+}
+
+fn poisoned() -> WharfError {
+    WharfError::internal("backend table lock poisoned")
+}
+
+impl Wharf {
+    /// A host with no backends yet; the compile cache lives under the data dir.
+    pub fn new(server: ServerConfig) -> Result<Arc<Self>> {
+        let engine = WharfEngine::new()?;
+        let linker = linker(engine.engine())?;
+        let cache = CompileCache::open(&server.data_dir.join("compile-cache"))?;
+        Ok(Arc::new_cyclic(|myself| Self {
+            engine,
+            linker,
+            cache,
+            backends: RwLock::new(BTreeMap::new()),
+            sessions: SessionTable::default(),
+            server,
+            myself: myself.clone(),
+        }))
+    }
+
+    /// Builds a host and loads every enabled backend of `config`.
+    pub async fn from_config(config: &WharfConfig) -> Result<Arc<Self>> {
+        let wharf = Self::new(config.server.clone())?;
+        for (name, backend) in &config.backends {
+            if backend.enabled {
+                wharf.load_backend(name, backend.clone()).await.with_context(|| format!("loading backend `{name}`"))?;
+            }
+        }
+        Ok(wharf)
+    }
+
+    /// The server settings.
+    pub fn server(&self) -> &ServerConfig {
+        &self.server
+    }
+
+    /// Reads a backend's `.wasm` (a file, or `bundled:NAME`).
+    pub fn read_wasm(path: &str) -> Result<Vec<u8>> {
+        match path.strip_prefix("bundled:") {
+            Some(name) => bundled::wasm(name).map(<[u8]>::to_vec).with_context(|| {
+                format!("no bundled backend `{name}` (bundled: {})", bundled::names().collect::<Vec<_>>().join(", "))
+            }),
+            None => std::fs::read(PathBuf::from(path)).with_context(|| format!("reading {path}")),
+        }
+    }
+
+    /// Compiles, describes, warms and registers a backend under `name`, replacing any
+    /// backend of that name.
+    pub async fn load_backend(&self, name: &str, config: BackendConfig) -> Result<Arc<LoadedBackend>> {
+        let wasm = Arc::new(Self::read_wasm(&config.path)?);
+        self.load_backend_bytes(name, wasm, config).await
+    }
+
+    /// Like [`Wharf::load_backend`], from bytes.
+    pub async fn load_backend_bytes(&self, name: &str, wasm: Arc<Vec<u8>>, config: BackendConfig) -> Result<Arc<LoadedBackend>> {
+        anyhow::ensure!(
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            "backend name `{name}` must be letters, digits, `-` or `_`"
+        );
+        let compiled = loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, wasm).await?;
+        let limits = &config.limits;
+        let memory_limit = (limits.memory_mb << 20).min(crate::runtime::engine::MAX_MEMORY_BYTES) as usize;
+        let settings = PoolSettings {
+            min: limits.pool_min,
+            max: limits.pool_max,
+            retire_after_calls: limits.retire_after_calls.max(1),
+            memory_high_water_bytes: ((limits.memory_high_water_mb << 20) as usize).min(memory_limit),
+            memory_limit_bytes: memory_limit,
+            queue_timeout: Duration::from_millis(limits.queue_timeout_ms),
+            hook_timeout: Duration::from_millis(limits.call_timeout_ms),
+        };
+        let warmup_config = config.config.as_ref().map(toml_to_json).unwrap_or(Value::Null);
+        let loaded = Arc::new(LoadedBackend::start(name, compiled, settings, warmup_config).await?);
+        tracing::info!(
+            backend = name,
+            version = %loaded.description.version,
+            tools = loaded.description.tools.len(),
+            cache = ?loaded.cache,
+            compile_ms = loaded.compile_time.as_millis() as u64,
+            "backend loaded"
+        );
+        let previous = {
+            let mut backends = self.backends.write().map_err(|_| anyhow::anyhow!("backend table lock poisoned"))?;
+            backends.insert(name.to_string(), BackendEntry { loaded: loaded.clone(), config })
+        };
+        if let Some(previous) = previous {
+            previous.loaded.drain().await;
+        }
+        Ok(loaded)
+    }
+
+    /// Compiles and describes a component without loading it (for `wharf inspect`).
+    pub async fn inspect(&self, wasm: Vec<u8>) -> Result<loaded_backend::BackendDescription> {
+        let compiled = loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, Arc::new(wasm)).await?;
+        Ok(compiled.description)
+    }
+
+    /// Unloads a backend: new calls answer 5011, idle instances get `shutdown`.
+    pub async fn unload_backend(&self, name: &str) -> Result<bool, WharfError> {
+        let removed = self.backends.write().map_err(|_| poisoned())?.remove(name);
+        match removed {
+            Some(entry) => {
+                entry.loaded.drain().await;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Every loaded backend, by name.
+    pub fn backends(&self) -> Vec<Arc<LoadedBackend>> {
+        self.backends.read().map(|b| b.values().map(|e| e.loaded.clone()).collect()).unwrap_or_default()
+    }
+
+    /// One backend, or 5011.
+    pub fn backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
+        self.backends
+            .read()
+            .map_err(|_| poisoned())?
+            .get(name)
+            .map(|e| e.loaded.clone())
+            .ok_or_else(|| WharfError::backend_unavailable(format!("backend `{name}` is not loaded")))
+    }
+
+    fn backend_config(&self, name: &str) -> Option<BackendConfig> {
+        self.backends.read().ok()?.get(name).map(|e| e.config.clone())
+    }
+
+    /// Every tool of every backend.
+    pub fn tools(&self) -> Vec<(ToolName, String, ToolDescription)> {
+        let mut out = Vec::new();
+        for backend in self.backends() {
+            for tool in &backend.description.tools {
+                out.push((
+                    ToolName { backend: backend.name.to_string(), action: tool.action.clone() },
+                    backend.description.version.clone(),
+                    tool.clone(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Resolves a tool name (aliases, short names) to its backend and action.
+    pub fn resolve_tool(&self, requested: &str) -> Result<(Arc<LoadedBackend>, ToolDescription), WharfError> {
+        let tools = self.tools();
+        let names: Vec<ToolName> = tools.iter().map(|(n, _, _)| n.clone()).collect();
+        match resolve(requested, &names) {
+            Resolution::Found(name) => {
+                let backend = self.backend(&name.backend)?;
+                let tool = backend
+                    .tool(&name.action)
+                    .cloned()
+                    .ok_or_else(|| WharfError::invalid_request(format!("unknown tool `{requested}`")))?;
+                Ok((backend, tool))
+            }
+            Resolution::Unknown => Err(WharfError::invalid_request(format!(
+                "unknown tool `{requested}`; GET /v1/tools lists them"
+            ))),
+            Resolution::Ambiguous(candidates) => Err(WharfError::invalid_request(format!(
+                "tool name `{requested}` is ambiguous: {}",
+                candidates.join(", ")
+            ))
+            .with_data(serde_json::json!({ "candidates": candidates }))),
+        }
+    }
+
+    /// Runs a tool for `tenant`.
+    pub async fn call(&self, tenant: &str, request: CallRequest, trace_id: Option<String>) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        let mut place = CallPlace { session_id: request.session_id.clone(), ..CallPlace::default() };
+        let (backend, tool) = self.resolve_tool(&request.tool).map_err(|e| (e, place.clone()))?;
+        place.tool = Some(format!("{}:{}", backend.name, tool.action));
+        place.backend = Some(backend.name.to_string());
+        self.call_resolved(tenant, &backend, &tool, request, trace_id).await.map_err(|e| (e, place.clone()))
+    }
+
+    async fn call_resolved(
+        &self,
+        tenant: &str,
+        backend: &Arc<LoadedBackend>,
+        tool: &ToolDescription,
+        request: CallRequest,
+        trace_id: Option<String>,
+    ) -> Result<CallOutcome, WharfError> {
+        backend.validate_args(&tool.action, &request.args)?;
+        let limit = backend.pool.settings().hook_timeout;
+        let timeout = request.timeout_ms.map(Duration::from_millis).map_or(limit, |t| t.min(limit));
+        let canonical = format!("{}:{}", backend.name, tool.action);
+        let session_id = match (&request.session_id, tool.session) {
+            (_, SessionNeed::None) => None,
+            (Some(id), _) => Some(id.clone()),
+            (None, SessionNeed::Required) => {
+                return Err(WharfError::session_not_found(format!(
+                    "`{canonical}` needs a session: create one with POST /v1/sessions {{\"backend\": \"{}\"}} and pass its id as session_id",
+                    backend.name
+                )));
+            }
+            (None, SessionNeed::Optional) => None,
+        };
+        let Some(session_id) = session_id else {
+            let result = backend
+                .call_tool(ToolCall { action: tool.action.clone(), args: request.args, session: None, timeout, trace_id })
+                .await?;
+            return Ok(CallOutcome { tool: canonical, backend: backend.name.to_string(), session_id: None, result });
+        };
+        let record = self.sessions.get(tenant, &session_id)?;
+        if record.backend != *backend.name {
+            return Err(WharfError::session_not_found(format!(
+                "session `{session_id}` belongs to backend `{}`, not `{}`",
+                record.backend, backend.name
+            )));
+        }
+        let lock = self.sessions.call_lock(&session_id)?;
+        let _one_at_a_time = lock.lock().await;
+        // Re-read under the lock: the previous call may have changed the data.
+        let record = self.sessions.get(tenant, &session_id)?;
+        let result = backend
+            .call_tool(ToolCall { action: tool.action.clone(), args: request.args, session: Some(record.view()), timeout, trace_id })
+            .await;
+        let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());
+        self.sessions.update(&session_id, |r| {
+            r.last_activity_ms = now_ms();
+            if let Some(data) = new_data {
+                r.data = data;
+            }
+        })?;
+        Ok(CallOutcome { tool: canonical, backend: backend.name.to_string(), session_id: Some(session_id), result: result? })
+    }
+
+    /// Creates a session, or returns the existing one for the same (tenant, backend, key).
+    pub async fn create_session(&self, tenant: &str, request: SessionRequest) -> Result<(SessionRecord, bool), WharfError> {
+        let backend = self.backend(&request.backend)?;
+        if !backend.is_resource_backend() {
+            return Err(WharfError::invalid_request(format!(
+                "`{}` is a sandbox provider; its sessions come with the sandbox toolset",
+                request.backend
+            )));
+        }
+        if let (Some(schema), Some(config)) = (&backend.description.session_config_schema, &request.config) {
+            crate::schema_validation::ArgsValidator::new(schema)
+                .map_err(|e| WharfError::internal(format!("the backend's session config schema is invalid: {e:#}")))?
+                .validate(config)?;
+        }
+        let key = request.key.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let identity = SessionIdentity { tenant: tenant.to_string(), backend: request.backend.clone(), key: key.clone() };
+        let lock = self.sessions.creation_lock(&identity)?;
+        let result = {
+            let _creating = lock.lock().await;
+            match self.sessions.find(&identity)? {
+                Some(existing) => Ok((existing, false)),
+                None => self.initialize_session(tenant, &backend, &identity, request).await.map(|r| (r, true)),
+            }
+        };
+        drop(lock);
+        self.sessions.release_creation_lock(&identity);
+        result
+    }
+
+    async fn initialize_session(
+        &self,
+        tenant: &str,
+        backend: &Arc<LoadedBackend>,
+        identity: &SessionIdentity,
+        request: SessionRequest,
+    ) -> Result<SessionRecord, WharfError> {
+        let lifetimes = self.backend_config(&backend.name).map(|c| c.sessions).unwrap_or_default();
+        let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
+        let config = request.config.unwrap_or(Value::Null);
+        let data = backend.initialize(&id, &identity.key, &config, backend.pool.settings().hook_timeout).await?;
+        let now = now_ms();
+        let record = SessionRecord {
+            id: id.clone(),
+            tenant: tenant.to_string(),
+            backend: backend.name.to_string(),
+            key: identity.key.clone(),
+            data,
+            owner: request.owner,
+            created_at_ms: now,
+            last_activity_ms: now,
+            idle_ttl_seconds: request.ttl_seconds.unwrap_or(lifetimes.idle_ttl_seconds),
+            max_expires_at_ms: (lifetimes.max_lifetime_seconds > 0).then(|| now + lifetimes.max_lifetime_seconds * 1000),
+            generation: 0,
+        };
+        self.sessions.insert(record.clone())?;
+        self.watch_expiry(id);
+        Ok(record)
+    }
+
+    /// Idle expiry: one timer per session, re-checking the last activity before acting.
+    fn watch_expiry(&self, id: String) {
+        let Some(wharf) = self.myself.upgrade() else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let weak = Arc::downgrade(&wharf);
+        drop(wharf);
+        handle.spawn(async move {
+            loop {
+                let Some(wharf) = weak.upgrade() else { return };
+                let Ok(Some(record)) = wharf.sessions.get_any(&id) else { return };
+                let Some(expires) = record.expires_at_ms() else { return };
+                let now = now_ms();
+                if now >= expires {
+                    if let Err(e) = wharf.release(&record).await {
+                        tracing::warn!(session = %id, "releasing an expired session failed: {}", e.message);
+                    }
+                    return;
+                }
+                drop(wharf);
+                tokio::time::sleep(Duration::from_millis(expires - now)).await;
+            }
+        });
+    }
+
+    /// A session of `tenant`.
+    pub fn session(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+        self.sessions.get(tenant, id)
+    }
+
+    /// Sessions of `tenant`.
+    pub fn sessions(&self, tenant: &str, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
+        self.sessions.list(tenant, backend, key)
+    }
+
+    /// Extends a session's idle TTL from now.
+    pub fn refresh_session(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+        self.sessions.get(tenant, id)?;
+        self.sessions.update(id, |r| r.last_activity_ms = now_ms())
+    }
+
+    /// Releases a session (cleanup, then forget). Unknown ids succeed: delete is idempotent.
+    pub async fn delete_session(&self, tenant: &str, id: &str) -> Result<bool, WharfError> {
+        match self.sessions.get(tenant, id) {
+            Ok(record) => self.release(&record).await.map(|()| true),
+            Err(e) if e.code == Code::SessionNotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn release(&self, record: &SessionRecord) -> Result<(), WharfError> {
+        let lock = self.sessions.call_lock(&record.id)?;
+        let _no_calls = lock.lock().await;
+        let Ok(current) = self.sessions.get(&record.tenant, &record.id) else { return Ok(()) };
+        if let Ok(backend) = self.backend(&current.backend) {
+            let timeout = backend.pool.settings().hook_timeout;
+            let mut attempt = 0;
+            loop {
+                match backend.cleanup(&current.view(), timeout).await {
+                    Ok(()) => break,
+                    Err(e) if attempt < 3 => {
+                        attempt += 1;
+                        tracing::warn!(session = %current.id, "cleanup failed (attempt {attempt}): {}", e.message);
+                        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                    }
+                    Err(e) => {
+                        return Err(WharfError::new(
+                            e.code,
+                            format!("cleanup of session `{}` failed; it is kept so its resources are not forgotten: {}", current.id, e.message),
+                        ));
+                    }
+                }
+            }
+        }
+        self.sessions.remove(&current.id)?;
+        Ok(())
+    }
+
+    /// Drains every backend (runs `shutdown` on idle instances). Sessions are kept.
+    pub async fn shutdown(&self) {
+        for backend in self.backends() {
+            backend.drain().await;
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! `log`: guest logs into the host's tracing, tagged with backend and session.
+
+use crate::runtime::bindings::backend::wharf::plugin::log::{Host, Level};
+use crate::runtime::host_state::HostState;
+
+/// Longest message kept; a guest cannot flood the host's logs with one call.
+const MAX_MESSAGE: usize = 8 * 1024;
+
+impl Host for HostState {
+    async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        let mut message = message;
+        if message.len() > MAX_MESSAGE {
+            let mut end = MAX_MESSAGE;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push('…');
+        }
+        let backend = &*self.backend;
+        let session = self.call.session_id.as_deref().unwrap_or("-");
+        match level {
+            Level::Trace => tracing::trace!(target: "wharf::guest", backend, session, "{message}"),
+            Level::Debug => tracing::debug!(target: "wharf::guest", backend, session, "{message}"),
+            Level::Info => tracing::info!(target: "wharf::guest", backend, session, "{message}"),
+            Level::Warn => tracing::warn!(target: "wharf::guest", backend, session, "{message}"),
+            Level::Error => tracing::error!(target: "wharf::guest", backend, session, "{message}"),
+        }
+        Ok(())
+    }
+}

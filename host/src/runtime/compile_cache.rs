@@ -1,0 +1,105 @@
+//! Compiled components on disk, so a restart or a re-dropped file does not recompile.
+//!
+//! An entry is keyed by the sha256 of the `.wasm` and the engine's
+//! `precompile_compatibility_hash`; its own sha256 is kept beside it and checked before
+//! the (unsafe) deserialize. A corrupt or mismatched entry is rebuilt. The directory is 0700.
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Where a component came from: the cache, or a fresh compile (then stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Deserialized from a verified entry.
+    Hit,
+    /// Compiled, and stored for next time.
+    Compiled,
+    /// A corrupt entry was found, recompiled and replaced.
+    Rebuilt,
+}
+
+/// The on-disk cache.
+#[derive(Debug, Clone)]
+pub struct CompileCache {
+    dir: PathBuf,
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+impl CompileCache {
+    /// Opens (creating, 0700) the cache directory.
+    pub fn open(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(Self { dir: dir.to_path_buf() })
+    }
+
+    fn key(engine: &Engine, wasm: &[u8]) -> String {
+        let mut h = DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut h);
+        format!("{}-{:016x}", sha256_hex(wasm), h.finish())
+    }
+
+    /// Path of the artifact for these bytes on this engine.
+    pub fn artifact_path(&self, engine: &Engine, wasm: &[u8]) -> PathBuf {
+        self.dir.join(format!("{}.cwasm", Self::key(engine, wasm)))
+    }
+
+    /// Returns the compiled component, from the cache when a verified entry exists.
+    pub fn load_or_compile(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, CacheOutcome)> {
+        let artifact = self.artifact_path(engine, wasm);
+        let digest_path = artifact.with_extension("sha256");
+        let mut outcome = CacheOutcome::Compiled;
+        if let (Ok(bytes), Ok(digest)) = (std::fs::read(&artifact), std::fs::read_to_string(&digest_path)) {
+            if sha256_hex(&bytes) == digest.trim() {
+                match deserialize(engine, &bytes) {
+                    Ok(component) => return Ok((component, CacheOutcome::Hit)),
+                    Err(err) => tracing::warn!("compile cache entry {} unusable: {err:#}", artifact.display()),
+                }
+            } else {
+                tracing::warn!("compile cache entry {} failed its digest check; rebuilding", artifact.display());
+            }
+            outcome = CacheOutcome::Rebuilt;
+        }
+        let compiled = engine.precompile_component(wasm).map_err(anyhow::Error::from).context("compiling the component")?;
+        let component = deserialize(engine, &compiled)?;
+        if let Err(err) = self.store(&artifact, &digest_path, &compiled) {
+            tracing::warn!("could not write compile cache entry {}: {err:#}", artifact.display());
+        }
+        Ok((component, outcome))
+    }
+
+    fn store(&self, artifact: &Path, digest_path: &Path, compiled: &[u8]) -> Result<()> {
+        let tmp = tempfile_in(&self.dir)?;
+        std::fs::write(&tmp, compiled)?;
+        std::fs::rename(&tmp, artifact)?;
+        let tmp = tempfile_in(&self.dir)?;
+        std::fs::write(&tmp, sha256_hex(compiled))?;
+        std::fs::rename(&tmp, digest_path)?;
+        Ok(())
+    }
+}
+
+fn tempfile_in(dir: &Path) -> Result<PathBuf> {
+    Ok(dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple())))
+}
+
+/// Deserializes bytes this process produced with `precompile_component` or read from a
+/// cache entry whose digest was just verified in a directory only this user can write.
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, bytes: &[u8]) -> Result<Component> {
+    // SAFETY: the bytes are either fresh output of `Engine::precompile_component` on this
+    // engine, or a cache entry keyed by this engine's compatibility hash whose sha256 was
+    // checked against the digest written with it; wasmtime also validates the header.
+    unsafe { Component::deserialize(engine, bytes) }.map_err(anyhow::Error::from)
+}

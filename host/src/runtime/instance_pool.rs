@@ -1,0 +1,295 @@
+//! A pool of warm instances per backend: grows on demand up to `pool_max` (which is also
+//! the backend's concurrency limit), keeps `pool_min` warm, retires an instance after N
+//! calls or past a memory high-water mark, and discards one that trapped, blew a limit or
+//! was dropped mid-call (cancelled), replacing it in the background.
+
+use crate::error_code::{Code, WharfError};
+use crate::imports::http::EgressHooks;
+use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxProviderPre};
+use crate::runtime::bindings::{backend::ResourceBackend, provider::SandboxProvider};
+use crate::runtime::host_state::{CallContext, HostState};
+use anyhow::{Result, anyhow};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime::{Store, UpdateDeadline};
+
+/// Sizing and retirement of one pool.
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    /// Instances kept warm.
+    pub min: usize,
+    /// Most instances (and concurrent calls).
+    pub max: usize,
+    /// Retire an instance after this many calls.
+    pub retire_after_calls: u64,
+    /// Retire an instance whose memory grew past this.
+    pub memory_high_water_bytes: usize,
+    /// Linear memory cap per instance.
+    pub memory_limit_bytes: usize,
+    /// How long a call may wait for an instance.
+    pub queue_timeout: Duration,
+    /// Deadline for `warmup` and `shutdown`.
+    pub hook_timeout: Duration,
+}
+
+/// Pre-instantiated component of either world.
+#[derive(Clone)]
+pub enum Pre {
+    /// A resource backend.
+    Backend(ResourceBackendPre<HostState>),
+    /// A sandbox provider.
+    Provider(SandboxProviderPre<HostState>),
+}
+
+/// The exports of one instance.
+pub enum Exports {
+    /// A resource backend.
+    Backend(ResourceBackend),
+    /// A sandbox provider.
+    Provider(SandboxProvider),
+}
+
+/// One instance: its store, its exports and how many calls it served.
+pub struct Instance {
+    /// The store (one per instance).
+    pub store: Store<HostState>,
+    /// The exported interface.
+    pub exports: Exports,
+    calls: u64,
+}
+
+/// Counters for metrics and tests.
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    /// Instances created (and warmed).
+    pub created: AtomicU64,
+    /// Instances thrown away after a trap, a blown limit or a cancelled call.
+    pub discarded: AtomicU64,
+    /// Instances retired after N calls or the memory high-water mark.
+    pub retired: AtomicU64,
+    /// Calls in progress.
+    pub busy: AtomicUsize,
+}
+
+/// The pool of one backend.
+pub struct InstancePool {
+    name: Arc<str>,
+    pre: Pre,
+    settings: PoolSettings,
+    warmup_config: String,
+    idle: Mutex<Vec<Instance>>,
+    permits: Arc<Semaphore>,
+    /// Counters.
+    pub stats: PoolStats,
+}
+
+/// Installs the deadline callback: while the call's deadline is ahead, a running guest
+/// yields to the executor at every epoch tick (so spinning guests cannot starve the
+/// workers); once it has passed, the guest traps and the flag says why.
+fn arm_deadline(store: &mut Store<HostState>) {
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|mut ctx| {
+        let call = &mut ctx.data_mut().call;
+        match call.deadline {
+            Some(deadline) if Instant::now() >= deadline => {
+                call.deadline_hit = true;
+                Err(wasmtime::Error::msg("the call exceeded its deadline"))
+            }
+            _ => Ok(UpdateDeadline::Yield(1)),
+        }
+    });
+}
+
+impl InstancePool {
+    /// A pool with `settings.min` instances created and warmed; fails if one cannot be.
+    pub async fn start(name: Arc<str>, pre: Pre, settings: PoolSettings, warmup_config: String) -> Result<Arc<Self>> {
+        let pool = Arc::new(Self {
+            name,
+            pre,
+            permits: Arc::new(Semaphore::new(settings.max)),
+            settings,
+            warmup_config,
+            idle: Mutex::new(Vec::new()),
+            stats: PoolStats::default(),
+        });
+        for _ in 0..pool.settings.min.max(1) {
+            let instance = pool.instantiate().await?;
+            pool.push_idle(instance);
+        }
+        Ok(pool)
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &PoolSettings {
+        &self.settings
+    }
+
+    /// Instances waiting for a call.
+    pub fn idle_count(&self) -> usize {
+        self.idle.lock().map(|v| v.len()).unwrap_or(0)
+    }
+
+    fn push_idle(&self, instance: Instance) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(instance);
+        }
+    }
+
+    fn pop_idle(&self) -> Option<Instance> {
+        self.idle.lock().ok().and_then(|mut idle| idle.pop())
+    }
+
+    /// A new instance, warmed up.
+    pub async fn instantiate(&self) -> Result<Instance> {
+        let state = HostState::new(
+            self.name.clone(),
+            self.settings.memory_limit_bytes,
+            EgressHooks::deny_all(&self.name),
+        );
+        let engine = match &self.pre {
+            Pre::Backend(p) => p.engine().clone(),
+            Pre::Provider(p) => p.engine().clone(),
+        };
+        let mut store = Store::new(&engine, state);
+        store.limiter(|s| &mut s.limiter);
+        arm_deadline(&mut store);
+        store.data_mut().call.deadline = Some(Instant::now() + self.settings.hook_timeout);
+        let exports = match &self.pre {
+            Pre::Backend(p) => Exports::Backend(p.instantiate_async(&mut store).await?),
+            Pre::Provider(p) => Exports::Provider(p.instantiate_async(&mut store).await?),
+        };
+        let config = self.warmup_config.clone();
+        let warmed = tokio::time::timeout(self.settings.hook_timeout, async {
+            match &exports {
+                Exports::Backend(b) => b.wharf_plugin_backend().call_warmup(&mut store, &config).await,
+                Exports::Provider(p) => p.wharf_plugin_provider().call_warmup(&mut store, &config).await,
+            }
+        })
+        .await
+        .map_err(|_| anyhow!("warmup did not finish within {:?}", self.settings.hook_timeout))??;
+        if let Err(e) = warmed {
+            return Err(anyhow!("warmup failed: {} ({})", e.message, e.code));
+        }
+        store.data_mut().call = CallContext::default();
+        self.stats.created.fetch_add(1, Ordering::Relaxed);
+        Ok(Instance { store, exports, calls: 0 })
+    }
+
+    /// Takes an instance for one call, waiting up to the queue timeout for a free one.
+    pub async fn checkout(self: &Arc<Self>, context: CallContext) -> Result<CheckedOut, WharfError> {
+        let permit = tokio::time::timeout(self.settings.queue_timeout, self.permits.clone().acquire_owned())
+            .await
+            .map_err(|_| {
+                WharfError::new(
+                    Code::RateLimited,
+                    format!("backend `{}` is at its limit of {} concurrent calls", self.name, self.settings.max),
+                )
+            })?
+            .map_err(|_| WharfError::backend_unavailable(format!("backend `{}` is unloading", self.name)))?;
+        let mut instance = match self.pop_idle() {
+            Some(instance) => instance,
+            None => self.instantiate().await.map_err(|e| {
+                WharfError::backend_unavailable(format!("backend `{}` could not start an instance: {e:#}", self.name))
+            })?,
+        };
+        instance.store.data_mut().call = context;
+        instance.store.data_mut().limiter = crate::runtime::host_state::MemoryLimiter::new(self.settings.memory_limit_bytes)
+            .with_peak(instance.store.data().limiter.peak_bytes());
+        arm_deadline(&mut instance.store);
+        self.stats.busy.fetch_add(1, Ordering::Relaxed);
+        Ok(CheckedOut { instance: Some(instance), pool: self.clone(), _permit: permit })
+    }
+
+    fn replenish(self: &Arc<Self>) {
+        if self.idle_count() >= self.settings.min {
+            return;
+        }
+        let pool = self.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                match pool.instantiate().await {
+                    Ok(instance) if pool.idle_count() < pool.settings.min => pool.push_idle(instance),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(backend = %pool.name, "could not replace a discarded instance: {e:#}"),
+                }
+            });
+        }
+    }
+
+    fn retire(self: &Arc<Self>, mut instance: Instance) {
+        self.stats.retired.fetch_add(1, Ordering::Relaxed);
+        let timeout = self.settings.hook_timeout;
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                instance.store.data_mut().call.deadline = Some(Instant::now() + timeout);
+                let _ = tokio::time::timeout(timeout, shutdown(&mut instance)).await;
+            });
+        }
+        self.replenish();
+    }
+
+    /// Runs `shutdown` on every idle instance and drops them.
+    pub async fn drain(&self) {
+        let idle: Vec<Instance> = self.idle.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+        for mut instance in idle {
+            instance.store.data_mut().call.deadline = Some(Instant::now() + self.settings.hook_timeout);
+            let _ = tokio::time::timeout(self.settings.hook_timeout, shutdown(&mut instance)).await;
+        }
+        self.permits.close();
+    }
+}
+
+async fn shutdown(instance: &mut Instance) {
+    let result = match &instance.exports {
+        Exports::Backend(b) => b.wharf_plugin_backend().call_shutdown(&mut instance.store).await,
+        Exports::Provider(p) => p.wharf_plugin_provider().call_shutdown(&mut instance.store).await,
+    };
+    if let Err(e) = result {
+        tracing::warn!(backend = %instance.store.data().backend, "shutdown trapped: {e:#}");
+    }
+}
+
+/// An instance lent to one call. [`CheckedOut::checkin`] returns it; dropping it any other
+/// way (a trap, a timeout, the caller went away) discards it: a store whose call did not
+/// finish cleanly is never reused.
+pub struct CheckedOut {
+    instance: Option<Instance>,
+    pool: Arc<InstancePool>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl CheckedOut {
+    /// The instance.
+    pub fn instance(&mut self) -> Result<&mut Instance, WharfError> {
+        self.instance.as_mut().ok_or_else(|| WharfError::internal("instance already returned"))
+    }
+
+    /// Returns a healthy instance to the pool (or retires it), clearing the call context.
+    pub fn checkin(mut self) {
+        if let Some(mut instance) = self.instance.take() {
+            self.pool.stats.busy.fetch_sub(1, Ordering::Relaxed);
+            instance.store.data_mut().call = CallContext::default();
+            instance.calls += 1;
+            let settings = &self.pool.settings;
+            let peak = instance.store.data().limiter.peak_bytes();
+            if instance.calls >= settings.retire_after_calls || peak > settings.memory_high_water_bytes {
+                self.pool.retire(instance);
+            } else {
+                self.pool.push_idle(instance);
+            }
+        }
+    }
+}
+
+impl Drop for CheckedOut {
+    fn drop(&mut self) {
+        if self.instance.take().is_some() {
+            self.pool.stats.busy.fetch_sub(1, Ordering::Relaxed);
+            self.pool.stats.discarded.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(backend = %self.pool.name, "instance discarded");
+            self.pool.replenish();
+        }
+    }
+}
