@@ -103,10 +103,10 @@ impl SessionTable {
 
     /// Forgets the creation lock of an identity once nobody waits on it.
     pub fn release_creation_lock(&self, identity: &SessionIdentity) {
-        if let Ok(mut locks) = self.creation_locks.lock() {
-            if locks.get(identity).is_some_and(|l| Arc::strong_count(l) == 1) {
-                locks.remove(identity);
-            }
+        if let Ok(mut locks) = self.creation_locks.lock()
+            && locks.get(identity).is_some_and(|l| Arc::strong_count(l) == 1)
+        {
+            locks.remove(identity);
         }
     }
 

@@ -1,1 +1,128 @@
-//! Shared helpers.
+//! Shared helpers for the integration tests: start a real Wharf host on a free loopback
+//! port with real components, and talk to it over real HTTP.
+
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use wharf::Wharf;
+use wharf::config::{BackendConfig, Limits, ServerConfig, SessionLimits};
+use wharf::server::BoundServer;
+
+/// A running host.
+pub struct TestHost {
+    /// The host.
+    pub wharf: Arc<Wharf>,
+    /// Base URL, e.g. `http://127.0.0.1:1234`.
+    pub url: String,
+    /// The bound address.
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Kept alive for the host's lifetime.
+    pub data_dir: tempfile::TempDir,
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A backend config for a bundled example.
+pub fn bundled(name: &str) -> BackendConfig {
+    BackendConfig {
+        path: format!("bundled:{name}"),
+        enabled: true,
+        config: None,
+        limits: Limits::default(),
+        sessions: SessionLimits::default(),
+    }
+}
+
+/// Starts a host serving `backends` (operator name, config).
+pub async fn start(backends: Vec<(&str, BackendConfig)>) -> TestHost {
+    start_with(backends, |_| {}).await
+}
+
+/// Starts a host, letting the test adjust the server settings.
+pub async fn start_with(backends: Vec<(&str, BackendConfig)>, tweak: impl FnOnce(&mut ServerConfig)) -> TestHost {
+    let data_dir = tempfile::tempdir().expect("temp dir");
+    let mut server = ServerConfig { data_dir: data_dir.path().to_path_buf(), ..ServerConfig::default() };
+    server.listen = "127.0.0.1:0".parse().expect("addr");
+    tweak(&mut server);
+    let wharf = Wharf::new(server.clone()).expect("host starts");
+    for (name, config) in backends {
+        wharf.load_backend(name, config).await.expect("backend loads");
+    }
+    let bound = BoundServer::bind(wharf.clone(), server.listen).await.expect("bind");
+    let addr = bound.local_addr().expect("addr");
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(bound.serve(async {
+        let _ = rx.await;
+    }));
+    TestHost { wharf, url: format!("http://{addr}"), addr, stop: Some(tx), data_dir }
+}
+
+/// The HTTP status and JSON body of a reply.
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Parsed body.
+    pub body: Value,
+}
+
+impl Reply {
+    /// The envelope's code.
+    pub fn code(&self) -> u64 {
+        self.body["code"].as_u64().unwrap_or(u64::MAX)
+    }
+}
+
+impl TestHost {
+    /// POSTs a JSON body.
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.send(reqwest::Client::new().post(format!("{}{path}", self.url)).json(&body)).await
+    }
+    /// POSTs raw bytes.
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> Reply {
+        self.send(
+            reqwest::Client::new()
+                .post(format!("{}{path}", self.url))
+                .header("content-type", "application/json")
+                .body(body),
+        )
+        .await
+    }
+    /// GETs a path.
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send(reqwest::Client::new().get(format!("{}{path}", self.url))).await
+    }
+    /// DELETEs a path.
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.send(reqwest::Client::new().delete(format!("{}{path}", self.url))).await
+    }
+    /// Calls a tool.
+    pub async fn call(&self, tool: &str, args: Value) -> Reply {
+        self.post("/v1/call", json!({ "tool": tool, "args": args })).await
+    }
+    /// Calls a tool in a session.
+    pub async fn call_in(&self, session: &str, tool: &str, args: Value) -> Reply {
+        self.post("/v1/call", json!({ "tool": tool, "args": args, "session_id": session })).await
+    }
+    async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.expect("request reaches the host");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("reply is not JSON: {text}"));
+        Reply { status, body }
+    }
+    /// The `/v1/backends` entry of one backend.
+    pub async fn backend_info(&self, name: &str) -> Value {
+        let reply = self.get("/v1/backends").await;
+        reply.body["data"]["backends"]
+            .as_array()
+            .and_then(|list| list.iter().find(|b| b["name"] == name).cloned())
+            .unwrap_or(Value::Null)
+    }
+}

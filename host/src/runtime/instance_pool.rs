@@ -97,7 +97,9 @@ fn arm_deadline(store: &mut Store<HostState>) {
                 call.deadline_hit = true;
                 Err(wasmtime::Error::msg("the call exceeded its deadline"))
             }
-            _ => Ok(UpdateDeadline::Yield(1)),
+            // tokio's own yield puts the task behind the others; a bare self-wake would
+            // take the worker's LIFO slot and starve them.
+            _ => Ok(UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))),
         }
     });
 }

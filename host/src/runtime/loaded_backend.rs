@@ -357,6 +357,12 @@ pub struct LoadedBackend {
     pub compile_time: Duration,
 }
 
+impl std::fmt::Debug for LoadedBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedBackend").field("name", &self.name).field("version", &self.description.version).finish()
+    }
+}
+
 impl LoadedBackend {
     /// Starts the pool of a compiled backend (warming `pool_min` instances).
     pub async fn start(name: &str, compiled: CompiledBackend, settings: PoolSettings, config: Value) -> Result<Self> {
