@@ -11,7 +11,7 @@ use crate::runtime::instance_pool::PoolSettings;
 use crate::runtime::loaded_backend::{self, LoadedBackend, SessionNeed, ToolCall, ToolDescription, ToolResult};
 use crate::runtime::WharfEngine;
 use crate::sessions::{SessionIdentity, SessionRecord, SessionTable, now_ms};
-use crate::tool_names::{Resolution, ToolName, resolve};
+use crate::tool_names::{Resolution, ToolIndex, ToolName};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::Value;
@@ -100,6 +100,7 @@ pub struct Wharf {
     linker: Linker<HostState>,
     cache: CompileCache,
     backends: RwLock<BTreeMap<String, BackendEntry>>,
+    tool_index: RwLock<Arc<ToolIndex>>,
     sessions: SessionTable,
     server: ServerConfig,
     myself: Weak<Wharf>,
@@ -133,6 +134,7 @@ impl Wharf {
             linker,
             cache,
             backends: RwLock::new(BTreeMap::new()),
+            tool_index: RwLock::new(Arc::new(ToolIndex::default())),
             sessions: SessionTable::default(),
             server,
             myself: myself.clone(),
@@ -204,6 +206,7 @@ impl Wharf {
             let mut backends = self.backends.write().map_err(|_| anyhow::anyhow!("backend table lock poisoned"))?;
             backends.insert(name.to_string(), BackendEntry { loaded: loaded.clone(), config })
         };
+        self.rebuild_tool_index();
         if let Some(previous) = previous {
             previous.loaded.drain().await;
         }
@@ -219,6 +222,7 @@ impl Wharf {
     /// Unloads a backend: new calls answer 5011, idle instances get `shutdown`.
     pub async fn unload_backend(&self, name: &str) -> Result<bool, WharfError> {
         let removed = self.backends.write().map_err(|_| poisoned())?.remove(name);
+        self.rebuild_tool_index();
         match removed {
             Some(entry) => {
                 entry.loaded.drain().await;
@@ -247,6 +251,13 @@ impl Wharf {
         self.backends.read().ok()?.get(name).map(|e| e.config.clone())
     }
 
+    fn rebuild_tool_index(&self) {
+        let names = self.tools().into_iter().map(|(name, _, _)| name).collect();
+        if let Ok(mut index) = self.tool_index.write() {
+            *index = Arc::new(ToolIndex::new(names));
+        }
+    }
+
     /// Every tool of every backend.
     pub fn tools(&self) -> Vec<(ToolName, String, ToolDescription)> {
         let mut out = Vec::new();
@@ -263,17 +274,15 @@ impl Wharf {
     }
 
     /// Resolves a tool name (aliases, short names) to its backend and action.
-    pub fn resolve_tool(&self, requested: &str) -> Result<(Arc<LoadedBackend>, ToolDescription), WharfError> {
-        let tools = self.tools();
-        let names: Vec<ToolName> = tools.iter().map(|(n, _, _)| n.clone()).collect();
-        match resolve(requested, &names) {
+    pub fn resolve_tool(&self, requested: &str) -> Result<(Arc<LoadedBackend>, String), WharfError> {
+        let index = self.tool_index.read().map_err(|_| poisoned())?.clone();
+        match index.resolve(requested) {
             Resolution::Found(name) => {
                 let backend = self.backend(&name.backend)?;
-                let tool = backend
-                    .tool(&name.action)
-                    .cloned()
-                    .ok_or_else(|| WharfError::invalid_request(format!("unknown tool `{requested}`")))?;
-                Ok((backend, tool))
+                match backend.tool(&name.action) {
+                    Some(_) => Ok((backend, name.action)),
+                    None => Err(WharfError::invalid_request(format!("unknown tool `{requested}`"))),
+                }
             }
             Resolution::Unknown => Err(WharfError::invalid_request(format!(
                 "unknown tool `{requested}`; GET /v1/tools lists them"
@@ -289,10 +298,13 @@ impl Wharf {
     /// Runs a tool for `tenant`.
     pub async fn call(&self, tenant: &str, request: CallRequest, trace_id: Option<String>) -> Result<CallOutcome, (WharfError, CallPlace)> {
         let mut place = CallPlace { session_id: request.session_id.clone(), ..CallPlace::default() };
-        let (backend, tool) = self.resolve_tool(&request.tool).map_err(|e| (e, place.clone()))?;
-        place.tool = Some(format!("{}:{}", backend.name, tool.action));
+        let (backend, action) = self.resolve_tool(&request.tool).map_err(|e| (e, place.clone()))?;
+        place.tool = Some(format!("{}:{action}", backend.name));
         place.backend = Some(backend.name.to_string());
-        self.call_resolved(tenant, &backend, &tool, request, trace_id).await.map_err(|e| (e, place.clone()))
+        let Some(tool) = backend.tool(&action) else {
+            return Err((WharfError::invalid_request(format!("unknown tool `{}`", request.tool)), place));
+        };
+        self.call_resolved(tenant, &backend, tool, request, trace_id).await.map_err(|e| (e, place.clone()))
     }
 
     async fn call_resolved(

@@ -26,6 +26,9 @@ impl ArgsValidator {
         if !args.is_object() {
             return Err(WharfError::new(Code::InvalidType, "`args` must be a JSON object"));
         }
+        if self.validator.is_valid(args) {
+            return Ok(());
+        }
         let mut missing = Vec::new();
         let mut invalid = Vec::new();
         for error in self.validator.iter_errors(args) {

@@ -36,6 +36,28 @@ pub enum Resolution {
     Ambiguous(Vec<String>),
 }
 
+/// The tool names of every loaded backend, with a fast path for exact canonical names.
+#[derive(Debug, Default, Clone)]
+pub struct ToolIndex {
+    names: Vec<ToolName>,
+    exact: std::collections::HashMap<String, usize>,
+}
+
+impl ToolIndex {
+    /// An index over `names`.
+    pub fn new(names: Vec<ToolName>) -> Self {
+        let exact = names.iter().enumerate().map(|(i, n)| (n.canonical(), i)).collect();
+        Self { names, exact }
+    }
+    /// Resolves a requested name (see [`resolve`]).
+    pub fn resolve(&self, requested: &str) -> Resolution {
+        match self.exact.get(requested) {
+            Some(&i) => Resolution::Found(self.names[i].clone()),
+            None => resolve(requested, &self.names),
+        }
+    }
+}
+
 /// Resolves `requested` among `tools`. Exact `backend:action` wins; otherwise every split
 /// at a `:`, `.`, `_` or `-` is tried (backend names may themselves contain `-` or `_`),
 /// and finally a bare action name that only one backend has.

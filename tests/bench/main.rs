@@ -1,0 +1,205 @@
+//! The benchmark: one table of figures and ratios, on this machine, in one run.
+//!
+//! - trivial tool calls over REST (`echo:ping`) at concurrency 1 and 32 for 10 s each, and a
+//!   bare axum route served the same way in the same run (wrk drives both);
+//! - in-process instance checkout + call, and instantiating per call for comparison;
+//! - resident memory of `wharf serve` with 3 backends loaded and idle;
+//! - start-up time with a cold and a warm compile cache.
+//!
+//! Run with `scripts/bench` (it builds this example and installs wrk if missing).
+
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use wharf::Wharf;
+use wharf::config::ServerConfig;
+use wharf::runtime::ToolCall;
+use wharf_integration_tests::bundled;
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_ready(url: &str) -> Duration {
+    let started = Instant::now();
+    loop {
+        if let Ok(out) = Command::new("curl").args(["-sf", "-o", "/dev/null", url]).output()
+            && out.status.success()
+        {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "{url} never came up");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn start_wharf(data_dir: &Path) -> (Proc, String, Duration) {
+    let port = free_port();
+    let started = Instant::now();
+    let child = Command::new(bin_dir().join("wharf"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(data_dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("wharf starts");
+    let url = format!("http://127.0.0.1:{port}");
+    wait_ready(&format!("{url}/readyz"));
+    (Proc(child), url, started.elapsed())
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Runs wrk and returns (requests/s, p50 ms, p99 ms).
+fn wrk(url: &str, body: &str, connections: u32, seconds: u32) -> (f64, f64, f64) {
+    let script = std::env::temp_dir().join(format!("wharf-bench-{}.lua", std::process::id()));
+    std::fs::write(
+        &script,
+        format!(
+            "wrk.method = \"POST\"\nwrk.body = '{body}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
+             done = function(summary, latency, requests)\n  io.write(string.format(\"WHARF %f %f %f %d %d\\n\", \
+             summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000, \
+             summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))\nend\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new("wrk")
+        .args(["-t1", &format!("-c{connections}"), &format!("-d{seconds}s"), "-s"])
+        .arg(&script)
+        .arg(url)
+        .output()
+        .expect("wrk runs (apt-get install wrk)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("WHARF ")).unwrap_or_else(|| panic!("wrk said: {text}"));
+    let v: Vec<f64> = line.split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
+    assert_eq!(v[3], 0.0, "non-2xx replies during the run: {text}");
+    assert_eq!(v[4], 0.0, "socket errors during the run: {text}");
+    (v[0], v[1], v[2])
+}
+
+/// A bare axum route: the same JSON-in, JSON-out shape as a tool call, no Wasm.
+async fn bare_axum(port: u16) {
+    use axum::routing::{get, post};
+    let app = axum::Router::new().route("/readyz", get(|| async { "ok" })).route(
+        "/v1/call",
+        post(|body: axum::body::Bytes| async move {
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            axum::Json(json!({"code": 0, "message": "ok", "data": {"result": "pong", "tool": v["tool"]}}))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    axum::serve(listener, app).await.unwrap();
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn in_process() -> (f64, f64, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let wharf = Wharf::new(ServerConfig { data_dir: dir.path().to_path_buf(), ..ServerConfig::default() }).unwrap();
+    let echo = wharf.load_backend("echo", bundled("echo")).await.unwrap();
+    let call = || ToolCall {
+        action: "ping".into(),
+        args: json!({}),
+        session: None,
+        timeout: Duration::from_secs(5),
+        trace_id: None,
+    };
+    for _ in 0..2_000 {
+        echo.call_tool(call()).await.unwrap();
+    }
+    let mut samples = Vec::with_capacity(20_000);
+    for _ in 0..20_000 {
+        let t = Instant::now();
+        echo.call_tool(call()).await.unwrap();
+        samples.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    samples.sort_by(f64::total_cmp);
+    let mut fresh = Vec::new();
+    for _ in 0..300 {
+        let t = Instant::now();
+        let instance = echo.pool.instantiate().await.unwrap();
+        fresh.push(t.elapsed().as_secs_f64() * 1e6);
+        drop(instance);
+    }
+    fresh.sort_by(f64::total_cmp);
+    (percentile(&samples, 0.5), percentile(&samples, 0.99), percentile(&fresh, 0.5))
+}
+
+fn main() {
+    let seconds: u32 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut rows: Vec<(String, String)> = Vec::new();
+
+    // Start-up, cold then warm compile cache.
+    let data = tempfile::tempdir().unwrap();
+    let (cold, _, cold_time) = start_wharf(data.path());
+    drop(cold);
+    let (server, url, warm_time) = start_wharf(data.path());
+    std::thread::sleep(Duration::from_millis(500));
+    let rss = rss_kib(server.0.id());
+    rows.push(("start-up, cold compile cache (3 backends)".into(), format!("{:.0} ms", cold_time.as_secs_f64() * 1e3)));
+    rows.push(("start-up, warm compile cache (3 backends)".into(), format!("{:.0} ms", warm_time.as_secs_f64() * 1e3)));
+    rows.push(("resident memory, 3 backends loaded, idle".into(), format!("{:.1} MiB", rss as f64 / 1024.0)));
+
+    // REST: Wharf vs bare axum, same machine, same client, same run.
+    let bare_port = free_port();
+    rt.spawn(bare_axum(bare_port));
+    wait_ready(&format!("http://127.0.0.1:{bare_port}/readyz"));
+    let body = r#"{"tool":"echo:ping","args":{}}"#;
+    let mut ratio32 = 0.0;
+    for c in [1, 32] {
+        let (w_rps, w50, w99) = wrk(&format!("{url}/v1/call"), body, c, seconds);
+        let (b_rps, b50, b99) = wrk(&format!("http://127.0.0.1:{bare_port}/v1/call"), body, c, seconds);
+        rows.push((format!("REST echo:ping, concurrency {c}"), format!("{w_rps:.0} calls/s, p50 {w50:.3} ms, p99 {w99:.3} ms")));
+        rows.push((format!("bare axum route, concurrency {c}"), format!("{b_rps:.0} calls/s, p50 {b50:.3} ms, p99 {b99:.3} ms")));
+        let ratio = w_rps / b_rps;
+        rows.push((format!("ratio Wharf / bare axum, concurrency {c}"), format!("{ratio:.2}x")));
+        if c == 32 {
+            ratio32 = ratio;
+        }
+    }
+    drop(server);
+
+    let (p50, p99, fresh) = rt.block_on(in_process());
+    rows.push(("in-process checkout + call + check-in".into(), format!("p50 {p50:.1} µs, p99 {p99:.1} µs")));
+    rows.push(("in-process instantiate + warmup (no pool)".into(), format!("p50 {fresh:.1} µs")));
+
+    let width = rows.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(10);
+    println!("| {:width$} | figure |", "measure");
+    println!("|{}|---|", "-".repeat(width + 2));
+    for (k, v) in &rows {
+        println!("| {k:width$} | {v} |");
+    }
+    println!(
+        "\ntargets: ratio at concurrency 32 >= 0.5 ({}), warm call <= 10 µs ({}), warm start <= 300 ms ({})",
+        if ratio32 >= 0.5 { "met" } else { "NOT met" },
+        if p50 <= 10.0 { "met" } else { "NOT met" },
+        if warm_time <= Duration::from_millis(300) { "met" } else { "NOT met" },
+    );
+}
