@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PLUGINS: &[&str] = &["echo", "text-index", "scratchpad", "misbehaving"];
+const PLUGINS: &[&str] = &["echo", "text-index", "scratchpad", "misbehaving", "remote-provider", "docker-provider", "probe"];
 
 fn main() {
     if let Err(e) = run() {

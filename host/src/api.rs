@@ -1,6 +1,7 @@
 //! The HTTP interfaces: the envelope every reply uses, and the REST routes.
 
 pub mod envelope;
+pub mod files;
 pub mod rest;
 
 pub use rest::router;

@@ -78,6 +78,7 @@ pub fn serve_config(config: Option<PathBuf>, listen: Option<SocketAddr>, data_di
                         config: None,
                         limits: Limits::default(),
                         sessions: SessionLimits::default(),
+                        grants: Default::default(),
                     },
                 );
             }

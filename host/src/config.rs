@@ -33,6 +33,9 @@ pub struct ServerConfig {
     /// Default wall-clock limit for a tool call, in ms, when neither the caller nor the
     /// backend's limits say otherwise.
     pub default_call_timeout_ms: u64,
+    /// The Docker engine (`unix:///var/run/docker.sock`, `tcp://host:2375`); `DOCKER_HOST`
+    /// or the local socket when unset.
+    pub docker_host: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -42,6 +45,7 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from(".wharf"),
             max_body_bytes: 4 * 1024 * 1024,
             default_call_timeout_ms: 30_000,
+            docker_host: None,
         }
     }
 }
@@ -64,6 +68,9 @@ pub struct BackendConfig {
     /// Session lifetimes.
     #[serde(default)]
     pub sessions: SessionLimits,
+    /// What the backend may use: images, mounts, networks, outbound HTTP.
+    #[serde(default)]
+    pub grants: crate::policy::Grants,
 }
 
 fn yes() -> bool {
@@ -144,6 +151,7 @@ impl WharfConfig {
             if backend.limits.pool_max == 0 || backend.limits.pool_min > backend.limits.pool_max {
                 bail!("backend `{name}`: limits need 1 <= pool_max and pool_min <= pool_max");
             }
+            backend.grants.validate().map_err(|e| anyhow::anyhow!("backend `{name}`: {e}"))?;
         }
         Ok(config)
     }

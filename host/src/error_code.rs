@@ -91,11 +91,13 @@ impl Code {
     pub fn from_u32(n: u32) -> Option<Code> {
         TABLE.iter().find(|(_, v, _)| *v == n).map(|(c, _, _)| *c)
     }
-    /// Maps a code a backend returned: only 4000–4007 and 5000–5006 pass; anything else
-    /// (including the host's own codes, which a backend must not forge) becomes 5000.
+    /// Maps a code a backend returned: 4000–4007 and 5000–5006 pass, and so do 4030 (a
+    /// provider refusing a spec it cannot enforce, or a grant denial the backend passes on)
+    /// and 5012 (a dependency such as Docker is down, as the host import said); anything
+    /// else (the host's own codes, which a backend must not forge) becomes 5000.
     pub fn from_backend(n: u32) -> Code {
         match n {
-            4000..=4007 | 5000..=5006 => Code::from_u32(n).unwrap_or(Code::ExecutionError),
+            4000..=4007 | 5000..=5006 | 4030 | 5012 => Code::from_u32(n).unwrap_or(Code::ExecutionError),
             _ => Code::ExecutionError,
         }
     }
@@ -188,7 +190,10 @@ mod tests {
         assert_eq!(Code::from_backend(4001), Code::BusinessFailure);
         assert_eq!(Code::from_backend(5006), Code::Timeout);
         assert_eq!(Code::from_backend(5013), Code::ExecutionError);
-        assert_eq!(Code::from_backend(4030), Code::ExecutionError);
+        assert_eq!(Code::from_backend(4030), Code::Forbidden);
+        assert_eq!(Code::from_backend(5012), Code::DependencyFailure);
+        assert_eq!(Code::from_backend(4010), Code::ExecutionError);
+        assert_eq!(Code::from_backend(5011), Code::ExecutionError);
         assert_eq!(Code::from_backend(4005), Code::ExecutionError);
         assert_eq!(Code::from_backend(0), Code::ExecutionError);
         assert_eq!(Code::from_backend(123456), Code::ExecutionError);

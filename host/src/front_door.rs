@@ -6,7 +6,7 @@ use crate::config::{BackendConfig, ServerConfig, WharfConfig, toml_to_json};
 use crate::error_code::{Code, WharfError};
 use crate::runtime::bindings;
 use crate::runtime::compile_cache::CompileCache;
-use crate::runtime::host_state::HostState;
+use crate::runtime::host_state::{HostServices, HostState};
 use crate::runtime::instance_pool::PoolSettings;
 use crate::runtime::loaded_backend::{self, LoadedBackend, SessionNeed, ToolCall, ToolDescription, ToolResult};
 use crate::runtime::WharfEngine;
@@ -102,6 +102,8 @@ pub struct Wharf {
     backends: RwLock<BTreeMap<String, BackendEntry>>,
     tool_index: RwLock<Arc<ToolIndex>>,
     sessions: SessionTable,
+    services: Arc<HostServices>,
+    node_id: String,
     server: ServerConfig,
     myself: Weak<Wharf>,
 }
@@ -119,6 +121,19 @@ fn linker(engine: &wasmtime::Engine) -> Result<Linker<HostState>> {
     Ok(linker)
 }
 
+/// This node's id: kept in the data dir, so a restarted process is the same node.
+fn node_id(data_dir: &std::path::Path) -> Result<String> {
+    let path = data_dir.join("node-id");
+    if let Ok(id) = std::fs::read_to_string(&path)
+        && !id.trim().is_empty()
+    {
+        return Ok(id.trim().to_string());
+    }
+    let id = format!("node-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    std::fs::write(&path, &id).with_context(|| format!("writing {}", path.display()))?;
+    Ok(id)
+}
+
 fn poisoned() -> WharfError {
     WharfError::internal("backend table lock poisoned")
 }
@@ -129,7 +144,22 @@ impl Wharf {
         let engine = WharfEngine::new()?;
         let linker = linker(engine.engine())?;
         let cache = CompileCache::open(&server.data_dir.join("compile-cache"))?;
+        let node_id = node_id(&server.data_dir)?;
+        let connected = match &server.docker_host {
+            Some(host) => crate::docker::Docker::connect_to(host, &node_id),
+            None => crate::docker::Docker::connect(&node_id),
+        };
+        let docker = match connected {
+            Ok(d) => Some(d),
+            Err(e) => {
+                tracing::warn!("no Docker engine: container imports will answer 5012 ({e})");
+                None
+            }
+        };
+        let services = Arc::new(HostServices { docker });
         Ok(Arc::new_cyclic(|myself| Self {
+            services,
+            node_id,
             engine,
             linker,
             cache,
@@ -150,6 +180,11 @@ impl Wharf {
             }
         }
         Ok(wharf)
+    }
+
+    /// This node's id (labels containers `wharf.node`).
+    pub fn node_id(&self) -> &str {
+        &self.node_id
     }
 
     /// The server settings.
@@ -193,7 +228,9 @@ impl Wharf {
             hook_timeout: Duration::from_millis(limits.call_timeout_ms),
         };
         let warmup_config = config.config.as_ref().map(toml_to_json).unwrap_or(Value::Null);
-        let loaded = Arc::new(LoadedBackend::start(name, compiled, settings, warmup_config).await?);
+        let grants = Arc::new(config.grants.clone());
+        let loaded =
+            Arc::new(LoadedBackend::start(name, compiled, settings, warmup_config, grants, self.services.clone()).await?);
         tracing::info!(
             backend = name,
             version = %loaded.description.version,
@@ -330,6 +367,12 @@ impl Wharf {
             }
             (None, SessionNeed::Optional) => None,
         };
+        if !backend.is_resource_backend() && session_id.is_none() {
+            return Err(WharfError::session_not_found(format!(
+                "`{canonical}` runs in a sandbox: create one with POST /v1/sessions {{\"backend\": \"{}\"}} and pass its id as session_id",
+                backend.name
+            )));
+        }
         let Some(session_id) = session_id else {
             let result = backend
                 .call_tool(ToolCall { action: tool.action.clone(), args: request.args, session: None, timeout, trace_id })
@@ -347,9 +390,13 @@ impl Wharf {
         let _one_at_a_time = lock.lock().await;
         // Re-read under the lock: the previous call may have changed the data.
         let record = self.sessions.get(tenant, &session_id)?;
-        let result = backend
-            .call_tool(ToolCall { action: tool.action.clone(), args: request.args, session: Some(record.view()), timeout, trace_id })
-            .await;
+        let result = if backend.is_resource_backend() {
+            backend
+                .call_tool(ToolCall { action: tool.action.clone(), args: request.args, session: Some(record.view()), timeout, trace_id })
+                .await
+        } else {
+            crate::sandbox_toolset::call(backend, &record, &tool.action, request.args, timeout).await
+        };
         let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());
         self.sessions.update(&session_id, |r| {
             r.last_activity_ms = now_ms();
@@ -363,12 +410,6 @@ impl Wharf {
     /// Creates a session, or returns the existing one for the same (tenant, backend, key).
     pub async fn create_session(&self, tenant: &str, request: SessionRequest) -> Result<(SessionRecord, bool), WharfError> {
         let backend = self.backend(&request.backend)?;
-        if !backend.is_resource_backend() {
-            return Err(WharfError::invalid_request(format!(
-                "`{}` is a sandbox provider; its sessions come with the sandbox toolset",
-                request.backend
-            )));
-        }
         if let (Some(schema), Some(config)) = (&backend.description.session_config_schema, &request.config) {
             crate::schema_validation::ArgsValidator::new(schema)
                 .map_err(|e| WharfError::internal(format!("the backend's session config schema is invalid: {e:#}")))?
@@ -399,7 +440,14 @@ impl Wharf {
         let lifetimes = self.backend_config(&backend.name).map(|c| c.sessions).unwrap_or_default();
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let config = request.config.unwrap_or(Value::Null);
-        let data = backend.initialize(&id, &identity.key, &config, backend.pool.settings().hook_timeout).await?;
+        let timeout = backend.pool.settings().hook_timeout;
+        let data = if backend.is_resource_backend() {
+            backend.initialize(&id, &identity.key, &config, timeout).await?
+        } else {
+            let spec = crate::sandbox_toolset::session_spec::sandbox_spec(&config, request.owner.clone(), lifetimes.max_lifetime_seconds)?;
+            let handle = backend.create_sandbox(&id, spec, timeout).await?;
+            serde_json::json!({ "sandbox": handle })
+        };
         let now = now_ms();
         let record = SessionRecord {
             id: id.clone(),
@@ -476,7 +524,15 @@ impl Wharf {
             let timeout = backend.pool.settings().hook_timeout;
             let mut attempt = 0;
             loop {
-                match backend.cleanup(&current.view(), timeout).await {
+                let released = if backend.is_resource_backend() {
+                    backend.cleanup(&current.view(), timeout).await
+                } else {
+                    match crate::sandbox_toolset::dispatch::sandbox_handle(&current) {
+                        Ok(handle) => backend.destroy_sandbox(&current.id, handle, timeout).await,
+                        Err(_) => Ok(()),
+                    }
+                };
+                match released {
                     Ok(()) => break,
                     Err(e) if attempt < 3 => {
                         attempt += 1;
@@ -494,6 +550,26 @@ impl Wharf {
         }
         self.sessions.remove(&current.id)?;
         Ok(())
+    }
+
+    /// A provider session of `tenant` with its backend, and the session's call lock held
+    /// (file transfers run one at a time with the session's calls).
+    pub async fn sandbox_session(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(Arc<LoadedBackend>, SessionRecord, tokio::sync::OwnedMutexGuard<()>), WharfError> {
+        let record = self.sessions.get(tenant, id)?;
+        let backend = self.backend(&record.backend)?;
+        if backend.is_resource_backend() {
+            return Err(WharfError::invalid_request(format!(
+                "session `{id}` belongs to `{}`, which is not a sandbox provider",
+                record.backend
+            )));
+        }
+        let guard = self.sessions.call_lock(id)?.lock_owned().await;
+        self.sessions.update(id, |r| r.last_activity_ms = now_ms())?;
+        Ok((backend, record, guard))
     }
 
     /// Drains every backend (runs `shutdown` on idle instances). Sessions are kept.

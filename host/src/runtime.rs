@@ -4,9 +4,11 @@
 pub mod bindings;
 pub mod compile_cache;
 pub mod engine;
+pub(crate) mod guest_ops;
 pub mod host_state;
 pub mod instance_pool;
 pub mod loaded_backend;
+pub mod provider_calls;
 pub mod wit_version;
 
 pub use engine::WharfEngine;

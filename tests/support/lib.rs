@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests: start a real Wharf host on a free loopback
 //! port with real components, and talk to it over real HTTP.
 
+pub mod provisioner;
+
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,6 +39,7 @@ pub fn bundled(name: &str) -> BackendConfig {
         config: None,
         limits: Limits::default(),
         sessions: SessionLimits::default(),
+        grants: Default::default(),
     }
 }
 
@@ -117,6 +120,11 @@ impl TestHost {
         let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("reply is not JSON: {text}"));
         Reply { status, body }
     }
+    /// Every session listed by `/v1/sessions`.
+    pub async fn sessions_listed(&self) -> Vec<Value> {
+        self.get("/v1/sessions").await.body["data"]["sessions"].as_array().cloned().unwrap_or_default()
+    }
+
     /// The `/v1/backends` entry of one backend.
     pub async fn backend_info(&self, name: &str) -> Value {
         let reply = self.get("/v1/backends").await;
@@ -125,4 +133,40 @@ impl TestHost {
             .and_then(|list| list.iter().find(|b| b["name"] == name).cloned())
             .unwrap_or(Value::Null)
     }
+}
+
+/// Whether a Docker engine answers. With `WHARF_REQUIRE_DOCKER=1` a missing engine fails the
+/// test instead of skipping it.
+pub fn docker_ready() -> bool {
+    let ok = std::process::Command::new("docker")
+        .args(["image", "inspect", "wharf-sandbox:test"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var("WHARF_REQUIRE_DOCKER").as_deref() != Ok("1"),
+            "Docker (with the image wharf-sandbox:test from scripts/build-test-image.sh) is required but not available"
+        );
+        eprintln!("skipping: no Docker engine or no wharf-sandbox:test image");
+    }
+    ok
+}
+
+/// Ids of containers (running or not) carrying a label `key=value`, through the Docker CLI.
+pub fn containers_labelled(key: &str, value: &str) -> Vec<String> {
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--no-trunc", "--filter", &format!("label={key}={value}")])
+        .output()
+        .expect("docker ps runs");
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+/// A docker-provider backend config granted the test image.
+pub fn docker_provider() -> BackendConfig {
+    let mut cfg = bundled("docker-provider");
+    cfg.grants.images = vec!["wharf-sandbox:test".into()];
+    cfg.grants.networks = vec!["bridge".into()];
+    cfg
 }

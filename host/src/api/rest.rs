@@ -79,6 +79,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
         .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
         .route("/v1/sessions/{id}/refresh", post(refresh_session))
+        .route("/v1/sessions/{id}/files", get(crate::api::files::download).put(crate::api::files::upload))
         .route("/v1/call", post(call))
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(limit))

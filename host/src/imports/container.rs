@@ -1,36 +1,181 @@
-//! `container`: containers on the host's engine. Not granted until the Docker imports land;
-//! answers 4030.
+//! `container`: containers on the host's Docker engine, checked against the backend's
+//! grants, labelled by the host from the call context, visible only to their backend.
 
-use super::not_granted;
-use crate::runtime::bindings::backend::wharf::plugin::container::{ContainerInfo, ContainerSpec, Host};
+use super::guest_error;
+use crate::docker::{self, DockerError, Owner};
+use crate::error_code::Code;
+use crate::policy::{ContainerRequest, NetworkRequest};
+use crate::runtime::bindings::backend::wharf::plugin::container::{
+    ContainerInfo, ContainerSpec, ContainerState, Host, Network,
+};
 use crate::runtime::bindings::wit_types::Error;
 use crate::runtime::host_state::HostState;
 
 type Answer<T> = wasmtime::Result<Result<T, Error>>;
 
+/// Where a sandbox writes when its root is read-only (copy-in needs a volume there).
+const DEFAULT_WORK_VOLUME: &str = "/work";
+
+/// A Docker failure as the guest sees it.
+pub fn docker_error(err: DockerError) -> Error {
+    let code = Code::from_u32(err.code()).unwrap_or(Code::ExecutionError);
+    let mut e = guest_error(code, err.to_string());
+    e.retryable = err.retryable();
+    e
+}
+
+fn info_to_wit(info: docker::ContainerInfo) -> ContainerInfo {
+    ContainerInfo {
+        id: info.id,
+        name: info.name,
+        image: info.image,
+        state: match info.state {
+            docker::ContainerState::Created => ContainerState::Created,
+            docker::ContainerState::Running => ContainerState::Running,
+            docker::ContainerState::Paused => ContainerState::Paused,
+            docker::ContainerState::Exited => ContainerState::Exited,
+            docker::ContainerState::Dead => ContainerState::Dead,
+            docker::ContainerState::Unknown => ContainerState::Unknown,
+        },
+        labels: info.labels,
+        created_at_ms: info.created_at_ms,
+    }
+}
+
+impl HostState {
+    /// Who is calling, for the Docker module's ownership checks.
+    pub fn owner(&self) -> Owner {
+        Owner { backend: self.backend.to_string(), session: self.call.session_id.clone() }
+    }
+
+    fn docker(&self) -> Result<&docker::Docker, Error> {
+        self.services
+            .docker
+            .as_ref()
+            .ok_or_else(|| guest_error(Code::DependencyFailure, "no Docker engine is configured on this host"))
+    }
+
+    async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
+        let docker = self.docker()?.clone();
+        let owner = self.owner();
+        let network = match &spec.network {
+            Network::None => NetworkRequest::None,
+            Network::Bridge => NetworkRequest::Bridge,
+            Network::Named(n) => NetworkRequest::Named(n.clone()),
+        };
+        let owned = docker.list_owned(&owner.backend, None).await.map_err(docker_error)?;
+        let in_session = match &owner.session {
+            Some(s) => owned.iter().filter(|c| c.session.as_deref() == Some(s.as_str())).count(),
+            None => 0,
+        };
+        let request = ContainerRequest {
+            image: &spec.image,
+            cpu_millis: spec.cpu_millis,
+            memory_bytes: spec.memory_bytes,
+            pids_limit: spec.pids_limit,
+            host_mounts: spec.mounts.iter().map(|m| m.host_path.as_str()).collect(),
+            network: &network,
+            backend_containers: owned.len() as u32,
+            session_containers: in_session as u32,
+        };
+        let limits = self.grants.check_container(&request).map_err(|d| guest_error(Code::Forbidden, d.0))?;
+        let work_volume = spec.workdir.clone().unwrap_or_else(|| DEFAULT_WORK_VOLUME.to_string());
+        let docker_spec = docker::ContainerSpec {
+            image: spec.image,
+            command: spec.command,
+            env: spec.env,
+            workdir: Some(work_volume.clone()),
+            labels: spec.labels,
+            mounts: spec
+                .mounts
+                .into_iter()
+                .map(|m| docker::Mount { host_path: m.host_path, container_path: m.container_path, read_only: m.read_only })
+                .collect(),
+            network: match network {
+                NetworkRequest::None => docker::Network::None,
+                NetworkRequest::Bridge => docker::Network::Bridge,
+                NetworkRequest::Named(n) => docker::Network::Named(n),
+            },
+            cpu_millis: Some(limits.cpu_millis),
+            memory_bytes: Some(limits.memory_bytes),
+            pids_limit: Some(limits.pids_limit),
+            read_only_root: spec.read_only_root,
+            work_volume: Some(work_volume),
+        };
+        let info = docker.create(&owner, &docker_spec).await.map_err(docker_error)?;
+        tracing::info!(backend = %owner.backend, session = ?owner.session, container = %info.id, image = %info.image, "container created");
+        Ok(info_to_wit(info))
+    }
+}
+
 impl Host for HostState {
-    async fn create(&mut self, _spec: ContainerSpec) -> Answer<ContainerInfo> {
-        Ok(Err(not_granted("container")))
+    async fn create(&mut self, spec: ContainerSpec) -> Answer<ContainerInfo> {
+        Ok(self.create_checked(spec).await)
     }
-    async fn start(&mut self, _id: String) -> Answer<()> {
-        Ok(Err(not_granted("container")))
+
+    async fn start(&mut self, id: String) -> Answer<()> {
+        let owner = self.owner();
+        Ok(match self.docker() {
+            Ok(d) => d.start(&owner, &id).await.map_err(docker_error),
+            Err(e) => Err(e),
+        })
     }
-    async fn stop(&mut self, _id: String, _timeout_ms: u32) -> Answer<()> {
-        Ok(Err(not_granted("container")))
+
+    async fn stop(&mut self, id: String, timeout_ms: u32) -> Answer<()> {
+        let owner = self.owner();
+        Ok(match self.docker() {
+            Ok(d) => d.stop(&owner, &id, timeout_ms).await.map_err(docker_error),
+            Err(e) => Err(e),
+        })
     }
-    async fn remove(&mut self, _id: String) -> Answer<()> {
-        Ok(Err(not_granted("container")))
+
+    async fn remove(&mut self, id: String) -> Answer<()> {
+        let owner = self.owner();
+        Ok(match self.docker() {
+            Ok(d) => {
+                let r = d.remove(&owner, &id).await.map_err(docker_error);
+                if r.is_ok() {
+                    tracing::info!(backend = %owner.backend, container = %id, "container removed");
+                }
+                r
+            }
+            Err(e) => Err(e),
+        })
     }
-    async fn inspect(&mut self, _id: String) -> Answer<Option<ContainerInfo>> {
-        Ok(Err(not_granted("container")))
+
+    async fn inspect(&mut self, id: String) -> Answer<Option<ContainerInfo>> {
+        let owner = self.owner();
+        Ok(match self.docker() {
+            Ok(d) => d.inspect(&owner, &id).await.map(|i| i.map(info_to_wit)).map_err(docker_error),
+            Err(e) => Err(e),
+        })
     }
-    async fn list_owned(&mut self, _session_id: Option<String>) -> Answer<Vec<ContainerInfo>> {
-        Ok(Err(not_granted("container")))
+
+    async fn list_owned(&mut self, session_id: Option<String>) -> Answer<Vec<ContainerInfo>> {
+        let backend = self.backend.to_string();
+        Ok(match self.docker() {
+            Ok(d) => d
+                .list_owned(&backend, session_id.as_deref())
+                .await
+                .map(|v| v.into_iter().map(info_to_wit).collect())
+                .map_err(docker_error),
+            Err(e) => Err(e),
+        })
     }
-    async fn copy_in(&mut self, _id: String, _path: String, _content: Vec<u8>, _mode: u32) -> Answer<()> {
-        Ok(Err(not_granted("container")))
+
+    async fn copy_in(&mut self, id: String, path: String, content: Vec<u8>, mode: u32) -> Answer<()> {
+        let owner = self.owner();
+        Ok(match self.docker() {
+            Ok(d) => d.copy_in(&owner, &id, &path, &content, mode).await.map_err(docker_error),
+            Err(e) => Err(e),
+        })
     }
-    async fn copy_out(&mut self, _id: String, _path: String, _max_bytes: u64) -> Answer<Vec<u8>> {
-        Ok(Err(not_granted("container")))
+
+    async fn copy_out(&mut self, id: String, path: String, max_bytes: u64) -> Answer<Vec<u8>> {
+        let owner = self.owner();
+        Ok(match self.docker() {
+            Ok(d) => d.copy_out(&owner, &id, &path, max_bytes).await.map_err(docker_error),
+            Err(e) => Err(e),
+        })
     }
 }

@@ -1,13 +1,54 @@
-//! `exec`: commands in the caller's own containers. Not granted until the container
-//! imports land; answers 4030.
+//! `exec`: commands in the caller's own containers, with the timeout clamped to what is
+//! left of the call's deadline. If the call is dropped, the Docker module's guard kills the
+//! command's process group.
 
-use super::not_granted;
-use crate::runtime::bindings::backend::wharf::plugin::exec::{ExecOutput, ExecRequest, Host};
+use super::container::docker_error;
+use super::guest_error;
+use crate::docker;
+use crate::error_code::Code;
+use crate::runtime::bindings::backend::wharf::plugin::exec::{Command, ExecOutput, ExecRequest, Host};
 use crate::runtime::bindings::wit_types::Error;
 use crate::runtime::host_state::HostState;
+use std::time::Instant;
 
 impl Host for HostState {
-    async fn run(&mut self, _request: ExecRequest) -> wasmtime::Result<Result<ExecOutput, Error>> {
-        Ok(Err(not_granted("exec")))
+    async fn run(&mut self, request: ExecRequest) -> wasmtime::Result<Result<ExecOutput, Error>> {
+        let Some(docker) = self.services.docker.clone() else {
+            return Ok(Err(guest_error(Code::DependencyFailure, "no Docker engine is configured on this host")));
+        };
+        let remaining_ms = self
+            .call
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()).as_millis().min(u32::MAX as u128) as u32)
+            .unwrap_or(u32::MAX);
+        let owner = self.owner();
+        let req = docker::ExecRequest {
+            container: request.container,
+            command: match request.command {
+                Command::Argv(argv) => docker::Command::Argv(argv),
+                Command::Shell(line) => docker::Command::Shell(line),
+            },
+            env: request.env,
+            workdir: request.workdir,
+            user: request.user,
+            stdin: request.stdin,
+            timeout_ms: request.timeout_ms.min(remaining_ms).max(1),
+            max_output_bytes: request.max_output_bytes,
+        };
+        let out = docker.exec(&owner, req).await;
+        if let Ok(o) = &out {
+            tracing::debug!(backend = %owner.backend, exit = ?o.exit_code, timed_out = o.timed_out, ms = o.duration_ms, "exec");
+        }
+        Ok(out
+            .map(|o| ExecOutput {
+                exit_code: o.exit_code,
+                stdout: o.stdout,
+                stderr: o.stderr,
+                stdout_truncated: o.stdout_truncated,
+                stderr_truncated: o.stderr_truncated,
+                timed_out: o.timed_out,
+                duration_ms: o.duration_ms,
+            })
+            .map_err(docker_error))
     }
 }

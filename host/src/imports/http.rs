@@ -1,34 +1,167 @@
-//! Outbound HTTP: the standard `wasi:http/outgoing-handler`, denied by default. The guest
-//! sees `HttpRequestDenied`, never a trap.
+//! Outbound HTTP: the standard `wasi:http/outgoing-handler`, denied by default. A request
+//! goes out only when its `host:port` is granted; the name is resolved once, every address
+//! is checked (loopback, private, link-local and metadata ranges need an explicit grant;
+//! IPv4-mapped IPv6 counts as IPv4), and the connection goes to a checked address while TLS
+//! keeps the host name for SNI. A denial is an error the guest sees, never a trap.
 
+use crate::policy::Grants;
+use http_body_util::{BodyExt, Limited};
+use hyper_util::rt::TokioIo;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_rustls::rustls;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
-/// The egress policy of one backend: deny everything until grants exist.
-#[derive(Debug, Default, Clone)]
+/// The egress policy of one backend's instances.
+#[derive(Debug, Clone)]
 pub struct EgressHooks {
-    backend: String,
+    backend: Arc<str>,
+    grants: Arc<Grants>,
 }
 
 impl EgressHooks {
-    /// Egress hooks for `backend`.
+    /// Egress for `backend` under `grants`.
+    pub fn new(backend: Arc<str>, grants: Arc<Grants>) -> Self {
+        Self { backend, grants }
+    }
+
+    /// No egress at all.
     pub fn deny_all(backend: &str) -> Self {
-        Self { backend: backend.to_string() }
+        Self { backend: Arc::from(backend), grants: Arc::new(Grants::default()) }
     }
 }
 
-type SendFuture = Box<
-    dyn Future<Output = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), Error>> + Send>), Error>>
-        + Send,
->;
+type ConnFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
+type SendFuture = Box<dyn Future<Output = Result<(http::Response<WasiBody>, ConnFuture), Error>> + Send>;
 
 impl WasiHttpHooks for EgressHooks {
     fn send_request(
         &mut self,
         request: http::Request<WasiBody>,
-        _options: Option<RequestOptions>,
-        _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
+        options: Option<RequestOptions>,
+        _fut: ConnFuture,
     ) -> SendFuture {
-        tracing::info!(backend = %self.backend, uri = %request.uri(), "outbound HTTP denied: no host granted");
-        Box::new(async { Err(Error::HttpRequestDenied) })
+        let backend = self.backend.clone();
+        let grants = self.grants.clone();
+        Box::new(async move {
+            let result = send(request, options, &grants).await;
+            if let Err(e) = &result {
+                tracing::info!(backend = %backend, "outbound HTTP refused or failed: {e}");
+            }
+            result
+        })
     }
+}
+
+/// Where a request goes: scheme, host (as written) and port.
+fn target(uri: &http::Uri) -> Result<(bool, String, u16), Error> {
+    let tls = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => return Err(Error::HttpProtocolError),
+    };
+    let host = uri.host().ok_or(Error::HttpRequestUriInvalid)?.to_string();
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    Ok((tls, host, port))
+}
+
+/// Resolves once and checks every address; any refused address refuses the request (a
+/// name that answers with one public and one private address is treated as hostile).
+async fn resolve_checked(host: &str, port: u16, grants: &Grants) -> Result<Vec<SocketAddr>, Error> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::net::lookup_host((bare, port))
+            .await
+            .map_err(|_| Error::DnsError { rcode: None, info_code: None })?
+            .collect(),
+    };
+    if addrs.is_empty() {
+        return Err(Error::DestinationNotFound);
+    }
+    if addrs.iter().any(|a| !grants.ip_allowed(a.ip())) {
+        return Err(Error::DestinationIpProhibited);
+    }
+    Ok(addrs)
+}
+
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
+    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::InternalError(Some(e.to_string())))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Stream for T {}
+
+async fn send(
+    mut request: http::Request<WasiBody>,
+    options: Option<RequestOptions>,
+    grants: &Grants,
+) -> Result<(http::Response<WasiBody>, ConnFuture), Error> {
+    let (tls, host, port) = target(request.uri())?;
+    if !grants.http_host_allowed(&host, port) {
+        return Err(Error::HttpRequestDenied);
+    }
+    if let Some(len) = request.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        && len > grants.max_http_request_bytes
+    {
+        return Err(Error::HttpRequestBodySize(Some(len)));
+    }
+    let limit = Duration::from_millis(grants.http_timeout_ms);
+    let connect_timeout = options.and_then(|o| o.connect_timeout).map_or(limit, |t| t.min(limit));
+    // A long-running remote command answers late; the call's own deadline bounds the wait.
+    let first_byte_timeout = options.and_then(|o| o.first_byte_timeout).unwrap_or(Duration::from_secs(3600));
+
+    let addrs = resolve_checked(&host, port, grants).await?;
+    let tcp = tokio::time::timeout(connect_timeout, TcpStream::connect(&addrs[..]))
+        .await
+        .map_err(|_| Error::ConnectionTimeout)?
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
+            _ => Error::Connect(e),
+        })?;
+    let stream: Box<dyn Stream> = if tls {
+        let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let name = match bare.parse::<IpAddr>() {
+            Ok(ip) => rustls::pki_types::ServerName::from(ip),
+            Err(_) => rustls::pki_types::ServerName::try_from(bare).map_err(|_| Error::HttpRequestUriInvalid)?,
+        };
+        let connector = tokio_rustls::TlsConnector::from(tls_config()?);
+        Box::new(
+            tokio::time::timeout(connect_timeout, connector.connect(name, tcp))
+                .await
+                .map_err(|_| Error::ConnectionTimeout)?
+                .map_err(Error::Tls)?,
+        )
+    } else {
+        Box::new(tcp)
+    };
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(Error::from)?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    // The request carries scheme and authority; on the wire it is origin-form.
+    let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
+    *request.uri_mut() = http::Uri::builder().path_and_query(path).build().map_err(|_| Error::HttpRequestUriInvalid)?;
+    let max_request = grants.max_http_request_bytes as usize;
+    let request = request.map(|body| {
+        Limited::new(body, max_request).map_err(|_| Error::HttpRequestBodySize(None)).boxed_unsync()
+    });
+    let response = tokio::time::timeout(first_byte_timeout, sender.send_request(request))
+        .await
+        .map_err(|_| Error::ConnectionReadTimeout)?
+        .map_err(Error::from)?;
+    let max_response = grants.max_http_response_bytes as usize;
+    let response = response.map(|body| {
+        Limited::new(body, max_response).map_err(|_| Error::HttpResponseBodySize(None)).boxed_unsync()
+    });
+    let done: ConnFuture = Box::new(async { Ok(()) });
+    Ok((response, done))
 }

@@ -65,10 +65,21 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
+/// Process-wide services the host imports use.
+#[derive(Debug, Default)]
+pub struct HostServices {
+    /// The Docker engine, when one is configured.
+    pub docker: Option<crate::docker::Docker>,
+}
+
 /// The data of one store (one instance of one backend).
 pub struct HostState {
     /// The backend's name as loaded.
     pub backend: Arc<str>,
+    /// What the backend is granted.
+    pub grants: Arc<crate::policy::Grants>,
+    /// Docker and friends.
+    pub services: Arc<HostServices>,
     /// The call in progress.
     pub call: CallContext,
     /// Memory cap and peak.
@@ -81,10 +92,18 @@ pub struct HostState {
 
 impl HostState {
     /// A state with no preopens, no env, no sockets and deny-by-default egress.
-    pub fn new(backend: Arc<str>, memory_limit_bytes: usize, egress: EgressHooks) -> Self {
+    pub fn new(
+        backend: Arc<str>,
+        memory_limit_bytes: usize,
+        grants: Arc<crate::policy::Grants>,
+        services: Arc<HostServices>,
+    ) -> Self {
+        let egress = EgressHooks::new(backend.clone(), grants.clone());
         let wasi = WasiCtx::builder().allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false).build();
         Self {
             backend,
+            grants,
+            services,
             call: CallContext::default(),
             limiter: MemoryLimiter::new(memory_limit_bytes),
             wasi,

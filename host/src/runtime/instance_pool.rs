@@ -4,7 +4,8 @@
 //! was dropped mid-call (cancelled), replacing it in the background.
 
 use crate::error_code::{Code, WharfError};
-use crate::imports::http::EgressHooks;
+use crate::policy::Grants;
+use crate::runtime::host_state::HostServices;
 use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxProviderPre};
 use crate::runtime::bindings::{backend::ResourceBackend, provider::SandboxProvider};
 use crate::runtime::host_state::{CallContext, HostState};
@@ -79,6 +80,8 @@ pub struct InstancePool {
     pre: Pre,
     settings: PoolSettings,
     warmup_config: String,
+    grants: Arc<Grants>,
+    services: Arc<HostServices>,
     idle: Mutex<Vec<Instance>>,
     permits: Arc<Semaphore>,
     /// Counters.
@@ -106,9 +109,18 @@ fn arm_deadline(store: &mut Store<HostState>) {
 
 impl InstancePool {
     /// A pool with `settings.min` instances created and warmed; fails if one cannot be.
-    pub async fn start(name: Arc<str>, pre: Pre, settings: PoolSettings, warmup_config: String) -> Result<Arc<Self>> {
+    pub async fn start(
+        name: Arc<str>,
+        pre: Pre,
+        settings: PoolSettings,
+        warmup_config: String,
+        grants: Arc<Grants>,
+        services: Arc<HostServices>,
+    ) -> Result<Arc<Self>> {
         let pool = Arc::new(Self {
             name,
+            grants,
+            services,
             pre,
             permits: Arc::new(Semaphore::new(settings.max)),
             settings,
@@ -148,7 +160,8 @@ impl InstancePool {
         let state = HostState::new(
             self.name.clone(),
             self.settings.memory_limit_bytes,
-            EgressHooks::deny_all(&self.name),
+            self.grants.clone(),
+            self.services.clone(),
         );
         let engine = match &self.pre {
             Pre::Backend(p) => p.engine().clone(),

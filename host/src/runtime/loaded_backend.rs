@@ -7,8 +7,10 @@ use crate::error_code::{Code, WharfError};
 use crate::runtime::bindings::wit_types;
 use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxProviderPre};
 use crate::runtime::compile_cache::{CacheOutcome, CompileCache};
-use crate::runtime::host_state::{CallContext, HostState};
-use crate::runtime::instance_pool::{Exports, Instance, InstancePool, PoolSettings, Pre};
+use crate::policy::Grants;
+use crate::runtime::host_state::{CallContext, HostServices, HostState};
+use crate::runtime::guest_ops::{Op, OpOutput, run_op};
+use crate::runtime::instance_pool::{InstancePool, PoolSettings, Pre};
 use crate::runtime::wit_version::{World, detect_world};
 use crate::schema_validation::ArgsValidator;
 use anyhow::{Context, Result, anyhow};
@@ -163,7 +165,7 @@ pub async fn compile(
 async fn describe(engine: &Engine, pre: &Pre, world: World, sha256: String) -> Result<BackendDescription> {
     let mut store = wasmtime::Store::new(
         engine,
-        HostState::new(Arc::from("describe"), 64 << 20, crate::imports::http::EgressHooks::deny_all("describe")),
+        HostState::new(Arc::from("describe"), 64 << 20, Arc::new(Grants::default()), Arc::new(HostServices::default())),
     );
     store.limiter(|s| &mut s.limiter);
     store.set_epoch_deadline(500);
@@ -217,9 +219,9 @@ async fn describe(engine: &Engine, pre: &Pre, world: World, sha256: String) -> R
                     description: info.description,
                     world,
                     wit: wit.clone(),
-                    tools: Vec::new(),
+                    tools: crate::sandbox_toolset::tool_descriptions(),
                     config_schema: None,
-                    session_config_schema: None,
+                    session_config_schema: Some(crate::sandbox_toolset::session_spec::schema()),
                     requires: info.requires.into(),
                     provider_features: provider_feature_names(info.features),
                     sha256: sha256.clone(),
@@ -308,38 +310,6 @@ pub enum Discovery {
     Gone,
 }
 
-enum Op<'a> {
-    Call { tool: &'a str, args: String, session: Option<wit_types::SessionInfo> },
-    Initialize { session_id: &'a str, key: &'a str, config: String },
-    Cleanup(wit_types::SessionInfo),
-    Discover(wit_types::SessionInfo),
-}
-
-enum OpOutput {
-    Call(wit_types::ToolOutput),
-    Initialize(String),
-    Cleanup,
-    Discover(wit_types::Discovery),
-}
-
-async fn run_op(instance: &mut Instance, op: Op<'_>) -> wasmtime::Result<Result<OpOutput, wit_types::Error>> {
-    let guest = match &instance.exports {
-        Exports::Backend(b) => b.wharf_plugin_backend(),
-        Exports::Provider(_) => return Err(wasmtime::Error::msg("a sandbox provider has no backend hooks")),
-    };
-    let store = &mut instance.store;
-    Ok(match op {
-        Op::Call { tool, args, session } => {
-            guest.call_call(&mut *store, tool, &args, session.as_ref()).await?.map(OpOutput::Call)
-        }
-        Op::Initialize { session_id, key, config } => {
-            guest.call_initialize(&mut *store, session_id, key, &config).await?.map(OpOutput::Initialize)
-        }
-        Op::Cleanup(session) => guest.call_cleanup(&mut *store, &session).await?.map(|()| OpOutput::Cleanup),
-        Op::Discover(session) => guest.call_discover(&mut *store, &session).await?.map(OpOutput::Discover),
-    })
-}
-
 /// A loaded backend: description, validators and pool.
 pub struct LoadedBackend {
     /// The operator's name for it.
@@ -365,7 +335,14 @@ impl std::fmt::Debug for LoadedBackend {
 
 impl LoadedBackend {
     /// Starts the pool of a compiled backend (warming `pool_min` instances).
-    pub async fn start(name: &str, compiled: CompiledBackend, settings: PoolSettings, config: Value) -> Result<Self> {
+    pub async fn start(
+        name: &str,
+        compiled: CompiledBackend,
+        settings: PoolSettings,
+        config: Value,
+        grants: Arc<Grants>,
+        services: Arc<HostServices>,
+    ) -> Result<Self> {
         let name: Arc<str> = Arc::from(name);
         let mut validators = BTreeMap::new();
         for tool in &compiled.description.tools {
@@ -374,7 +351,7 @@ impl LoadedBackend {
             validators.insert(tool.action.clone(), validator);
         }
         let warmup_config = if config.is_null() { String::new() } else { config.to_string() };
-        let pool = InstancePool::start(name.clone(), compiled.pre, settings, warmup_config).await?;
+        let pool = InstancePool::start(name.clone(), compiled.pre, settings, warmup_config, grants, services).await?;
         Ok(Self {
             name,
             description: compiled.description,
@@ -399,7 +376,7 @@ impl LoadedBackend {
         }
     }
 
-    async fn run(&self, op: Op<'_>, session_id: Option<&str>, timeout: Duration, trace_id: Option<String>) -> Result<OpOutput, WharfError> {
+    pub(crate) async fn run(&self, op: Op<'_>, session_id: Option<&str>, timeout: Duration, trace_id: Option<String>) -> Result<OpOutput, WharfError> {
         let deadline = Instant::now() + timeout;
         let context = CallContext {
             session_id: session_id.map(str::to_string),

@@ -1,0 +1,110 @@
+//! `GET`/`PUT /v1/sessions/{id}/files?path=`: large files in and out of a sandbox session
+//! outside tool calls, streamed in slices (download) and chunks (upload).
+
+use crate::api::envelope::{Envelope, Meta};
+use crate::error_code::WharfError;
+use crate::front_door::{ANONYMOUS_TENANT, Wharf};
+use crate::sandbox_toolset::file_ops::Sandbox;
+use crate::sandbox_toolset::shell::SLICE_BYTES;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+
+/// Upload chunks are flushed to the sandbox at this size.
+const UPLOAD_CHUNK: usize = 1 << 20;
+
+/// `?path=`.
+#[derive(Deserialize)]
+pub struct FilePath {
+    path: String,
+}
+
+fn failure(err: WharfError) -> Response {
+    Envelope::error(err, Meta::default()).into_response()
+}
+
+/// Streams a file out of the sandbox, slice by slice.
+pub async fn download(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Query(q): Query<FilePath>) -> Response {
+    let (backend, record, guard) = match wharf.sandbox_session(ANONYMOUS_TENANT, &id).await {
+        Ok(s) => s,
+        Err(e) => return failure(e),
+    };
+    let timeout = backend.pool.settings().hook_timeout;
+    let size = {
+        let handle = match crate::sandbox_toolset::dispatch::sandbox_handle(&record) {
+            Ok(h) => h.to_string(),
+            Err(e) => return failure(e),
+        };
+        let sandbox = Sandbox { backend: &backend, session_id: &record.id, handle: &handle, timeout };
+        match sandbox.size(&q.path).await {
+            Ok(size) => size,
+            Err(e) => return failure(e),
+        }
+    };
+    let slices = size.div_ceil(SLICE_BYTES);
+    let path = q.path.clone();
+    let stream = futures::stream::unfold((0u64, guard), move |(index, guard)| {
+        let (backend, record, path) = (backend.clone(), record.clone(), path.clone());
+        async move {
+            if index >= slices {
+                return None;
+            }
+            let handle = record.data["sandbox"].as_str().unwrap_or_default().to_string();
+            let sandbox = Sandbox { backend: &backend, session_id: &record.id, handle: &handle, timeout };
+            let slice = sandbox.slice(&path, index).await.map(bytes::Bytes::from).map_err(std::io::Error::other);
+            Some((slice, (index + 1, guard)))
+        }
+    });
+    Response::builder()
+        .header(axum::http::header::CONTENT_TYPE, "application/octet-stream")
+        .header(axum::http::header::CONTENT_LENGTH, size)
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|e| failure(WharfError::internal(e.to_string())))
+}
+
+/// Streams a request body into a file in the sandbox.
+pub async fn upload(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Query(q): Query<FilePath>, body: Body) -> Response {
+    let started = std::time::Instant::now();
+    let (backend, record, _guard) = match wharf.sandbox_session(ANONYMOUS_TENANT, &id).await {
+        Ok(s) => s,
+        Err(e) => return failure(e),
+    };
+    let handle = match crate::sandbox_toolset::dispatch::sandbox_handle(&record) {
+        Ok(h) => h.to_string(),
+        Err(e) => return failure(e),
+    };
+    let sandbox = Sandbox { backend: &backend, session_id: &record.id, handle: &handle, timeout: backend.pool.settings().hook_timeout };
+    let mut stream = body.into_data_stream();
+    let mut buffer: Vec<u8> = Vec::with_capacity(UPLOAD_CHUNK);
+    let mut written: u64 = 0;
+    let mut first = true;
+    loop {
+        let next = stream.next().await;
+        let done = next.is_none();
+        if let Some(chunk) = next {
+            match chunk {
+                Ok(bytes) => buffer.extend_from_slice(&bytes),
+                Err(e) => return failure(WharfError::invalid_request(format!("the upload was interrupted: {e}"))),
+            }
+        }
+        if buffer.len() >= UPLOAD_CHUNK || (done && (first || !buffer.is_empty())) {
+            let piece = std::mem::take(&mut buffer);
+            written += piece.len() as u64;
+            let result = if first { sandbox.write(&q.path, piece).await } else { sandbox.append(&q.path, piece).await };
+            if let Err(e) = result {
+                return failure(e);
+            }
+            first = false;
+        }
+        if done {
+            break;
+        }
+    }
+    let mut meta = Meta { duration_ms: started.elapsed().as_millis() as u64, ..Meta::default() };
+    meta.session_id = Some(id);
+    Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta).into_response()
+}

@@ -1,0 +1,33 @@
+//! Docker for backends (DESIGN.md §5, §9): an async client on bollard that scopes every
+//! container to the backend that created it.
+//!
+//! - Every container carries the host's labels (`wharf.backend`, `wharf.session`,
+//!   `wharf.node`); a guest may not set `wharf.*` labels, and a backend sees and touches
+//!   only containers labelled with its own name. Containers are named by full 64-hex id:
+//!   names, prefixes and other backends' ids all answer "not found".
+//! - Networks default to `none`; `host` and `container:*` are always refused.
+//! - `exec` runs the command as the leader of its own process group, keeps only the tail
+//!   of its output, and kills the whole group on timeout or when its future is dropped.
+//! - An unreachable engine answers [`DockerError::Unavailable`] within seconds.
+//!
+//! Files: [`client`] (connection, ownership check), [`containers`] (lifecycle), [`exec`],
+//! [`archive`] (copy in/out), [`labels`], [`types`], [`error`].
+
+pub mod archive;
+pub mod client;
+pub mod containers;
+pub mod error;
+pub mod exec;
+mod info;
+mod kill;
+pub mod labels;
+mod output;
+pub mod types;
+
+pub use client::{DEFAULT_DOCKER_HOST, Docker};
+pub use error::DockerError;
+pub use labels::{LABEL_BACKEND, LABEL_NODE, LABEL_SESSION, is_full_id};
+pub use types::{
+    Command, ContainerInfo, ContainerSpec, ContainerState, ExecOutput, ExecRequest, Mount, Network,
+    Owner,
+};

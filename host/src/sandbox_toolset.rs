@@ -1,0 +1,15 @@
+//! The standard sandbox toolset the host builds over any sandbox provider:
+//! `run_command`, `read_file`, `write_file`, `list_directory`, `str_replace`, `export_file`.
+//! Native provider operations are used when declared; otherwise everything is done over
+//! `run-command` with quoted paths, content through stdin or ≤ 100 KiB chunks, 4 MiB slices
+//! for export, a sentinel byte to detect "too large", and exit codes for missing, directory
+//! and not-a-regular-file.
+
+pub mod dispatch;
+pub mod file_ops;
+pub mod session_spec;
+pub mod shell;
+pub mod tools;
+
+pub use dispatch::call;
+pub use tools::tool_descriptions;

@@ -1,0 +1,80 @@
+//! The toolset's names, descriptions, schemas and annotations.
+
+use crate::runtime::loaded_backend::{SessionNeed, ToolAnnotations, ToolDescription};
+use serde_json::json;
+
+fn tool(action: &str, description: &str, schema: serde_json::Value, annotations: ToolAnnotations) -> ToolDescription {
+    ToolDescription {
+        action: action.to_string(),
+        description: description.to_string(),
+        input_schema: schema,
+        output_schema: None,
+        session: SessionNeed::Required,
+        annotations,
+    }
+}
+
+const READ_ONLY: ToolAnnotations = ToolAnnotations { read_only: true, destructive: false, idempotent: true, open_world: false };
+const WRITES: ToolAnnotations = ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: false };
+
+/// The six tools every provider gets.
+pub fn tool_descriptions() -> Vec<ToolDescription> {
+    vec![
+        tool(
+            "run_command",
+            "Run a shell command in the sandbox; returns exit code, stdout and stderr.",
+            json!({"type": "object", "additionalProperties": false, "required": ["command"], "properties": {
+                "command": {"type": "string", "minLength": 1, "description": "A shell command line."},
+                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 3600, "description": "Kill the command after this long (default 60)."},
+                "stdin": {"type": "string", "description": "Text fed to the command's standard input."}
+            }}),
+            WRITES,
+        ),
+        tool(
+            "read_file",
+            "Read a text file; offset and limit count lines (1-based).",
+            json!({"type": "object", "additionalProperties": false, "required": ["path"], "properties": {
+                "path": {"type": "string", "minLength": 1},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to return."}
+            }}),
+            READ_ONLY,
+        ),
+        tool(
+            "write_file",
+            "Write a whole file (parent directories are created).",
+            json!({"type": "object", "additionalProperties": false, "required": ["path", "content"], "properties": {
+                "path": {"type": "string", "minLength": 1},
+                "content": {"type": "string"},
+                "encoding": {"type": "string", "enum": ["utf-8", "base64"], "default": "utf-8"}
+            }}),
+            WRITES,
+        ),
+        tool(
+            "list_directory",
+            "List a directory: name, kind and size of each entry.",
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "path": {"type": "string", "minLength": 1, "default": "."}
+            }}),
+            READ_ONLY,
+        ),
+        tool(
+            "str_replace",
+            "Replace the one occurrence of `old` with `new` in a file (fails if it occurs 0 or several times).",
+            json!({"type": "object", "additionalProperties": false, "required": ["path", "old", "new"], "properties": {
+                "path": {"type": "string", "minLength": 1},
+                "old": {"type": "string", "minLength": 1},
+                "new": {"type": "string"}
+            }}),
+            WRITES,
+        ),
+        tool(
+            "export_file",
+            "Return a whole file (any size, read in 4 MiB slices) as base64 with its sha256.",
+            json!({"type": "object", "additionalProperties": false, "required": ["path"], "properties": {
+                "path": {"type": "string", "minLength": 1}
+            }}),
+            READ_ONLY,
+        ),
+    ]
+}

@@ -1,0 +1,168 @@
+//! `docker-provider`: a sandbox is one container on the host's Docker engine, created and
+//! driven only through Wharf's `container` and `exec` imports (so the host's grants,
+//! labels and ownership rules apply). Writes to absolute paths use copy-in; everything
+//! else goes through commands.
+
+use serde::Deserialize;
+use wharf_sdk::host::{container, exec};
+use wharf_sdk::{
+    Capabilities, CommandRequest, CommandResult, Provider, ProviderFeatures, ProviderInfo, SandboxSpec, ToolError, Value,
+};
+
+/// The operator's config.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Config {
+    /// Image used when a session does not name one.
+    image: String,
+    /// Where commands run and relative paths resolve.
+    workdir: String,
+    /// Mount the root file system read-only (the workdir stays writable).
+    read_only_root: bool,
+    /// Process limit per sandbox.
+    pids_limit: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { image: "wharf-sandbox:test".into(), workdir: "/work".into(), read_only_root: false, pids_limit: 256 }
+    }
+}
+
+#[derive(Default)]
+struct DockerProvider {
+    config: Config,
+}
+
+/// Keeps the container alive until it is removed; exits at once on SIGTERM.
+const IDLE_COMMAND: &str = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done";
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn is_missing(err: &ToolError) -> bool {
+    err.message.contains("not found") || err.message.contains("No such container")
+}
+
+impl DockerProvider {
+    fn exec(&self, sandbox: &str, command: String, stdin: Option<Vec<u8>>, timeout_ms: u32, max_output: u32) -> Result<exec::ExecOutput, ToolError> {
+        Ok(exec::run(&exec::ExecRequest {
+            container: sandbox.to_string(),
+            command: exec::Command::Shell(command),
+            env: Vec::new(),
+            workdir: Some(self.config.workdir.clone()),
+            user: None,
+            stdin,
+            timeout_ms,
+            max_output_bytes: max_output,
+        })?)
+    }
+}
+
+impl Provider for DockerProvider {
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn info() -> ProviderInfo {
+        ProviderInfo::new("docker", "0.1.0", "One container per sandbox on the host's Docker engine.")
+            .features(ProviderFeatures::WRITE_FILE | ProviderFeatures::STDIN)
+            .requires(Capabilities { images: vec!["wharf-sandbox:*".into()], networks: vec!["bridge".into()], ..Default::default() })
+    }
+
+    fn warmup(&mut self, config: Value) -> Result<(), ToolError> {
+        self.config = if config.is_null() { Config::default() } else { serde_json::from_value(config)? };
+        Ok(())
+    }
+
+    fn create(&mut self, spec: SandboxSpec) -> Result<String, ToolError> {
+        if !spec.network.allow_egress_to.is_empty() || !spec.network.allow_egress_to_cidrs.is_empty() {
+            return Err(ToolError::new(
+                4030,
+                "this provider cannot enforce an egress allowlist; ask for block_network or an open network",
+            ));
+        }
+        let network = if spec.network.block_network { container::Network::None } else { container::Network::Bridge };
+        let workdir = spec.workdir.clone().unwrap_or_else(|| self.config.workdir.clone());
+        let mut labels = Vec::new();
+        if let Some(owner) = &spec.owner {
+            labels.push(("sandbox.owner".to_string(), owner.clone()));
+        }
+        let info = container::create(&container::ContainerSpec {
+            image: spec.image.clone().unwrap_or_else(|| self.config.image.clone()),
+            command: Some(vec!["/bin/sh".into(), "-c".into(), IDLE_COMMAND.into()]),
+            env: spec.env,
+            workdir: Some(workdir),
+            labels,
+            mounts: Vec::new(),
+            network,
+            cpu_millis: spec.cpu_millis,
+            memory_bytes: spec.memory_bytes,
+            pids_limit: Some(self.config.pids_limit),
+            read_only_root: self.config.read_only_root,
+        })?;
+        if let Err(e) = container::start(&info.id) {
+            let _ = container::remove(&info.id);
+            return Err(e.into());
+        }
+        Ok(info.id)
+    }
+
+    fn run_command(&mut self, sandbox: &str, request: CommandRequest) -> Result<CommandResult, ToolError> {
+        match self.exec(sandbox, request.command, request.stdin, request.timeout_ms, request.max_output_bytes) {
+            Ok(out) => Ok(CommandResult {
+                exit_code: out.exit_code,
+                stdout: out.stdout,
+                stderr: out.stderr,
+                stdout_truncated: out.stdout_truncated,
+                stderr_truncated: out.stderr_truncated,
+                timed_out: out.timed_out,
+                sandbox_terminated: false,
+            }),
+            Err(e) if is_missing(&e) => Ok(CommandResult {
+                exit_code: None,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                stdout_truncated: false,
+                stderr_truncated: false,
+                timed_out: false,
+                sandbox_terminated: true,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn destroy(&mut self, sandbox: &str) -> Result<(), ToolError> {
+        match container::remove(sandbox) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let e = ToolError::from(e);
+                if is_missing(&e) { Ok(()) } else { Err(e) }
+            }
+        }
+    }
+
+    fn is_alive(&mut self, sandbox: &str) -> Result<bool, ToolError> {
+        Ok(matches!(container::inspect(sandbox)?, Some(info) if info.state == container::ContainerState::Running))
+    }
+
+    fn write_file(&mut self, sandbox: &str, path: &str, content: Vec<u8>) -> Result<(), ToolError> {
+        if path.starts_with('/') && container::copy_in(sandbox, path, &content, 0o644).is_ok() {
+            return Ok(());
+        }
+        // Relative paths, and directories that do not exist yet, go through the shell.
+        let p = if path.starts_with('-') { format!("./{path}") } else { path.to_string() };
+        let script = format!("p={}; mkdir -p \"$(dirname \"$p\")\" && cat > \"$p\"", quote(&p));
+        let out = self.exec(sandbox, script, Some(content), 120_000, 4096)?;
+        match out.exit_code {
+            Some(0) => Ok(()),
+            _ => Err(ToolError::execution(format!(
+                "writing `{path}` failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))),
+        }
+    }
+}
+
+wharf_sdk::export_provider!(DockerProvider);

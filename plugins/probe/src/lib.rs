@@ -1,0 +1,122 @@
+//! `probe`: exposes the host imports as tools (create / inspect / exec / remove a container,
+//! fetch a URL), so tests can check what a backend is and is not allowed to do. For tests.
+
+use wharf_sdk::host::{container, exec};
+use wharf_sdk::{Backend, BackendInfo, Call, Capabilities, Deserialize, JsonSchema, Serialize, ToolError, Tools};
+
+struct Probe;
+
+#[derive(Deserialize, JsonSchema)]
+struct CreateArgs {
+    image: String,
+    #[serde(default)]
+    mounts: Vec<String>,
+    /// `none`, `bridge` or a network name.
+    #[serde(default)]
+    network: Option<String>,
+    #[serde(default)]
+    labels: Vec<(String, String)>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct IdArgs {
+    id: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ExecArgs {
+    id: String,
+    command: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct FetchArgs {
+    url: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Fetched {
+    status: u16,
+    body: String,
+}
+
+fn fetch(url: &str) -> Result<Fetched, ToolError> {
+    let response = waki::Client::new().get(url).send().map_err(|e| {
+        let text = format!("{e:?}");
+        if text.contains("HttpRequestDenied") || text.contains("DestinationIpProhibited") {
+            ToolError::new(4030, format!("outbound HTTP to {url} is not granted: {text}"))
+        } else {
+            ToolError::execution(format!("fetching {url} failed: {text}"))
+        }
+    })?;
+    let status = response.status_code();
+    let body = response.body().map_err(|e| ToolError::execution(format!("reading the body failed: {e:?}")))?;
+    Ok(Fetched { status, body: String::from_utf8_lossy(&body).into_owned() })
+}
+
+impl Backend for Probe {
+    fn new() -> Self {
+        Probe
+    }
+
+    fn info() -> BackendInfo {
+        BackendInfo::new("probe", "0.1.0", "Calls host imports on request. For tests.")
+            .requires(Capabilities { images: vec!["wharf-sandbox:*".into()], http_hosts: vec!["*:*".into()], ..Default::default() })
+    }
+
+    fn tools() -> Tools<Self> {
+        Tools::new()
+            .tool("create", "Create and start a container.", |_: &mut Self, a: CreateArgs, _: &mut Call| {
+                let network = match a.network.as_deref() {
+                    None | Some("none") => container::Network::None,
+                    Some("bridge") => container::Network::Bridge,
+                    Some(other) => container::Network::Named(other.to_string()),
+                };
+                let info = container::create(&container::ContainerSpec {
+                    image: a.image,
+                    command: Some(vec!["/bin/sh".into(), "-c".into(), "sleep 3600".into()]),
+                    env: vec![],
+                    workdir: None,
+                    labels: a.labels,
+                    mounts: a
+                        .mounts
+                        .into_iter()
+                        .map(|m| container::Mount { host_path: m, container_path: "/mnt/data".into(), read_only: true })
+                        .collect(),
+                    network,
+                    cpu_millis: None,
+                    memory_bytes: None,
+                    pids_limit: None,
+                    read_only_root: false,
+                })?;
+                container::start(&info.id)?;
+                Ok(info.id)
+            })
+            .tool("inspect", "Inspect a container by id.", |_: &mut Self, a: IdArgs, _: &mut Call| {
+                Ok(container::inspect(&a.id)?.map(|i| i.id))
+            })
+            .tool("exec", "Run a shell command in a container.", |_: &mut Self, a: ExecArgs, _: &mut Call| {
+                let out = exec::run(&exec::ExecRequest {
+                    container: a.id,
+                    command: exec::Command::Shell(a.command),
+                    env: vec![],
+                    workdir: None,
+                    user: None,
+                    stdin: None,
+                    timeout_ms: 10_000,
+                    max_output_bytes: 65_536,
+                })?;
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            })
+            .tool("remove", "Remove a container by id.", |_: &mut Self, a: IdArgs, _: &mut Call| {
+                container::remove(&a.id)?;
+                Ok(true)
+            })
+            .tool("list", "Ids of this backend's containers.", |_: &mut Self, _: wharf_sdk::NoArgs, _: &mut Call| {
+                Ok(container::list_owned(None)?.into_iter().map(|c| c.id).collect::<Vec<_>>())
+            })
+            .tool("fetch", "GET a URL through wasi:http.", |_: &mut Self, a: FetchArgs, _: &mut Call| fetch(&a.url))
+    }
+}
+
+wharf_sdk::export_backend!(Probe);
