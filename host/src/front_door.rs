@@ -101,6 +101,7 @@ pub struct Wharf {
     cache: CompileCache,
     backends: RwLock<BTreeMap<String, BackendEntry>>,
     tool_index: RwLock<Arc<ToolIndex>>,
+    tool_changes: tokio::sync::broadcast::Sender<()>,
     sessions: SessionTable,
     services: Arc<HostServices>,
     node_id: String,
@@ -165,6 +166,7 @@ impl Wharf {
             cache,
             backends: RwLock::new(BTreeMap::new()),
             tool_index: RwLock::new(Arc::new(ToolIndex::default())),
+            tool_changes: tokio::sync::broadcast::channel(16).0,
             sessions: SessionTable::default(),
             server,
             myself: myself.clone(),
@@ -293,6 +295,12 @@ impl Wharf {
         if let Ok(mut index) = self.tool_index.write() {
             *index = Arc::new(ToolIndex::new(names));
         }
+        let _ = self.tool_changes.send(());
+    }
+
+    /// Notified whenever the set of tools changes (a backend loaded, replaced or unloaded).
+    pub fn subscribe_tool_changes(&self) -> tokio::sync::broadcast::Receiver<()> {
+        self.tool_changes.subscribe()
     }
 
     /// Every tool of every backend.

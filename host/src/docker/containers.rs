@@ -142,6 +142,9 @@ fn create_body(
         memory_swap: memory,
         pids_limit: spec.pids_limit.map(i64::from),
         readonly_rootfs: Some(spec.read_only_root),
+        // A real init as PID 1 reaps the processes orphaned when an exec's group is killed;
+        // otherwise they linger as zombies and count against the pids limit.
+        init: Some(true),
         ..Default::default()
     };
     Ok(ContainerCreateBody {
