@@ -14,7 +14,7 @@ fn server(dir: &std::path::Path) -> ServerConfig {
 #[tokio::test]
 async fn a_restart_hits_the_cache_and_a_corrupt_entry_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
-    let first = Wharf::new(server(dir.path())).unwrap();
+    let first = Wharf::new(server(dir.path())).await.unwrap();
     let b = first.load_backend("echo", bundled("echo")).await.unwrap();
     assert_eq!(b.cache, CacheOutcome::Compiled);
     drop(first);
@@ -27,7 +27,7 @@ async fn a_restart_hits_the_cache_and_a_corrupt_entry_is_rebuilt() {
         assert_eq!(mode, 0o700, "the cache directory is private");
     }
 
-    let second = Wharf::new(server(dir.path())).unwrap();
+    let second = Wharf::new(server(dir.path())).await.unwrap();
     let b = second.load_backend("echo", bundled("echo")).await.unwrap();
     assert_eq!(b.cache, CacheOutcome::Hit);
     assert!(b.description.tools.iter().any(|t| t.action == "say"));
@@ -42,7 +42,7 @@ async fn a_restart_hits_the_cache_and_a_corrupt_entry_is_rebuilt() {
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0xff;
     std::fs::write(&artifact, bytes).unwrap();
-    let third = Wharf::new(server(dir.path())).unwrap();
+    let third = Wharf::new(server(dir.path())).await.unwrap();
     let b = third.load_backend("echo", bundled("echo")).await.unwrap();
     assert_eq!(b.cache, CacheOutcome::Rebuilt);
     let r = third
@@ -50,14 +50,14 @@ async fn a_restart_hits_the_cache_and_a_corrupt_entry_is_rebuilt() {
         .await
         .unwrap();
     assert_eq!(r.result.content, "pong");
-    let fourth = Wharf::new(server(dir.path())).unwrap();
+    let fourth = Wharf::new(server(dir.path())).await.unwrap();
     assert_eq!(fourth.load_backend("echo", bundled("echo")).await.unwrap().cache, CacheOutcome::Hit);
 }
 
 #[tokio::test]
 async fn unknown_wit_versions_and_garbage_are_refused_clearly() {
     let dir = tempfile::tempdir().unwrap();
-    let wharf = Wharf::new(server(dir.path())).unwrap();
+    let wharf = Wharf::new(server(dir.path())).await.unwrap();
     let future = wat::parse_str(
         r#"(component
              (core module $m (func (export "f")))

@@ -2,6 +2,7 @@
 
 pub mod envelope;
 pub mod files;
+pub mod mcp;
 pub mod rest;
 
 pub use rest::router;

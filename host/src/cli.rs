@@ -129,7 +129,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Inspect { file, data_dir } => {
-            let wharf = Wharf::new(crate::config::ServerConfig { data_dir, ..Default::default() })?;
+            let wharf = Wharf::new(crate::config::ServerConfig { data_dir, ..Default::default() }).await?;
             let wasm = Wharf::read_wasm(&file)?;
             let description = wharf.inspect(wasm).await?;
             println!("{}", serde_json::to_string_pretty(&description)?);

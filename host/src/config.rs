@@ -18,6 +18,17 @@ pub struct WharfConfig {
     /// Backends by the operator's name.
     #[serde(default)]
     pub backends: BTreeMap<String, BackendConfig>,
+    /// The state store (`[store] url = "postgres://…"`).
+    #[serde(default)]
+    pub store: StoreConfig,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `sqlite://PATH` or `postgres://…`.
+    pub url: Option<String>,
 }
 
 /// The HTTP server.
@@ -36,6 +47,9 @@ pub struct ServerConfig {
     /// The Docker engine (`unix:///var/run/docker.sock`, `tcp://host:2375`); `DOCKER_HOST`
     /// or the local socket when unset.
     pub docker_host: Option<String>,
+    /// The state store: `sqlite://PATH` or `postgres://…`; the SQLite file `wharf.db`
+    /// in the data dir when unset.
+    pub store_url: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +60,7 @@ impl Default for ServerConfig {
             max_body_bytes: 4 * 1024 * 1024,
             default_call_timeout_ms: 30_000,
             docker_host: None,
+            store_url: None,
         }
     }
 }
@@ -146,7 +161,10 @@ impl WharfConfig {
     pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut value: toml::Value = toml::from_str(text).context("invalid TOML")?;
         expand_env(&mut value, &env)?;
-        let config: WharfConfig = value.try_into().context("invalid configuration")?;
+        let mut config: WharfConfig = value.try_into().context("invalid configuration")?;
+        if config.server.store_url.is_none() {
+            config.server.store_url = config.store.url.clone();
+        }
         for (name, backend) in &config.backends {
             if backend.limits.pool_max == 0 || backend.limits.pool_min > backend.limits.pool_max {
                 bail!("backend `{name}`: limits need 1 <= pool_max and pool_min <= pool_max");

@@ -1,16 +1,19 @@
 //! The one front door the API layer calls: loaded backends, tool resolution, argument
 //! validation, sessions, and calls. Nothing above this module touches wasmtime.
 
+mod session_routes;
+
 use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig, WharfConfig, toml_to_json};
-use crate::error_code::{Code, WharfError};
+use crate::error_code::WharfError;
 use crate::runtime::bindings;
 use crate::runtime::compile_cache::CompileCache;
 use crate::runtime::host_state::{HostServices, HostState};
 use crate::runtime::instance_pool::PoolSettings;
 use crate::runtime::loaded_backend::{self, LoadedBackend, SessionNeed, ToolCall, ToolDescription, ToolResult};
 use crate::runtime::WharfEngine;
-use crate::sessions::{SessionIdentity, SessionRecord, SessionTable, now_ms};
+use crate::sessions::SessionManager;
+use crate::store::StateStore;
 use crate::tool_names::{Resolution, ToolIndex, ToolName};
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -20,6 +23,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 use wasmtime::component::{HasSelf, Linker};
+
+/// How long a node may hold a `creating` or `releasing` row before another takes over.
+pub const SESSION_LEASE: Duration = Duration::from_secs(60);
 
 /// The tenant used until tokens exist: every caller is this one.
 pub const ANONYMOUS_TENANT: &str = "anonymous";
@@ -63,6 +69,9 @@ pub struct SessionRequest {
     /// Owner claim.
     #[serde(default)]
     pub owner: Option<String>,
+    /// Holder claim to take (refused with 4090 while another live holder holds it).
+    #[serde(default)]
+    pub holder: Option<String>,
 }
 
 /// What a call produced, with where it ran.
@@ -102,7 +111,7 @@ pub struct Wharf {
     backends: RwLock<BTreeMap<String, BackendEntry>>,
     tool_index: RwLock<Arc<ToolIndex>>,
     tool_changes: tokio::sync::broadcast::Sender<()>,
-    sessions: SessionTable,
+    sessions: SessionManager,
     services: Arc<HostServices>,
     node_id: String,
     server: ServerConfig,
@@ -141,7 +150,7 @@ fn poisoned() -> WharfError {
 
 impl Wharf {
     /// A host with no backends yet; the compile cache lives under the data dir.
-    pub fn new(server: ServerConfig) -> Result<Arc<Self>> {
+    pub async fn new(server: ServerConfig) -> Result<Arc<Self>> {
         let engine = WharfEngine::new()?;
         let linker = linker(engine.engine())?;
         let cache = CompileCache::open(&server.data_dir.join("compile-cache"))?;
@@ -157,30 +166,39 @@ impl Wharf {
                 None
             }
         };
-        let services = Arc::new(HostServices { docker });
-        Ok(Arc::new_cyclic(|myself| Self {
+
+        let store = match &server.store_url {
+            Some(url) => StateStore::open(url).await?,
+            None => StateStore::open_sqlite(&server.data_dir.join("wharf.db")).await?,
+        };
+        let services = Arc::new(HostServices { docker, store: Some(store.clone()) });
+        let wharf = Arc::new_cyclic(|myself| Self {
             services,
-            node_id,
+            node_id: node_id.clone(),
             engine,
             linker,
             cache,
             backends: RwLock::new(BTreeMap::new()),
             tool_index: RwLock::new(Arc::new(ToolIndex::default())),
             tool_changes: tokio::sync::broadcast::channel(16).0,
-            sessions: SessionTable::default(),
+            sessions: SessionManager::new(store, node_id.clone(), SESSION_LEASE),
             server,
             myself: myself.clone(),
-        }))
+        });
+        wharf.start_heartbeat();
+        Ok(wharf)
     }
 
     /// Builds a host and loads every enabled backend of `config`.
     pub async fn from_config(config: &WharfConfig) -> Result<Arc<Self>> {
-        let wharf = Self::new(config.server.clone())?;
+        let wharf = Self::new(config.server.clone()).await?;
         for (name, backend) in &config.backends {
             if backend.enabled {
                 wharf.load_backend(name, backend.clone()).await.with_context(|| format!("loading backend `{name}`"))?;
             }
         }
+        wharf.recover_sessions().await;
+        wharf.start_reaper();
         Ok(wharf)
     }
 
@@ -286,7 +304,7 @@ impl Wharf {
             .ok_or_else(|| WharfError::backend_unavailable(format!("backend `{name}` is not loaded")))
     }
 
-    fn backend_config(&self, name: &str) -> Option<BackendConfig> {
+    pub(crate) fn backend_config(&self, name: &str) -> Option<BackendConfig> {
         self.backends.read().ok()?.get(name).map(|e| e.config.clone())
     }
 
@@ -387,7 +405,7 @@ impl Wharf {
                 .await?;
             return Ok(CallOutcome { tool: canonical, backend: backend.name.to_string(), session_id: None, result });
         };
-        let record = self.sessions.get(tenant, &session_id)?;
+        let record = self.sessions.get(tenant, &session_id).await?;
         if record.backend != *backend.name {
             return Err(WharfError::session_not_found(format!(
                 "session `{session_id}` belongs to backend `{}`, not `{}`",
@@ -397,7 +415,7 @@ impl Wharf {
         let lock = self.sessions.call_lock(&session_id)?;
         let _one_at_a_time = lock.lock().await;
         // Re-read under the lock: the previous call may have changed the data.
-        let record = self.sessions.get(tenant, &session_id)?;
+        let record = self.sessions.get(tenant, &session_id).await?;
         let result = if backend.is_resource_backend() {
             backend
                 .call_tool(ToolCall { action: tool.action.clone(), args: request.args, session: Some(record.view()), timeout, trace_id })
@@ -406,178 +424,8 @@ impl Wharf {
             crate::sandbox_toolset::call(backend, &record, &tool.action, request.args, timeout).await
         };
         let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());
-        self.sessions.update(&session_id, |r| {
-            r.last_activity_ms = now_ms();
-            if let Some(data) = new_data {
-                r.data = data;
-            }
-        })?;
+        self.sessions.finish_call(&record, new_data).await?;
         Ok(CallOutcome { tool: canonical, backend: backend.name.to_string(), session_id: Some(session_id), result: result? })
-    }
-
-    /// Creates a session, or returns the existing one for the same (tenant, backend, key).
-    pub async fn create_session(&self, tenant: &str, request: SessionRequest) -> Result<(SessionRecord, bool), WharfError> {
-        let backend = self.backend(&request.backend)?;
-        if let (Some(schema), Some(config)) = (&backend.description.session_config_schema, &request.config) {
-            crate::schema_validation::ArgsValidator::new(schema)
-                .map_err(|e| WharfError::internal(format!("the backend's session config schema is invalid: {e:#}")))?
-                .validate(config)?;
-        }
-        let key = request.key.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let identity = SessionIdentity { tenant: tenant.to_string(), backend: request.backend.clone(), key: key.clone() };
-        let lock = self.sessions.creation_lock(&identity)?;
-        let result = {
-            let _creating = lock.lock().await;
-            match self.sessions.find(&identity)? {
-                Some(existing) => Ok((existing, false)),
-                None => self.initialize_session(tenant, &backend, &identity, request).await.map(|r| (r, true)),
-            }
-        };
-        drop(lock);
-        self.sessions.release_creation_lock(&identity);
-        result
-    }
-
-    async fn initialize_session(
-        &self,
-        tenant: &str,
-        backend: &Arc<LoadedBackend>,
-        identity: &SessionIdentity,
-        request: SessionRequest,
-    ) -> Result<SessionRecord, WharfError> {
-        let lifetimes = self.backend_config(&backend.name).map(|c| c.sessions).unwrap_or_default();
-        let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
-        let config = request.config.unwrap_or(Value::Null);
-        let timeout = backend.pool.settings().hook_timeout;
-        let data = if backend.is_resource_backend() {
-            backend.initialize(&id, &identity.key, &config, timeout).await?
-        } else {
-            let spec = crate::sandbox_toolset::session_spec::sandbox_spec(&config, request.owner.clone(), lifetimes.max_lifetime_seconds)?;
-            let handle = backend.create_sandbox(&id, spec, timeout).await?;
-            serde_json::json!({ "sandbox": handle })
-        };
-        let now = now_ms();
-        let record = SessionRecord {
-            id: id.clone(),
-            tenant: tenant.to_string(),
-            backend: backend.name.to_string(),
-            key: identity.key.clone(),
-            data,
-            owner: request.owner,
-            created_at_ms: now,
-            last_activity_ms: now,
-            idle_ttl_seconds: request.ttl_seconds.unwrap_or(lifetimes.idle_ttl_seconds),
-            max_expires_at_ms: (lifetimes.max_lifetime_seconds > 0).then(|| now + lifetimes.max_lifetime_seconds * 1000),
-            generation: 0,
-        };
-        self.sessions.insert(record.clone())?;
-        self.watch_expiry(id);
-        Ok(record)
-    }
-
-    /// Idle expiry: one timer per session, re-checking the last activity before acting.
-    fn watch_expiry(&self, id: String) {
-        let Some(wharf) = self.myself.upgrade() else { return };
-        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
-        let weak = Arc::downgrade(&wharf);
-        drop(wharf);
-        handle.spawn(async move {
-            loop {
-                let Some(wharf) = weak.upgrade() else { return };
-                let Ok(Some(record)) = wharf.sessions.get_any(&id) else { return };
-                let Some(expires) = record.expires_at_ms() else { return };
-                let now = now_ms();
-                if now >= expires {
-                    if let Err(e) = wharf.release(&record).await {
-                        tracing::warn!(session = %id, "releasing an expired session failed: {}", e.message);
-                    }
-                    return;
-                }
-                drop(wharf);
-                tokio::time::sleep(Duration::from_millis(expires - now)).await;
-            }
-        });
-    }
-
-    /// A session of `tenant`.
-    pub fn session(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
-        self.sessions.get(tenant, id)
-    }
-
-    /// Sessions of `tenant`.
-    pub fn sessions(&self, tenant: &str, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
-        self.sessions.list(tenant, backend, key)
-    }
-
-    /// Extends a session's idle TTL from now.
-    pub fn refresh_session(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
-        self.sessions.get(tenant, id)?;
-        self.sessions.update(id, |r| r.last_activity_ms = now_ms())
-    }
-
-    /// Releases a session (cleanup, then forget). Unknown ids succeed: delete is idempotent.
-    pub async fn delete_session(&self, tenant: &str, id: &str) -> Result<bool, WharfError> {
-        match self.sessions.get(tenant, id) {
-            Ok(record) => self.release(&record).await.map(|()| true),
-            Err(e) if e.code == Code::SessionNotFound => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn release(&self, record: &SessionRecord) -> Result<(), WharfError> {
-        let lock = self.sessions.call_lock(&record.id)?;
-        let _no_calls = lock.lock().await;
-        let Ok(current) = self.sessions.get(&record.tenant, &record.id) else { return Ok(()) };
-        if let Ok(backend) = self.backend(&current.backend) {
-            let timeout = backend.pool.settings().hook_timeout;
-            let mut attempt = 0;
-            loop {
-                let released = if backend.is_resource_backend() {
-                    backend.cleanup(&current.view(), timeout).await
-                } else {
-                    match crate::sandbox_toolset::dispatch::sandbox_handle(&current) {
-                        Ok(handle) => backend.destroy_sandbox(&current.id, handle, timeout).await,
-                        Err(_) => Ok(()),
-                    }
-                };
-                match released {
-                    Ok(()) => break,
-                    Err(e) if attempt < 3 => {
-                        attempt += 1;
-                        tracing::warn!(session = %current.id, "cleanup failed (attempt {attempt}): {}", e.message);
-                        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-                    }
-                    Err(e) => {
-                        return Err(WharfError::new(
-                            e.code,
-                            format!("cleanup of session `{}` failed; it is kept so its resources are not forgotten: {}", current.id, e.message),
-                        ));
-                    }
-                }
-            }
-        }
-        self.sessions.remove(&current.id)?;
-        Ok(())
-    }
-
-    /// A provider session of `tenant` with its backend, and the session's call lock held
-    /// (file transfers run one at a time with the session's calls).
-    pub async fn sandbox_session(
-        &self,
-        tenant: &str,
-        id: &str,
-    ) -> Result<(Arc<LoadedBackend>, SessionRecord, tokio::sync::OwnedMutexGuard<()>), WharfError> {
-        let record = self.sessions.get(tenant, id)?;
-        let backend = self.backend(&record.backend)?;
-        if backend.is_resource_backend() {
-            return Err(WharfError::invalid_request(format!(
-                "session `{id}` belongs to `{}`, which is not a sandbox provider",
-                record.backend
-            )));
-        }
-        let guard = self.sessions.call_lock(id)?.lock_owned().await;
-        self.sessions.update(id, |r| r.last_activity_ms = now_ms())?;
-        Ok((backend, record, guard))
     }
 
     /// Drains every backend (runs `shutdown` on idle instances). Sessions are kept.

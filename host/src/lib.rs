@@ -22,6 +22,7 @@ pub mod sandbox_toolset;
 pub mod schema_validation;
 pub mod server;
 pub mod sessions;
+pub mod store;
 pub mod tool_names;
 
 pub use error_code::{Code, WharfError};

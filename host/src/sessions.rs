@@ -1,14 +1,24 @@
-//! Sessions: (tenant, backend, key) → one session with its data, kept in memory. Creation
-//! is idempotent by key; calls within one session run one at a time; idle expiry is a timer
-//! per session that re-checks the last activity before acting.
+//! Sessions: (tenant, backend, key) → one session, kept in the state store so the same key
+//! gets the same session across processes, restarts and nodes. This module holds the
+//! record, a per-node cache validated by generation, and the local locks; `acquire`,
+//! `release` and `recovery` hold the lease-row state machine.
 
-use crate::error_code::WharfError;
+mod acquire;
+mod hooks;
+mod recovery;
+mod release;
+
+pub use acquire::AcquireRequest;
+pub use recovery::RecoveryReport;
+
+use crate::error_code::{Code, WharfError};
 use crate::runtime::loaded_backend::SessionView;
+use crate::store::{SessionState, StateStore};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -26,7 +36,7 @@ pub struct SessionIdentity {
     pub key: String,
 }
 
-/// One session as the host keeps it.
+/// One session as the store keeps it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionRecord {
     /// Session id.
@@ -38,10 +48,22 @@ pub struct SessionRecord {
     pub backend: String,
     /// Caller's key.
     pub key: String,
+    /// Lifecycle state.
+    pub state: SessionState,
     /// Session data from `initialize`, updated by tools.
     pub data: Value,
     /// Owner claim.
     pub owner: Option<String>,
+    /// Current holder.
+    pub holder: Option<String>,
+    /// When the holder's claim runs out, ms.
+    pub holder_until_ms: u64,
+    /// Version of the backend that created it.
+    pub plugin_version: String,
+    /// Node holding the lease (while creating or releasing) or that created it.
+    pub node: String,
+    /// End of the lease, ms.
+    pub lease_until_ms: u64,
     /// Creation time, ms.
     pub created_at_ms: u64,
     /// Last call or refresh, ms.
@@ -74,35 +96,85 @@ impl SessionRecord {
             expires_at_ms: self.expires_at_ms(),
         }
     }
+
+    /// Identity.
+    pub fn identity(&self) -> SessionIdentity {
+        SessionIdentity { tenant: self.tenant.clone(), backend: self.backend.clone(), key: self.key.clone() }
+    }
 }
 
-#[derive(Default)]
-struct Tables {
-    by_id: HashMap<String, SessionRecord>,
-    by_identity: HashMap<SessionIdentity, String>,
-}
+type LockMap<K> = Mutex<HashMap<K, Arc<tokio::sync::Mutex<()>>>>;
 
-/// The in-memory session table with per-session call locks and per-key creation locks.
-#[derive(Default)]
-pub struct SessionTable {
-    tables: Mutex<Tables>,
-    call_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    creation_locks: Mutex<HashMap<SessionIdentity, Arc<tokio::sync::Mutex<()>>>>,
+/// Sessions of this node: the store, a cache validated by generation, and local locks.
+pub struct SessionManager {
+    store: StateStore,
+    node: String,
+    lease: Duration,
+    cache: Mutex<HashMap<String, SessionRecord>>,
+    call_locks: LockMap<String>,
+    creation_locks: LockMap<SessionIdentity>,
 }
 
 fn poisoned() -> WharfError {
-    WharfError::internal("session table lock poisoned")
+    WharfError::internal("session lock poisoned")
 }
 
-impl SessionTable {
-    /// The lock that serializes creation for one identity.
-    pub fn creation_lock(&self, identity: &SessionIdentity) -> Result<Arc<tokio::sync::Mutex<()>>, WharfError> {
+fn not_found(id: &str) -> WharfError {
+    WharfError::session_not_found(format!("no session `{id}`"))
+}
+
+impl SessionManager {
+    /// Sessions kept in `store`, for node `node`; `lease` bounds how long a creation or
+    /// release may hold a row before another node takes over.
+    pub fn new(store: StateStore, node: String, lease: Duration) -> Self {
+        Self {
+            store,
+            node,
+            lease,
+            cache: Mutex::default(),
+            call_locks: Mutex::default(),
+            creation_locks: Mutex::default(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &StateStore {
+        &self.store
+    }
+
+    /// This node's id.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    fn cache_put(&self, record: &SessionRecord) {
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(record.id.clone(), record.clone());
+        }
+    }
+
+    fn cache_get(&self, id: &str) -> Option<SessionRecord> {
+        self.cache.lock().ok()?.get(id).cloned()
+    }
+
+    fn cache_drop(&self, id: &str) {
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.remove(id);
+        }
+    }
+
+    /// The lock that serializes calls within one session on this node.
+    pub fn call_lock(&self, id: &str) -> Result<Arc<tokio::sync::Mutex<()>>, WharfError> {
+        let mut locks = self.call_locks.lock().map_err(|_| poisoned())?;
+        Ok(locks.entry(id.to_string()).or_default().clone())
+    }
+
+    fn creation_lock(&self, identity: &SessionIdentity) -> Result<Arc<tokio::sync::Mutex<()>>, WharfError> {
         let mut locks = self.creation_locks.lock().map_err(|_| poisoned())?;
         Ok(locks.entry(identity.clone()).or_default().clone())
     }
 
-    /// Forgets the creation lock of an identity once nobody waits on it.
-    pub fn release_creation_lock(&self, identity: &SessionIdentity) {
+    fn release_creation_lock(&self, identity: &SessionIdentity) {
         if let Ok(mut locks) = self.creation_locks.lock()
             && locks.get(identity).is_some_and(|l| Arc::strong_count(l) == 1)
         {
@@ -110,132 +182,83 @@ impl SessionTable {
         }
     }
 
-    /// The lock that serializes calls within one session.
-    pub fn call_lock(&self, id: &str) -> Result<Arc<tokio::sync::Mutex<()>>, WharfError> {
-        let mut locks = self.call_locks.lock().map_err(|_| poisoned())?;
-        Ok(locks.entry(id.to_string()).or_default().clone())
-    }
-
-    /// The session of an identity, if any.
-    pub fn find(&self, identity: &SessionIdentity) -> Result<Option<SessionRecord>, WharfError> {
-        let t = self.tables.lock().map_err(|_| poisoned())?;
-        Ok(t.by_identity.get(identity).and_then(|id| t.by_id.get(id)).cloned())
-    }
-
-    /// A session by id, visible only to its tenant.
-    pub fn get(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
-        let t = self.tables.lock().map_err(|_| poisoned())?;
-        t.by_id
-            .get(id)
-            .filter(|s| s.tenant == tenant)
-            .cloned()
-            .ok_or_else(|| WharfError::session_not_found(format!("no session `{id}`")))
-    }
-
-    /// A session by id, any tenant (for the host's own timers).
-    pub fn get_any(&self, id: &str) -> Result<Option<SessionRecord>, WharfError> {
-        let t = self.tables.lock().map_err(|_| poisoned())?;
-        Ok(t.by_id.get(id).cloned())
+    /// A ready session of `tenant`, fresh: the cached record when its generation is still
+    /// the store's, else re-read.
+    pub async fn get(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+        if let Some(cached) = self.cache_get(id).filter(|r| r.tenant == tenant) {
+            match self.store.session_generation(id).await? {
+                Some((generation, SessionState::Ready)) if generation == cached.generation => return Ok(cached),
+                Some(_) => {}
+                None => {
+                    self.cache_drop(id);
+                    return Err(not_found(id));
+                }
+            }
+        }
+        let record = self.store.get_session(id).await?.filter(|r| r.tenant == tenant).ok_or_else(|| not_found(id))?;
+        match record.state {
+            SessionState::Ready => {
+                self.cache_put(&record);
+                Ok(record)
+            }
+            SessionState::Creating => Err(WharfError::session_not_found(format!("session `{id}` is not initialized yet"))),
+            SessionState::Releasing => Err(WharfError::session_not_found(format!("session `{id}` is being released"))),
+        }
     }
 
     /// Sessions of a tenant, optionally filtered.
-    pub fn list(&self, tenant: &str, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
-        let t = self.tables.lock().map_err(|_| poisoned())?;
-        let mut out: Vec<SessionRecord> = t
-            .by_id
-            .values()
-            .filter(|s| s.tenant == tenant)
-            .filter(|s| backend.is_none_or(|b| s.backend == b))
-            .filter(|s| key.is_none_or(|k| s.key == k))
-            .cloned()
-            .collect();
-        out.sort_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then_with(|| a.id.cmp(&b.id)));
-        Ok(out)
+    pub async fn list(&self, tenant: &str, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
+        self.store.list_sessions(Some(tenant), backend, key).await
     }
 
-    /// Every session of a backend, all tenants.
-    pub fn of_backend(&self, backend: &str) -> Result<Vec<SessionRecord>, WharfError> {
-        let t = self.tables.lock().map_err(|_| poisoned())?;
-        Ok(t.by_id.values().filter(|s| s.backend == backend).cloned().collect())
+    /// Extends the idle TTL from now.
+    pub async fn refresh(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+        self.get(tenant, id).await?;
+        if !self.store.touch(id, now_ms() as i64).await? {
+            return Err(not_found(id));
+        }
+        self.cache_drop(id);
+        self.get(tenant, id).await
     }
 
-    /// Stores a new session.
-    pub fn insert(&self, record: SessionRecord) -> Result<(), WharfError> {
-        let mut t = self.tables.lock().map_err(|_| poisoned())?;
-        let identity = SessionIdentity { tenant: record.tenant.clone(), backend: record.backend.clone(), key: record.key.clone() };
-        t.by_identity.insert(identity, record.id.clone());
-        t.by_id.insert(record.id.clone(), record);
-        Ok(())
-    }
-
-    /// Applies `f` to a session and bumps its generation.
-    pub fn update(&self, id: &str, f: impl FnOnce(&mut SessionRecord)) -> Result<SessionRecord, WharfError> {
-        let mut t = self.tables.lock().map_err(|_| poisoned())?;
-        let record = t.by_id.get_mut(id).ok_or_else(|| WharfError::session_not_found(format!("no session `{id}`")))?;
-        f(record);
-        record.generation += 1;
-        Ok(record.clone())
-    }
-
-    /// Removes a session.
-    pub fn remove(&self, id: &str) -> Result<Option<SessionRecord>, WharfError> {
-        let mut t = self.tables.lock().map_err(|_| poisoned())?;
-        let removed = t.by_id.remove(id);
-        if let Some(r) = &removed {
-            let identity = SessionIdentity { tenant: r.tenant.clone(), backend: r.backend.clone(), key: r.key.clone() };
-            if t.by_identity.get(&identity).is_some_and(|v| v == id) {
-                t.by_identity.remove(&identity);
+    /// After a call: records activity and, when the tool changed it, the new data
+    /// (compare-and-set on the generation read before the call; 4090 if another node
+    /// changed the session meanwhile).
+    pub async fn finish_call(&self, record: &SessionRecord, new_data: Option<Value>) -> Result<(), WharfError> {
+        let now = now_ms() as i64;
+        match new_data {
+            Some(data) => match self.store.update_data(&record.id, record.generation, &data, now).await? {
+                Some(generation) => {
+                    let mut updated = record.clone();
+                    updated.data = data;
+                    updated.generation = generation;
+                    updated.last_activity_ms = now as u64;
+                    self.cache_put(&updated);
+                    Ok(())
+                }
+                None => {
+                    self.cache_drop(&record.id);
+                    Err(WharfError::new(
+                        Code::Conflict,
+                        format!("session `{}` was changed by another call meanwhile; its new data was not saved", record.id),
+                    ))
+                }
+            },
+            None => {
+                self.store.touch(&record.id, now).await?;
+                if let Ok(mut cache) = self.cache.lock()
+                    && let Some(cached) = cache.get_mut(&record.id)
+                {
+                    cached.last_activity_ms = now as u64;
+                }
+                Ok(())
             }
         }
-        drop(t);
-        if let Ok(mut locks) = self.call_locks.lock() {
-            locks.remove(id);
-        }
-        Ok(removed)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(id: &str, tenant: &str, key: &str) -> SessionRecord {
-        SessionRecord {
-            id: id.into(),
-            tenant: tenant.into(),
-            backend: "scratchpad".into(),
-            key: key.into(),
-            data: Value::Null,
-            owner: None,
-            created_at_ms: 1000,
-            last_activity_ms: 1000,
-            idle_ttl_seconds: 10,
-            max_expires_at_ms: Some(5000),
-            generation: 0,
-        }
     }
 
-    #[test]
-    fn tenants_do_not_see_each_other() {
-        let t = SessionTable::default();
-        t.insert(record("s1", "a", "k")).unwrap();
-        assert!(t.get("a", "s1").is_ok());
-        assert_eq!(t.get("b", "s1").unwrap_err().code, crate::error_code::Code::SessionNotFound);
-        assert!(t.list("b", None, None).unwrap().is_empty());
-        let id = SessionIdentity { tenant: "a".into(), backend: "scratchpad".into(), key: "k".into() };
-        assert_eq!(t.find(&id).unwrap().unwrap().id, "s1");
-        t.remove("s1").unwrap();
-        assert!(t.find(&id).unwrap().is_none());
-    }
-
-    #[test]
-    fn expiry_is_the_earlier_of_idle_and_max() {
-        let r = record("s", "a", "k");
-        assert_eq!(r.expires_at_ms(), Some(5000));
-        let mut r2 = r.clone();
-        r2.max_expires_at_ms = None;
-        assert_eq!(r2.expires_at_ms(), Some(11_000));
-        r2.idle_ttl_seconds = 0;
-        assert_eq!(r2.expires_at_ms(), None);
+    /// Clears `holder`'s claim on a session of `tenant`.
+    pub async fn unclaim(&self, tenant: &str, id: &str, holder: &str) -> Result<bool, WharfError> {
+        self.get(tenant, id).await?;
+        self.store.unclaim(id, holder).await
     }
 }

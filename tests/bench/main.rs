@@ -4,9 +4,14 @@
 //!   bare axum route served the same way in the same run (wrk drives both);
 //! - in-process instance checkout + call, and instantiating per call for comparison;
 //! - resident memory of `wharf serve` with 3 backends loaded and idle;
-//! - start-up time with a cold and a warm compile cache.
+//! - start-up time with a cold and a warm compile cache;
+//! - with Docker and the image `wharf-sandbox:test`: session create, `run_command` round trip
+//!   and 32 concurrent sessions through the Wasm docker provider, against the Docker CLI
+//!   (see `sandbox.rs`).
 //!
 //! Run with `scripts/bench` (it builds this example and installs wrk if missing).
+
+mod sandbox;
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -15,7 +20,7 @@ use std::time::{Duration, Instant};
 use wharf::Wharf;
 use wharf::config::ServerConfig;
 use wharf::runtime::ToolCall;
-use wharf_integration_tests::bundled;
+use wharf_integration_tests::{bundled, docker_ready};
 
 struct Proc(Child);
 
@@ -32,18 +37,27 @@ fn bin_dir() -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn wait_ready(url: &str) -> Duration {
     let started = Instant::now();
     loop {
-        if let Ok(out) = Command::new("curl").args(["-sf", "-o", "/dev/null", url]).output()
+        if let Ok(out) = Command::new("curl")
+            .args(["-sf", "-o", "/dev/null", url])
+            .output()
             && out.status.success()
         {
             return started.elapsed();
         }
-        assert!(started.elapsed() < Duration::from_secs(120), "{url} never came up");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{url} never came up"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -52,7 +66,12 @@ fn start_wharf(data_dir: &Path) -> (Proc, String, Duration) {
     let port = free_port();
     let started = Instant::now();
     let child = Command::new(bin_dir().join("wharf"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
         .arg(data_dir)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -88,14 +107,26 @@ fn wrk(url: &str, body: &str, connections: u32, seconds: u32) -> (f64, f64, f64)
     )
     .unwrap();
     let out = Command::new("wrk")
-        .args(["-t1", &format!("-c{connections}"), &format!("-d{seconds}s"), "-s"])
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "-s",
+        ])
         .arg(&script)
         .arg(url)
         .output()
         .expect("wrk runs (apt-get install wrk)");
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.starts_with("WHARF ")).unwrap_or_else(|| panic!("wrk said: {text}"));
-    let v: Vec<f64> = line.split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("WHARF "))
+        .unwrap_or_else(|| panic!("wrk said: {text}"));
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
     assert_eq!(v[3], 0.0, "non-2xx replies during the run: {text}");
     assert_eq!(v[4], 0.0, "socket errors during the run: {text}");
     (v[0], v[1], v[2])
@@ -111,7 +142,9 @@ async fn bare_axum(port: u16) {
             axum::Json(json!({"code": 0, "message": "ok", "data": {"result": "pong", "tool": v["tool"]}}))
         }),
     );
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
     axum::serve(listener, app).await.unwrap();
 }
 
@@ -121,7 +154,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 async fn in_process() -> (f64, f64, f64) {
     let dir = tempfile::tempdir().unwrap();
-    let wharf = Wharf::new(ServerConfig { data_dir: dir.path().to_path_buf(), ..ServerConfig::default() }).unwrap();
+    let wharf = Wharf::new(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
     let echo = wharf.load_backend("echo", bundled("echo")).await.unwrap();
     let call = || ToolCall {
         action: "ping".into(),
@@ -148,12 +186,23 @@ async fn in_process() -> (f64, f64, f64) {
         drop(instance);
     }
     fresh.sort_by(f64::total_cmp);
-    (percentile(&samples, 0.5), percentile(&samples, 0.99), percentile(&fresh, 0.5))
+    (
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.99),
+        percentile(&fresh, 0.5),
+    )
 }
 
 fn main() {
-    let seconds: u32 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let seconds: u32 = std::env::var("BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let mut rows: Vec<(String, String)> = Vec::new();
 
     // Start-up, cold then warm compile cache.
@@ -163,9 +212,18 @@ fn main() {
     let (server, url, warm_time) = start_wharf(data.path());
     std::thread::sleep(Duration::from_millis(500));
     let rss = rss_kib(server.0.id());
-    rows.push(("start-up, cold compile cache (3 backends)".into(), format!("{:.0} ms", cold_time.as_secs_f64() * 1e3)));
-    rows.push(("start-up, warm compile cache (3 backends)".into(), format!("{:.0} ms", warm_time.as_secs_f64() * 1e3)));
-    rows.push(("resident memory, 3 backends loaded, idle".into(), format!("{:.1} MiB", rss as f64 / 1024.0)));
+    rows.push((
+        "start-up, cold compile cache (3 backends)".into(),
+        format!("{:.0} ms", cold_time.as_secs_f64() * 1e3),
+    ));
+    rows.push((
+        "start-up, warm compile cache (3 backends)".into(),
+        format!("{:.0} ms", warm_time.as_secs_f64() * 1e3),
+    ));
+    rows.push((
+        "resident memory, 3 backends loaded, idle".into(),
+        format!("{:.1} MiB", rss as f64 / 1024.0),
+    ));
 
     // REST: Wharf vs bare axum, same machine, same client, same run.
     let bare_port = free_port();
@@ -175,11 +233,25 @@ fn main() {
     let mut ratio32 = 0.0;
     for c in [1, 32] {
         let (w_rps, w50, w99) = wrk(&format!("{url}/v1/call"), body, c, seconds);
-        let (b_rps, b50, b99) = wrk(&format!("http://127.0.0.1:{bare_port}/v1/call"), body, c, seconds);
-        rows.push((format!("REST echo:ping, concurrency {c}"), format!("{w_rps:.0} calls/s, p50 {w50:.3} ms, p99 {w99:.3} ms")));
-        rows.push((format!("bare axum route, concurrency {c}"), format!("{b_rps:.0} calls/s, p50 {b50:.3} ms, p99 {b99:.3} ms")));
+        let (b_rps, b50, b99) = wrk(
+            &format!("http://127.0.0.1:{bare_port}/v1/call"),
+            body,
+            c,
+            seconds,
+        );
+        rows.push((
+            format!("REST echo:ping, concurrency {c}"),
+            format!("{w_rps:.0} calls/s, p50 {w50:.3} ms, p99 {w99:.3} ms"),
+        ));
+        rows.push((
+            format!("bare axum route, concurrency {c}"),
+            format!("{b_rps:.0} calls/s, p50 {b50:.3} ms, p99 {b99:.3} ms"),
+        ));
         let ratio = w_rps / b_rps;
-        rows.push((format!("ratio Wharf / bare axum, concurrency {c}"), format!("{ratio:.2}x")));
+        rows.push((
+            format!("ratio Wharf / bare axum, concurrency {c}"),
+            format!("{ratio:.2}x"),
+        ));
         if c == 32 {
             ratio32 = ratio;
         }
@@ -187,19 +259,47 @@ fn main() {
     drop(server);
 
     let (p50, p99, fresh) = rt.block_on(in_process());
-    rows.push(("in-process checkout + call + check-in".into(), format!("p50 {p50:.1} µs, p99 {p99:.1} µs")));
-    rows.push(("in-process instantiate + warmup (no pool)".into(), format!("p50 {fresh:.1} µs")));
+    rows.push((
+        "in-process checkout + call + check-in".into(),
+        format!("p50 {p50:.1} µs, p99 {p99:.1} µs"),
+    ));
+    rows.push((
+        "in-process instantiate + warmup (no pool)".into(),
+        format!("p50 {fresh:.1} µs"),
+    ));
 
-    let width = rows.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(10);
+    let sandbox = if docker_ready() {
+        Some(rt.block_on(sandbox::run(seconds)))
+    } else {
+        println!(
+            "note: no Docker engine or no image wharf-sandbox:test (scripts/build-test-image.sh); sandbox rows skipped\n"
+        );
+        None
+    };
+    if let Some(s) = &sandbox {
+        rows.extend(s.rows.iter().cloned());
+    }
+
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(10);
     println!("| {:width$} | figure |", "measure");
     println!("|{}|---|", "-".repeat(width + 2));
     for (k, v) in &rows {
         println!("| {k:width$} | {v} |");
     }
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    let (create, exec) = match &sandbox {
+        Some(s) => (met(s.create_ratio <= 1.2), met(s.exec_ratio <= 0.5)),
+        None => ("skipped", "skipped"),
+    };
     println!(
-        "\ntargets: ratio at concurrency 32 >= 0.5 ({}), warm call <= 10 µs ({}), warm start <= 300 ms ({})",
-        if ratio32 >= 0.5 { "met" } else { "NOT met" },
-        if p50 <= 10.0 { "met" } else { "NOT met" },
-        if warm_time <= Duration::from_millis(300) { "met" } else { "NOT met" },
+        "\ntargets: ratio at concurrency 32 >= 0.5 ({}), warm call <= 10 µs ({}), warm start <= 300 ms ({}), \
+         session create <= 1.2x docker run ({create}), run_command <= 0.5x docker exec ({exec})",
+        met(ratio32 >= 0.5),
+        met(p50 <= 10.0),
+        met(warm_time <= Duration::from_millis(300)),
     );
 }

@@ -54,7 +54,7 @@ pub async fn start_with(backends: Vec<(&str, BackendConfig)>, tweak: impl FnOnce
     let mut server = ServerConfig { data_dir: data_dir.path().to_path_buf(), ..ServerConfig::default() };
     server.listen = "127.0.0.1:0".parse().expect("addr");
     tweak(&mut server);
-    let wharf = Wharf::new(server.clone()).expect("host starts");
+    let wharf = Wharf::new(server.clone()).await.expect("host starts");
     for (name, config) in backends {
         wharf.load_backend(name, config).await.expect("backend loads");
     }

@@ -81,6 +81,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
         .route("/v1/sessions/{id}/refresh", post(refresh_session))
         .route("/v1/sessions/{id}/files", get(crate::api::files::download).put(crate::api::files::upload))
         .route("/v1/call", post(call))
+        .route_service("/mcp", crate::api::mcp::service(wharf.clone()))
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(wharf)
@@ -169,7 +170,9 @@ fn session_json(s: &SessionRecord) -> Value {
         "last_activity_ms": s.last_activity_ms,
         "idle_ttl_seconds": s.idle_ttl_seconds,
         "expires_at_ms": s.expires_at_ms(),
-        "state": "ready",
+        "state": s.state,
+        "holder": s.holder,
+        "generation": s.generation,
     })
 }
 
@@ -199,18 +202,19 @@ async fn list_sessions(State(wharf): State<Arc<Wharf>>, Query(filter): Query<Ses
     let t = Timer::start();
     let result = wharf
         .sessions(ANONYMOUS_TENANT, filter.backend.as_deref(), filter.key.as_deref())
+        .await
         .map(|list| json!({ "sessions": list.iter().map(session_json).collect::<Vec<_>>() }));
     t.reply(result)
 }
 
 async fn get_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
     let t = Timer::start();
-    t.reply(wharf.session(ANONYMOUS_TENANT, &id).map(|s| session_json(&s)))
+    t.reply(wharf.session(ANONYMOUS_TENANT, &id).await.map(|s| session_json(&s)))
 }
 
 async fn refresh_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
     let t = Timer::start();
-    t.reply(wharf.refresh_session(ANONYMOUS_TENANT, &id).map(|s| session_json(&s)))
+    t.reply(wharf.refresh_session(ANONYMOUS_TENANT, &id).await.map(|s| session_json(&s)))
 }
 
 async fn delete_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {

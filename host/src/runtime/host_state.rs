@@ -70,6 +70,8 @@ impl ResourceLimiter for MemoryLimiter {
 pub struct HostServices {
     /// The Docker engine, when one is configured.
     pub docker: Option<crate::docker::Docker>,
+    /// The state store, for the `kv` import.
+    pub store: Option<crate::store::StateStore>,
 }
 
 /// The data of one store (one instance of one backend).

@@ -1,0 +1,145 @@
+//! MCP at `/mcp` (DESIGN.md §6): the streamable-HTTP transport of the `rmcp` crate over the
+//! front door. `tools/list` lists every loaded tool under its MCP name, `tools/call` runs it
+//! (acquiring a session by key when the tool needs one, see [`call`]), and every connected
+//! MCP session is told `notifications/tools/list_changed` when backends load or unload.
+//!
+//! The transport keeps MCP sessions (`Mcp-Session-Id`, the `initialize` handshake), so the
+//! protocol versions offered stop at the newest one that still has `initialize`.
+
+pub mod call;
+
+use crate::front_door::Wharf;
+use crate::runtime::loaded_backend::ToolDescription;
+use crate::tool_names::ToolName;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+/// The tower service mounted at `/mcp`.
+pub type McpService = StreamableHttpService<WharfMcp, LocalSessionManager>;
+
+/// The MCP service over `wharf`: one [`WharfMcp`] handler per MCP session, request bodies
+/// capped at the server's `max_body_bytes`, and the `Host` check of [`allowed_hosts`].
+pub fn service(wharf: Arc<Wharf>) -> McpService {
+    let server = wharf.server();
+    let mut config = StreamableHttpServerConfig::default().with_max_request_body_bytes(server.max_body_bytes);
+    config = match allowed_hosts(server.listen) {
+        Some(hosts) => config.with_allowed_hosts(hosts),
+        None => config.disable_allowed_hosts(),
+    };
+    StreamableHttpService::new(move || Ok(WharfMcp::new(wharf.clone())), Arc::new(LocalSessionManager::default()), config)
+}
+
+/// The `Host` values accepted when the server listens on a loopback address (a guard
+/// against DNS rebinding: a web page cannot reach a local server through its own name):
+/// the loopback names and the listen address itself, on any port. `None` (no check) when
+/// the server listens elsewhere and is meant to be reached by other names.
+pub fn allowed_hosts(listen: SocketAddr) -> Option<Vec<String>> {
+    if !listen.ip().is_loopback() {
+        return None;
+    }
+    let own = match listen.ip() {
+        IpAddr::V4(ip) => ip.to_string(),
+        IpAddr::V6(ip) => format!("[{ip}]"),
+    };
+    Some(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into(), own])
+}
+
+/// The MCP handler of one MCP session.
+pub struct WharfMcp {
+    wharf: Arc<Wharf>,
+    /// Dropped with the handler (the MCP session ended): stops its list-changed forwarder.
+    alive: tokio::sync::watch::Sender<()>,
+}
+
+impl WharfMcp {
+    /// A handler over `wharf`.
+    pub fn new(wharf: Arc<Wharf>) -> Self {
+        Self { wharf, alive: tokio::sync::watch::channel(()).0 }
+    }
+}
+
+/// A tool as MCP lists it: its MCP name, description, input schema and hints.
+pub fn mcp_tool(name: &ToolName, tool: &ToolDescription) -> Tool {
+    let schema: JsonObject = match &tool.input_schema {
+        Value::Object(map) => map.clone(),
+        _ => JsonObject::from_iter([("type".to_string(), Value::from("object"))]),
+    };
+    let hints = tool.annotations;
+    Tool::new_with_raw(name.mcp_name(), Some(Cow::Owned(tool.description.clone())), Arc::new(schema)).with_annotations(
+        ToolAnnotations::from_raw(
+            None,
+            Some(hints.read_only),
+            Some(hints.destructive),
+            Some(hints.idempotent),
+            Some(hints.open_world),
+        ),
+    )
+}
+
+impl ServerHandler for WharfMcp {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build());
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        info.server_info = Implementation::new("wharf", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "Tools of the backends loaded in this Wharf host. Tools that need a session get one \
+             automatically, keyed by the X-Wharf-Session-Key header, `_meta[\"wharf/session_key\"]`, \
+             or else this MCP session."
+                .into(),
+        );
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.wharf.tools().iter().map(|(name, _, tool)| mcp_tool(name, tool)).collect();
+        Ok(ListToolsResult { tools, ..Default::default() })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        call::call_tool(&self.wharf, request, context).await.map(CallToolResponse::from)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut changes = self.wharf.subscribe_tool_changes();
+        let mut closed = self.alive.subscribe();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    // Never sent: resolves only when the handler (the MCP session) is gone.
+                    _ = closed.changed() => return,
+                    change = changes.recv() => match change {
+                        Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            if peer.notify_tool_list_changed().await.is_err() && peer.is_transport_closed() {
+                                return;
+                            }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                }
+            }
+        });
+    }
+}

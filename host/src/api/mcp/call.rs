@@ -1,0 +1,202 @@
+//! `tools/call` over MCP: resolve the MCP name, acquire the caller's session when the tool
+//! needs one, run the call through the front door while sending progress about once a
+//! second, and drop it the moment the client cancels.
+//!
+//! The session key is, in order: the `X-Wharf-Session-Key` HTTP header, the call's
+//! `_meta["wharf/session_key"]`, the MCP session id. Acquiring is idempotent per key, so a
+//! client that reconnects with the same key gets the same session (and sandbox) back.
+
+use crate::error_code::{Code, WharfError};
+use crate::front_door::{ANONYMOUS_TENANT, CallOutcome, CallRequest, SessionRequest, Wharf};
+use crate::runtime::loaded_backend::{AttachmentData, LoadedBackend, SessionNeed};
+use base64::Engine as _;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, MetaObject, ProgressNotificationParam,
+    ProgressToken, ResourceContents,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The HTTP header naming the session key.
+pub const SESSION_KEY_HEADER: &str = "x-wharf-session-key";
+/// The `_meta` entry of a call naming the session key.
+pub const SESSION_KEY_META: &str = "wharf/session_key";
+/// The HTTP header carrying the MCP session id.
+const MCP_SESSION_HEADER: &str = "mcp-session-id";
+/// How often a running call reports progress (the first report comes after this long).
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs one `tools/call`. Tool failures come back as results with `isError`; an unknown
+/// tool is a JSON-RPC invalid-params error.
+pub async fn call_tool(
+    wharf: &Arc<Wharf>,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
+    let (backend, action) = resolve(wharf, &request.name)?;
+    let need = backend
+        .tool(&action)
+        .map(|tool| tool.session)
+        .ok_or_else(|| ErrorData::invalid_params(format!("unknown tool `{}`", request.name), None))?;
+    let key = session_key(&context);
+    let progress = context.meta.get_progress_token();
+    let args = Value::Object(request.arguments.unwrap_or_default());
+    let work = run(wharf, backend, action, need, args, key);
+    match drive(work, &context, progress).await {
+        Some(Ok(outcome)) => Ok(success(outcome)),
+        Some(Err(e)) => Ok(failure(&e)),
+        // rmcp sends nothing for a request the client cancelled; this is never seen.
+        None => Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "the call was cancelled", None)),
+    }
+}
+
+/// The tool an MCP name means. Names resolve like any alias (`backend_action`); a name
+/// that `ToolName::mcp_name` had to rewrite (characters replaced, cut at 64) is looked up
+/// among the listed names.
+fn resolve(wharf: &Wharf, name: &str) -> Result<(Arc<LoadedBackend>, String), ErrorData> {
+    let unresolved = match wharf.resolve_tool(name) {
+        Ok(found) => return Ok(found),
+        Err(e) if e.code == Code::InvalidRequest => e,
+        Err(e) => return Err(ErrorData::internal_error(e.message, e.data)),
+    };
+    let listed = wharf.tools().into_iter().find(|(tool, _, _)| tool.mcp_name() == name);
+    match listed {
+        Some((tool, _, _)) => wharf.resolve_tool(&tool.canonical()).map_err(|e| ErrorData::invalid_params(e.message, e.data)),
+        None => Err(ErrorData::invalid_params(unresolved.message, unresolved.data)),
+    }
+}
+
+/// The caller's session key: header, then `_meta`, then the MCP session id.
+fn session_key(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<http::request::Parts>();
+    let header = |name: &str| {
+        parts
+            .and_then(|p| p.headers.get(name))
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let meta = || context.meta.get(SESSION_KEY_META).and_then(Value::as_str).filter(|v| !v.is_empty()).map(str::to_string);
+    header(SESSION_KEY_HEADER).or_else(meta).or_else(|| header(MCP_SESSION_HEADER))
+}
+
+/// Acquires the session (when needed) and runs the call.
+async fn run(
+    wharf: &Wharf,
+    backend: Arc<LoadedBackend>,
+    action: String,
+    need: SessionNeed,
+    args: Value,
+    key: Option<String>,
+) -> Result<CallOutcome, WharfError> {
+    let session_id = session_for(wharf, &backend, need, key).await?;
+    let request = CallRequest { tool: format!("{}:{action}", backend.name), args, session_id, timeout_ms: None };
+    let trace_id = uuid::Uuid::new_v4().simple().to_string();
+    wharf.call(ANONYMOUS_TENANT, request, Some(trace_id)).await.map_err(|(e, _)| e)
+}
+
+/// The session a call runs in: a tool that needs one (or any tool of a sandbox provider)
+/// acquires the key's session, creating it the first time; a tool that can use one uses
+/// the key's session if it exists.
+async fn session_for(
+    wharf: &Wharf,
+    backend: &LoadedBackend,
+    need: SessionNeed,
+    key: Option<String>,
+) -> Result<Option<String>, WharfError> {
+    let required = need == SessionNeed::Required || !backend.is_resource_backend();
+    if !required && need == SessionNeed::None {
+        return Ok(None);
+    }
+    let Some(key) = key else {
+        if required {
+            return Err(WharfError::session_not_found(format!(
+                "`{}` needs a session: send an {SESSION_KEY_HEADER} header or `_meta[\"{SESSION_KEY_META}\"]`",
+                backend.name
+            )));
+        }
+        return Ok(None);
+    };
+    if required {
+        let request = SessionRequest {
+            backend: backend.name.to_string(),
+            key: Some(key),
+            config: None,
+            ttl_seconds: None,
+            owner: None,
+            // No holder claim: two MCP clients with the same key share the session.
+            holder: None,
+        };
+        let (record, _created) = wharf.create_session(ANONYMOUS_TENANT, request).await?;
+        return Ok(Some(record.id));
+    }
+    let existing = wharf.sessions(ANONYMOUS_TENANT, Some(&backend.name), Some(&key)).await?;
+    Ok(existing.into_iter().next().map(|record| record.id))
+}
+
+/// Polls `work` to the end, sending `notifications/progress` about once a second while it
+/// runs (when the client asked with a progress token). `None` when the client cancelled:
+/// `work` is dropped on the spot, which discards its Wasm instance and kills its exec.
+async fn drive<T>(
+    work: impl Future<Output = T>,
+    context: &RequestContext<RoleServer>,
+    progress: Option<ProgressToken>,
+) -> Option<T> {
+    let work = std::pin::pin!(work);
+    let mut work = work;
+    let started = tokio::time::Instant::now();
+    let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = context.ct.cancelled() => return None,
+            out = &mut work => return Some(out),
+            _ = ticks.tick(), if progress.is_some() => {
+                if let Some(token) = &progress {
+                    let seconds = started.elapsed().as_secs();
+                    let report = ProgressNotificationParam::new(token.clone(), seconds as f64)
+                        .with_message(format!("running for {seconds} s"));
+                    if let Err(e) = context.peer.notify_progress(report).await {
+                        tracing::debug!("progress notification not sent: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A successful call: the result as structured content and as JSON text, attachments as
+/// images or embedded blobs, and where it ran in `_meta`.
+fn success(outcome: CallOutcome) -> CallToolResult {
+    let result = outcome.result;
+    let text = serde_json::to_string(&result.content).unwrap_or_else(|_| "null".into());
+    let mut content = vec![ContentBlock::text(text)];
+    content.extend(result.attachments.iter().map(attachment));
+    let mut reply = CallToolResult::success(content);
+    reply.structured_content = Some(result.content);
+    let meta = json!({ "wharf/tool": outcome.tool, "wharf/backend": outcome.backend, "wharf/session_id": outcome.session_id });
+    if let Value::Object(meta) = meta {
+        reply.meta = Some(MetaObject(meta));
+    }
+    reply
+}
+
+/// An attachment as MCP content: `image/*` as an image, anything else as a blob resource.
+fn attachment(a: &AttachmentData) -> ContentBlock {
+    let data = base64::engine::general_purpose::STANDARD.encode(&a.data);
+    if a.mime_type.starts_with("image/") {
+        ContentBlock::image(data, a.mime_type.clone())
+    } else {
+        ContentBlock::resource(ResourceContents::blob(data, format!("attachment:{}", a.name)).with_mime_type(a.mime_type.clone()))
+    }
+}
+
+/// A failed call: `isError` with `"<code>: <message>"`.
+fn failure(e: &WharfError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!("{}: {}", e.code.as_u32(), e.message))])
+}

@@ -1,0 +1,217 @@
+//! The front door's session operations: acquire, get, list, refresh, release, claims,
+//! file-transfer access, idle expiry timers, recovery at start-up, node heartbeats and the
+//! orphan reaper.
+
+use super::{SessionRequest, Wharf};
+use crate::error_code::{Code, WharfError};
+use crate::runtime::loaded_backend::LoadedBackend;
+use crate::sessions::{AcquireRequest, RecoveryReport, SessionRecord, now_ms};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a holder claim lasts unless renewed.
+const CLAIM_TTL: Duration = Duration::from_secs(300);
+/// How often a node renews its lease, and how long the lease lasts.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
+const NODE_LEASE: Duration = Duration::from_secs(30);
+/// How often orphaned containers are looked for.
+const REAP_EVERY: Duration = Duration::from_secs(60);
+
+impl Wharf {
+    /// Acquires the session of (tenant, backend, key): the existing one, or a new one.
+    pub async fn create_session(&self, tenant: &str, request: SessionRequest) -> Result<(SessionRecord, bool), WharfError> {
+        let backend = self.backend(&request.backend)?;
+        let config = request.config.clone().unwrap_or(serde_json::Value::Null);
+        if let Some(schema) = &backend.description.session_config_schema
+            && !config.is_null()
+        {
+            crate::schema_validation::ArgsValidator::new(schema)
+                .map_err(|e| WharfError::internal(format!("the backend's session config schema is invalid: {e:#}")))?
+                .validate(&config)?;
+        }
+        let lifetimes = self.backend_config(&backend.name).map(|c| c.sessions).unwrap_or_default();
+        let acquire = AcquireRequest {
+            tenant: tenant.to_string(),
+            key: request.key.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            config,
+            idle_ttl_seconds: request.ttl_seconds.unwrap_or(lifetimes.idle_ttl_seconds),
+            max_lifetime_seconds: lifetimes.max_lifetime_seconds,
+            owner: request.owner.clone(),
+            holder: request.holder.clone(),
+            claim_ttl: CLAIM_TTL,
+        };
+        let (record, created) = self.sessions.acquire(&backend, acquire).await?;
+        self.watch_expiry(record.id.clone());
+        Ok((record, created))
+    }
+
+    /// A session of `tenant`.
+    pub async fn session(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+        self.sessions.get(tenant, id).await
+    }
+
+    /// Sessions of `tenant`.
+    pub async fn sessions(&self, tenant: &str, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
+        self.sessions.list(tenant, backend, key).await
+    }
+
+    /// Extends a session's idle TTL from now.
+    pub async fn refresh_session(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+        self.sessions.refresh(tenant, id).await
+    }
+
+    /// Clears `holder`'s claim on a session; other holders' claims are untouched.
+    pub async fn release_claim(&self, tenant: &str, id: &str, holder: &str) -> Result<bool, WharfError> {
+        self.sessions.unclaim(tenant, id, holder).await
+    }
+
+    /// Releases a session (cleanup, then forget). Unknown ids succeed: delete is idempotent.
+    pub async fn delete_session(&self, tenant: &str, id: &str) -> Result<bool, WharfError> {
+        let record = match self.sessions.get(tenant, id).await {
+            Ok(record) => record,
+            Err(e) if e.code == Code::SessionNotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let backend = self.backend(&record.backend).ok();
+        self.sessions.release(backend.as_deref(), &record, None).await
+    }
+
+    /// A provider session of `tenant` with its backend, and the session's call lock held
+    /// (file transfers run one at a time with the session's calls).
+    pub async fn sandbox_session(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(Arc<LoadedBackend>, SessionRecord, tokio::sync::OwnedMutexGuard<()>), WharfError> {
+        let record = self.sessions.get(tenant, id).await?;
+        let backend = self.backend(&record.backend)?;
+        if backend.is_resource_backend() {
+            return Err(WharfError::invalid_request(format!(
+                "session `{id}` belongs to `{}`, which is not a sandbox provider",
+                record.backend
+            )));
+        }
+        let guard = self.sessions.call_lock(id)?.lock_owned().await;
+        self.sessions.finish_call(&record, None).await?;
+        Ok((backend, record, guard))
+    }
+
+    /// Idle expiry: one timer per session, re-checking the store before acting (another
+    /// node may have used the session meanwhile).
+    pub(super) fn watch_expiry(&self, id: String) {
+        let Some(wharf) = self.myself.upgrade() else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let weak = Arc::downgrade(&wharf);
+        drop(wharf);
+        handle.spawn(async move {
+            loop {
+                let Some(wharf) = weak.upgrade() else { return };
+                let record = match wharf.sessions.store().get_session(&id).await {
+                    Ok(Some(record)) => record,
+                    Ok(None) => return,
+                    Err(_) => {
+                        drop(wharf);
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        continue;
+                    }
+                };
+                let Some(expires) = record.expires_at_ms() else { return };
+                let now = now_ms();
+                if now >= expires {
+                    let backend = wharf.backend(&record.backend).ok();
+                    match wharf.sessions.release(backend.as_deref(), &record, Some(record.last_activity_ms)).await {
+                        Ok(true) => tracing::info!(session = %id, "session expired and was released"),
+                        Ok(false) => continue,
+                        Err(e) => tracing::warn!(session = %id, "releasing an expired session failed: {}", e.message),
+                    }
+                    return;
+                }
+                drop(wharf);
+                tokio::time::sleep(Duration::from_millis(expires - now)).await;
+            }
+        });
+    }
+
+    /// Recovers the stored sessions of every loaded backend (start-up after a crash or
+    /// restart) and arms their expiry timers.
+    pub async fn recover_sessions(&self) -> Vec<(String, RecoveryReport)> {
+        let mut reports = Vec::new();
+        for backend in self.backends() {
+            match self.sessions.recover(&backend).await {
+                Ok((report, adopted)) => {
+                    for record in adopted {
+                        self.watch_expiry(record.id);
+                    }
+                    if !report.adopted.is_empty() || !report.removed.is_empty() {
+                        tracing::info!(backend = %backend.name, adopted = report.adopted.len(), removed = report.removed.len(), "sessions recovered");
+                    }
+                    reports.push((backend.name.to_string(), report));
+                }
+                Err(e) => tracing::warn!(backend = %backend.name, "session recovery failed: {}", e.message),
+            }
+        }
+        reports
+    }
+
+    /// Removes containers labelled by Wharf whose session has no record, when the node that
+    /// made them is this one or its lease ran out. A container whose session is still
+    /// `creating` has a record, so it is never reaped. Returns the removed ids.
+    pub async fn reap_orphans(&self) -> Result<Vec<String>, WharfError> {
+        let Some(docker) = &self.services.docker else { return Ok(Vec::new()) };
+        let containers = docker.list_all_wharf().await.map_err(WharfError::from)?;
+        let live = self.sessions.store().live_nodes(now_ms() as i64).await?;
+        let mut removed = Vec::new();
+        for c in containers {
+            let Some(session) = c.session.clone() else { continue };
+            let node = c.label(crate::docker::LABEL_NODE).unwrap_or_default().to_string();
+            if node != self.node_id && live.contains(&node) {
+                continue;
+            }
+            if self.sessions.store().get_session(&session).await?.is_some() {
+                continue;
+            }
+            let owner = crate::docker::Owner { backend: c.backend.clone(), session: Some(session.clone()) };
+            match docker.remove(&owner, &c.id).await {
+                Ok(()) => {
+                    tracing::info!(container = %c.id, session = %session, "reaped an orphaned container");
+                    removed.push(c.id);
+                }
+                Err(e) => tracing::warn!(container = %c.id, "reaping failed: {e}"),
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Renews this node's lease in the store now and every few seconds.
+    pub(super) fn start_heartbeat(&self) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let weak = self.myself.clone();
+        handle.spawn(async move {
+            loop {
+                let Some(wharf) = weak.upgrade() else { return };
+                let now = now_ms();
+                if let Err(e) = wharf.sessions.store().heartbeat(&wharf.node_id, (now + NODE_LEASE.as_millis() as u64) as i64, now as i64).await {
+                    tracing::warn!("node heartbeat failed: {}", e.message);
+                }
+                drop(wharf);
+                tokio::time::sleep(HEARTBEAT_EVERY).await;
+            }
+        });
+    }
+
+    /// Reaps orphans now and then periodically.
+    pub fn start_reaper(&self) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let weak = self.myself.clone();
+        handle.spawn(async move {
+            loop {
+                let Some(wharf) = weak.upgrade() else { return };
+                if let Err(e) = wharf.reap_orphans().await {
+                    tracing::debug!("orphan reaping skipped: {}", e.message);
+                }
+                drop(wharf);
+                tokio::time::sleep(REAP_EVERY).await;
+            }
+        });
+    }
+}

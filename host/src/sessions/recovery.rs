@@ -1,0 +1,56 @@
+//! After a restart (or on a node that has never seen them): adopt every stored session of
+//! a backend whose resources still exist, remove the records whose resources are gone, and
+//! finish creations and releases whose lease ran out.
+
+use super::{SessionManager, SessionRecord, now_ms};
+use crate::error_code::WharfError;
+use crate::runtime::loaded_backend::LoadedBackend;
+use crate::store::SessionState;
+
+/// What recovery did for one backend.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Sessions adopted (resources alive).
+    pub adopted: Vec<String>,
+    /// Records removed (resources gone, or a creation that never finished).
+    pub removed: Vec<String>,
+}
+
+impl SessionManager {
+    /// Recovers the stored sessions of `backend`; returns the adopted ready sessions too.
+    pub async fn recover(&self, backend: &LoadedBackend) -> Result<(RecoveryReport, Vec<SessionRecord>), WharfError> {
+        let mut report = RecoveryReport::default();
+        let mut adopted = Vec::new();
+        for row in self.store.list_sessions(None, Some(&backend.name), None).await? {
+            let now = now_ms();
+            match row.state {
+                SessionState::Ready => match self.adopt(backend, row.clone()).await {
+                    Ok(Some(record)) => {
+                        report.adopted.push(record.id.clone());
+                        adopted.push(record);
+                    }
+                    Ok(None) => report.removed.push(row.id.clone()),
+                    Err(e) => tracing::warn!(session = %row.id, "could not check a stored session: {}", e.message),
+                },
+                SessionState::Creating if row.lease_until_ms < now => {
+                    // It never became ready, so nobody holds it; what it made is an orphan
+                    // for the reaper.
+                    if self.store.delete_session_at(&row.id, row.generation).await? {
+                        report.removed.push(row.id.clone());
+                    }
+                }
+                SessionState::Releasing if row.lease_until_ms < now => {
+                    let lease_until = (now + self.lease.as_millis() as u64) as i64;
+                    if self.store.take_over(&row.id, SessionState::Releasing, &self.node, lease_until, now as i64).await? {
+                        match self.finish_release(backend, &row).await {
+                            Ok(()) => report.removed.push(row.id.clone()),
+                            Err(e) => tracing::warn!(session = %row.id, "finishing a release failed: {}", e.message),
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok((report, adopted))
+    }
+}

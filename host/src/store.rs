@@ -1,0 +1,104 @@
+//! The state store: sessions, nodes and backend key-value state, behind one type that runs
+//! on two engines through sqlx's `Any` driver — an embedded SQLite file by default (WAL,
+//! zero set-up) and PostgreSQL for several Wharf nodes sharing sessions. Migrations run at
+//! open. No call ever holds a transaction across a backend call: every operation here is one
+//! short statement (compare-and-set where it matters).
+
+mod kv_rows;
+mod migrations;
+mod node_rows;
+mod session_rows;
+
+pub use kv_rows::KvScope;
+pub use session_rows::SessionState;
+
+use crate::error_code::{Code, WharfError};
+use anyhow::{Context, Result};
+use sqlx::AnyPool;
+use sqlx::any::AnyPoolOptions;
+use std::path::Path;
+use std::time::Duration;
+
+/// Which engine a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreEngine {
+    /// An embedded SQLite file.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+/// The store.
+#[derive(Debug, Clone)]
+pub struct StateStore {
+    pool: AnyPool,
+    engine: StoreEngine,
+}
+
+/// A store failure as the API sees it: a dependency is down (5012), retryable.
+pub fn unavailable(err: impl std::fmt::Display) -> WharfError {
+    WharfError::new(Code::DependencyFailure, format!("the state store is unavailable: {err}")).retryable(true)
+}
+
+impl StateStore {
+    /// Opens `url`: `sqlite://PATH` or `postgres://…`. Runs migrations.
+    pub async fn open(url: &str) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        let engine = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            StoreEngine::Postgres
+        } else if url.starts_with("sqlite:") {
+            StoreEngine::Sqlite
+        } else {
+            anyhow::bail!("unsupported store URL `{url}`: use sqlite://PATH or postgres://…");
+        };
+        let max = if engine == StoreEngine::Sqlite { 4 } else { 16 };
+        let pool = AnyPoolOptions::new()
+            .max_connections(max)
+            .acquire_timeout(Duration::from_secs(3))
+            .connect(url)
+            .await
+            .with_context(|| format!("connecting to the state store {}", redact_url(url)))?;
+        let store = Self { pool, engine };
+        migrations::run(&store).await.context("migrating the state store")?;
+        Ok(store)
+    }
+
+    /// Opens (creating) the embedded SQLite store at `path`.
+    pub async fn open_sqlite(path: &Path) -> Result<Self> {
+        Self::open(&format!("sqlite://{}?mode=rwc", path.display())).await
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> StoreEngine {
+        self.engine
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact_url("postgres://wharf:s3cret@db:5432/wharf"), "postgres://wharf:***@db:5432/wharf");
+        assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+}

@@ -1,0 +1,111 @@
+//! Key-value state of backends (the `kv` import), per backend or per session.
+
+use super::{StateStore, unavailable};
+use crate::error_code::WharfError;
+use sqlx::Row;
+
+/// Whose state: the backend's, or one session's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KvScope {
+    /// Shared by every session of the backend.
+    Backend,
+    /// One session's.
+    Session(String),
+}
+
+impl KvScope {
+    fn column(&self) -> String {
+        match self {
+            KvScope::Backend => "backend".to_string(),
+            KvScope::Session(id) => format!("session:{id}"),
+        }
+    }
+}
+
+impl StateStore {
+    /// One value.
+    pub async fn kv_get(&self, backend: &str, scope: &KvScope, key: &str) -> Result<Option<Vec<u8>>, WharfError> {
+        let row = sqlx::query("SELECT v FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k = $3")
+            .bind(backend)
+            .bind(scope.column())
+            .bind(key)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(unavailable)?;
+        row.map(|r| r.try_get::<Vec<u8>, _>("v").map_err(unavailable)).transpose()
+    }
+
+    /// Sets a value.
+    pub async fn kv_set(&self, backend: &str, scope: &KvScope, key: &str, value: &[u8]) -> Result<(), WharfError> {
+        sqlx::query(
+            "INSERT INTO wharf_kv (backend, scope, k, v) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (backend, scope, k) DO UPDATE SET v = excluded.v",
+        )
+        .bind(backend)
+        .bind(scope.column())
+        .bind(key)
+        .bind(value.to_vec())
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// Deletes a value (absent is fine).
+    pub async fn kv_delete(&self, backend: &str, scope: &KvScope, key: &str) -> Result<(), WharfError> {
+        sqlx::query("DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k = $3")
+            .bind(backend)
+            .bind(scope.column())
+            .bind(key)
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// Keys starting with `prefix`, sorted.
+    pub async fn kv_keys(&self, backend: &str, scope: &KvScope, prefix: &str) -> Result<Vec<String>, WharfError> {
+        let rows = sqlx::query("SELECT k FROM wharf_kv WHERE backend = $1 AND scope = $2 ORDER BY k")
+            .bind(backend)
+            .bind(scope.column())
+            .fetch_all(self.pool())
+            .await
+            .map_err(unavailable)?;
+        let mut keys = Vec::new();
+        for row in rows {
+            let k: String = row.try_get("k").map_err(unavailable)?;
+            if k.starts_with(prefix) {
+                keys.push(k);
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Bytes used by one scope (keys plus values), for quotas.
+    pub async fn kv_usage(&self, backend: &str, scope: &KvScope) -> Result<(u64, u64), WharfError> {
+        let rows = sqlx::query("SELECT k, v FROM wharf_kv WHERE backend = $1 AND scope = $2")
+            .bind(backend)
+            .bind(scope.column())
+            .fetch_all(self.pool())
+            .await
+            .map_err(unavailable)?;
+        let mut bytes = 0u64;
+        for row in &rows {
+            let k: String = row.try_get("k").map_err(unavailable)?;
+            let v: Vec<u8> = row.try_get("v").map_err(unavailable)?;
+            bytes += (k.len() + v.len()) as u64;
+        }
+        Ok((rows.len() as u64, bytes))
+    }
+
+    /// Removes a session's key-value state.
+    pub async fn kv_drop_session(&self, backend: &str, session: &str) -> Result<(), WharfError> {
+        sqlx::query("DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2")
+            .bind(backend)
+            .bind(KvScope::Session(session.to_string()).column())
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+}

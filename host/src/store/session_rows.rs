@@ -1,0 +1,280 @@
+//! Session rows and the lease-row state machine: `creating` (a node holds a lease while it
+//! runs `initialize` outside any transaction) → `ready` (compare-and-set by that node) →
+//! `releasing` (cleanup running) → deleted. An expired `creating` or `releasing` lease is
+//! taken over by whoever comes next.
+
+use super::{StateStore, unavailable};
+use crate::error_code::WharfError;
+use crate::sessions::SessionRecord;
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionState {
+    /// A node is running `initialize` under a lease.
+    Creating,
+    /// Usable.
+    Ready,
+    /// Cleanup is running.
+    Releasing,
+}
+
+impl SessionState {
+    fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Creating => "creating",
+            SessionState::Ready => "ready",
+            SessionState::Releasing => "releasing",
+        }
+    }
+    fn parse(s: &str) -> Self {
+        match s {
+            "creating" => SessionState::Creating,
+            "releasing" => SessionState::Releasing,
+            _ => SessionState::Ready,
+        }
+    }
+}
+
+const COLUMNS: &str = "id, tenant, backend, skey, state, data, owner, holder, holder_until, plugin_version, node, \
+                       lease_until, created_at, last_activity, idle_ttl, max_expires_at, generation";
+
+fn record(row: &AnyRow) -> Result<SessionRecord, WharfError> {
+    let get_s = |c: &str| row.try_get::<String, _>(c).map_err(unavailable);
+    let get_i = |c: &str| row.try_get::<i64, _>(c).map_err(unavailable);
+    let data: String = get_s("data")?;
+    Ok(SessionRecord {
+        id: get_s("id")?,
+        tenant: get_s("tenant")?,
+        backend: get_s("backend")?,
+        key: get_s("skey")?,
+        state: SessionState::parse(&get_s("state")?),
+        data: serde_json::from_str(&data).unwrap_or(Value::Null),
+        owner: row.try_get::<Option<String>, _>("owner").map_err(unavailable)?,
+        holder: row.try_get::<Option<String>, _>("holder").map_err(unavailable)?,
+        holder_until_ms: get_i("holder_until")?.max(0) as u64,
+        plugin_version: get_s("plugin_version")?,
+        node: get_s("node")?,
+        lease_until_ms: get_i("lease_until")?.max(0) as u64,
+        created_at_ms: get_i("created_at")?.max(0) as u64,
+        last_activity_ms: get_i("last_activity")?.max(0) as u64,
+        idle_ttl_seconds: get_i("idle_ttl")?.max(0) as u64,
+        max_expires_at_ms: row.try_get::<Option<i64>, _>("max_expires_at").map_err(unavailable)?.map(|v| v.max(0) as u64),
+        generation: get_i("generation")?.max(0) as u64,
+    })
+}
+
+impl StateStore {
+    /// Inserts a `creating` row unless the identity already has one; true when inserted.
+    pub async fn insert_creating(&self, r: &SessionRecord) -> Result<bool, WharfError> {
+        let done = sqlx::query(&format!(
+            "INSERT INTO wharf_sessions ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+             ON CONFLICT (tenant, backend, skey) DO NOTHING"
+        ))
+        .bind(&r.id)
+        .bind(&r.tenant)
+        .bind(&r.backend)
+        .bind(&r.key)
+        .bind(SessionState::Creating.as_str())
+        .bind(r.data.to_string())
+        .bind(r.owner.clone())
+        .bind(r.holder.clone())
+        .bind(r.holder_until_ms as i64)
+        .bind(&r.plugin_version)
+        .bind(&r.node)
+        .bind(r.lease_until_ms as i64)
+        .bind(r.created_at_ms as i64)
+        .bind(r.last_activity_ms as i64)
+        .bind(r.idle_ttl_seconds as i64)
+        .bind(r.max_expires_at_ms.map(|v| v as i64))
+        .bind(r.generation as i64)
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The row of an identity.
+    pub async fn find_session(&self, tenant: &str, backend: &str, key: &str) -> Result<Option<SessionRecord>, WharfError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM wharf_sessions WHERE tenant = $1 AND backend = $2 AND skey = $3"))
+            .bind(tenant)
+            .bind(backend)
+            .bind(key)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(unavailable)?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// A row by id.
+    pub async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, WharfError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM wharf_sessions WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(unavailable)?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// The generation of a row (a cheap freshness check for caches).
+    pub async fn session_generation(&self, id: &str) -> Result<Option<(u64, SessionState)>, WharfError> {
+        let row = sqlx::query("SELECT generation, state FROM wharf_sessions WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(unavailable)?;
+        match row {
+            Some(r) => {
+                let generation: i64 = r.try_get("generation").map_err(unavailable)?;
+                let state: String = r.try_get("state").map_err(unavailable)?;
+                Ok(Some((generation.max(0) as u64, SessionState::parse(&state))))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Rows, optionally filtered by tenant, backend and key.
+    pub async fn list_sessions(&self, tenant: Option<&str>, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_sessions
+             WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR backend = $2) AND ($3 = '' OR skey = $3)
+             ORDER BY created_at, id"
+        ))
+        .bind(tenant.unwrap_or(""))
+        .bind(backend.unwrap_or(""))
+        .bind(key.unwrap_or(""))
+        .fetch_all(self.pool())
+        .await
+        .map_err(unavailable)?;
+        rows.iter().map(record).collect()
+    }
+
+    /// `creating` → `ready` with the initialized data, only by the lease holder.
+    pub async fn mark_ready(&self, id: &str, node: &str, data: &Value, now: i64) -> Result<bool, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_sessions SET state = 'ready', data = $1, last_activity = $2, lease_until = 0,
+                    generation = generation + 1
+             WHERE id = $3 AND state = 'creating' AND node = $4",
+        )
+        .bind(data.to_string())
+        .bind(now)
+        .bind(id)
+        .bind(node)
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Takes over a `creating` or `releasing` row whose lease ran out; true when taken.
+    pub async fn take_over(&self, id: &str, state: SessionState, node: &str, lease_until: i64, now: i64) -> Result<bool, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_sessions SET node = $1, lease_until = $2, generation = generation + 1
+             WHERE id = $3 AND state = $4 AND lease_until < $5",
+        )
+        .bind(node)
+        .bind(lease_until)
+        .bind(id)
+        .bind(state.as_str())
+        .bind(now)
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Deletes a row (any state).
+    pub async fn delete_session(&self, id: &str) -> Result<(), WharfError> {
+        sqlx::query("DELETE FROM wharf_sessions WHERE id = $1").bind(id).execute(self.pool()).await.map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// Deletes a row only if it is still at `generation` (nobody changed it since).
+    pub async fn delete_session_at(&self, id: &str, generation: u64) -> Result<bool, WharfError> {
+        let done = sqlx::query("DELETE FROM wharf_sessions WHERE id = $1 AND generation = $2")
+            .bind(id)
+            .bind(generation as i64)
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Writes new session data if the row is still at `generation`; the new generation.
+    pub async fn update_data(&self, id: &str, generation: u64, data: &Value, now: i64) -> Result<Option<u64>, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_sessions SET data = $1, last_activity = $2, generation = generation + 1
+             WHERE id = $3 AND generation = $4 AND state = 'ready'",
+        )
+        .bind(data.to_string())
+        .bind(now)
+        .bind(id)
+        .bind(generation as i64)
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok((done.rows_affected() == 1).then_some(generation + 1))
+    }
+
+    /// Records activity (extends the idle TTL); false when the row is gone.
+    pub async fn touch(&self, id: &str, now: i64) -> Result<bool, WharfError> {
+        let done = sqlx::query("UPDATE wharf_sessions SET last_activity = $1 WHERE id = $2 AND state = 'ready'")
+            .bind(now)
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// `ready` → `releasing` under a lease. With `idle_before`, only if nothing touched the
+    /// session since then (an idle expiry must not release a session another node just used).
+    pub async fn begin_release(&self, id: &str, node: &str, lease_until: i64, idle_before: Option<i64>) -> Result<bool, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_sessions SET state = 'releasing', node = $1, lease_until = $2, generation = generation + 1
+             WHERE id = $3 AND state = 'ready' AND ($4 < 0 OR last_activity <= $4)",
+        )
+        .bind(node)
+        .bind(lease_until)
+        .bind(id)
+        .bind(idle_before.unwrap_or(-1))
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Sets the holder claim if it is free, expired or already this holder's, and the owner
+    /// matches; true when claimed.
+    pub async fn claim(&self, id: &str, owner: Option<&str>, holder: &str, until: i64, now: i64) -> Result<bool, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_sessions SET holder = $1, holder_until = $2
+             WHERE id = $3 AND state = 'ready'
+               AND (owner IS NULL OR owner = $4)
+               AND (holder IS NULL OR holder = $1 OR holder_until < $5)",
+        )
+        .bind(holder)
+        .bind(until)
+        .bind(id)
+        .bind(owner.unwrap_or(""))
+        .bind(now)
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Clears the holder claim if it is `holder`'s; true when cleared.
+    pub async fn unclaim(&self, id: &str, holder: &str) -> Result<bool, WharfError> {
+        let done = sqlx::query("UPDATE wharf_sessions SET holder = NULL, holder_until = 0 WHERE id = $1 AND holder = $2")
+            .bind(id)
+            .bind(holder)
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+}
