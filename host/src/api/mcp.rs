@@ -12,8 +12,9 @@ use crate::front_door::Wharf;
 use crate::runtime::loaded_backend::ToolDescription;
 use crate::tool_names::ToolName;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -31,12 +32,17 @@ pub type McpService = StreamableHttpService<WharfMcp, LocalSessionManager>;
 /// capped at the server's `max_body_bytes`, and the `Host` check of [`allowed_hosts`].
 pub fn service(wharf: Arc<Wharf>) -> McpService {
     let server = wharf.server();
-    let mut config = StreamableHttpServerConfig::default().with_max_request_body_bytes(server.max_body_bytes);
+    let mut config =
+        StreamableHttpServerConfig::default().with_max_request_body_bytes(server.max_body_bytes);
     config = match allowed_hosts(server.listen) {
         Some(hosts) => config.with_allowed_hosts(hosts),
         None => config.disable_allowed_hosts(),
     };
-    StreamableHttpService::new(move || Ok(WharfMcp::new(wharf.clone())), Arc::new(LocalSessionManager::default()), config)
+    StreamableHttpService::new(
+        move || Ok(WharfMcp::new(wharf.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
 }
 
 /// The `Host` values accepted when the server listens on a loopback address (a guard
@@ -51,7 +57,12 @@ pub fn allowed_hosts(listen: SocketAddr) -> Option<Vec<String>> {
         IpAddr::V4(ip) => ip.to_string(),
         IpAddr::V6(ip) => format!("[{ip}]"),
     };
-    Some(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into(), own])
+    Some(vec![
+        "localhost".into(),
+        "127.0.0.1".into(),
+        "[::1]".into(),
+        own,
+    ])
 }
 
 /// The MCP handler of one MCP session.
@@ -64,7 +75,10 @@ pub struct WharfMcp {
 impl WharfMcp {
     /// A handler over `wharf`.
     pub fn new(wharf: Arc<Wharf>) -> Self {
-        Self { wharf, alive: tokio::sync::watch::channel(()).0 }
+        Self {
+            wharf,
+            alive: tokio::sync::watch::channel(()).0,
+        }
     }
 }
 
@@ -75,20 +89,28 @@ pub fn mcp_tool(name: &ToolName, tool: &ToolDescription) -> Tool {
         _ => JsonObject::from_iter([("type".to_string(), Value::from("object"))]),
     };
     let hints = tool.annotations;
-    Tool::new_with_raw(name.mcp_name(), Some(Cow::Owned(tool.description.clone())), Arc::new(schema)).with_annotations(
-        ToolAnnotations::from_raw(
-            None,
-            Some(hints.read_only),
-            Some(hints.destructive),
-            Some(hints.idempotent),
-            Some(hints.open_world),
-        ),
+    Tool::new_with_raw(
+        name.mcp_name(),
+        Some(Cow::Owned(tool.description.clone())),
+        Arc::new(schema),
     )
+    .with_annotations(ToolAnnotations::from_raw(
+        None,
+        Some(hints.read_only),
+        Some(hints.destructive),
+        Some(hints.idempotent),
+        Some(hints.open_world),
+    ))
 }
 
 impl ServerHandler for WharfMcp {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         info.server_info = Implementation::new("wharf", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(
@@ -101,7 +123,9 @@ impl ServerHandler for WharfMcp {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE))
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
     }
 
     async fn list_tools(
@@ -109,8 +133,16 @@ impl ServerHandler for WharfMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.wharf.tools().iter().map(|(name, _, tool)| mcp_tool(name, tool)).collect();
-        Ok(ListToolsResult { tools, ..Default::default() })
+        let tools = self
+            .wharf
+            .tools()
+            .iter()
+            .map(|(name, _, tool)| mcp_tool(name, tool))
+            .collect();
+        Ok(ListToolsResult {
+            tools,
+            ..Default::default()
+        })
     }
 
     async fn call_tool(
@@ -118,7 +150,9 @@ impl ServerHandler for WharfMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        call::call_tool(&self.wharf, request, context).await.map(CallToolResponse::from)
+        call::call_tool(&self.wharf, request, context)
+            .await
+            .map(CallToolResponse::from)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -154,17 +154,21 @@ impl Wharf {
     }
 
     /// Removes containers labelled by Wharf whose session has no record, when the node that
-    /// made them is this one or its lease ran out. A container whose session is still
+    /// made them is this one or a node of this store whose lease ran out. A container whose session is still
     /// `creating` has a record, so it is never reaped. Returns the removed ids.
     pub async fn reap_orphans(&self) -> Result<Vec<String>, WharfError> {
         let Some(docker) = &self.services.docker else { return Ok(Vec::new()) };
         let containers = docker.list_all_wharf().await.map_err(WharfError::from)?;
-        let live = self.sessions.store().live_nodes(now_ms() as i64).await?;
+        let nodes = self.sessions.store().known_nodes().await?;
+        let now = now_ms() as i64;
         let mut removed = Vec::new();
         for c in containers {
             let Some(session) = c.session.clone() else { continue };
             let node = c.label(crate::docker::LABEL_NODE).unwrap_or_default().to_string();
-            if node != self.node_id && live.contains(&node) {
+            // Only this node's containers, or those of a node of this store whose lease ran
+            // out: a node the store never heard of belongs to another deployment.
+            let dead_node_of_ours = nodes.get(&node).is_some_and(|lease_until| *lease_until < now);
+            if node != self.node_id && !dead_node_of_ours {
                 continue;
             }
             if self.sessions.store().get_session(&session).await?.is_some() {

@@ -21,13 +21,11 @@ impl StateStore {
         Ok(())
     }
 
-    /// Nodes whose lease has not run out at `now`.
-    pub async fn live_nodes(&self, now: i64) -> Result<Vec<String>, WharfError> {
-        let rows = sqlx::query("SELECT id FROM wharf_nodes WHERE lease_until >= $1")
-            .bind(now)
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
-        rows.iter().map(|r| r.try_get::<String, _>("id").map_err(unavailable)).collect()
+    /// Every node this store has heard of, with the end of its lease (ms).
+    pub async fn known_nodes(&self) -> Result<std::collections::HashMap<String, i64>, WharfError> {
+        let rows = sqlx::query("SELECT id, lease_until FROM wharf_nodes").fetch_all(self.pool()).await.map_err(unavailable)?;
+        rows.iter()
+            .map(|r| Ok((r.try_get::<String, _>("id").map_err(unavailable)?, r.try_get::<i64, _>("lease_until").map_err(unavailable)?)))
+            .collect()
     }
 }

@@ -11,8 +11,8 @@ use crate::front_door::{ANONYMOUS_TENANT, CallOutcome, CallRequest, SessionReque
 use crate::runtime::loaded_backend::{AttachmentData, LoadedBackend, SessionNeed};
 use base64::Engine as _;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, MetaObject, ProgressNotificationParam,
-    ProgressToken, ResourceContents,
+    CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, MetaObject,
+    ProgressNotificationParam, ProgressToken, ResourceContents,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -40,7 +40,9 @@ pub async fn call_tool(
     let need = backend
         .tool(&action)
         .map(|tool| tool.session)
-        .ok_or_else(|| ErrorData::invalid_params(format!("unknown tool `{}`", request.name), None))?;
+        .ok_or_else(|| {
+            ErrorData::invalid_params(format!("unknown tool `{}`", request.name), None)
+        })?;
     let key = session_key(&context);
     let progress = context.meta.get_progress_token();
     let args = Value::Object(request.arguments.unwrap_or_default());
@@ -49,7 +51,11 @@ pub async fn call_tool(
         Some(Ok(outcome)) => Ok(success(outcome)),
         Some(Err(e)) => Ok(failure(&e)),
         // rmcp sends nothing for a request the client cancelled; this is never seen.
-        None => Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "the call was cancelled", None)),
+        None => Err(ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            "the call was cancelled",
+            None,
+        )),
     }
 }
 
@@ -62,10 +68,18 @@ fn resolve(wharf: &Wharf, name: &str) -> Result<(Arc<LoadedBackend>, String), Er
         Err(e) if e.code == Code::InvalidRequest => e,
         Err(e) => return Err(ErrorData::internal_error(e.message, e.data)),
     };
-    let listed = wharf.tools().into_iter().find(|(tool, _, _)| tool.mcp_name() == name);
+    let listed = wharf
+        .tools()
+        .into_iter()
+        .find(|(tool, _, _)| tool.mcp_name() == name);
     match listed {
-        Some((tool, _, _)) => wharf.resolve_tool(&tool.canonical()).map_err(|e| ErrorData::invalid_params(e.message, e.data)),
-        None => Err(ErrorData::invalid_params(unresolved.message, unresolved.data)),
+        Some((tool, _, _)) => wharf
+            .resolve_tool(&tool.canonical())
+            .map_err(|e| ErrorData::invalid_params(e.message, e.data)),
+        None => Err(ErrorData::invalid_params(
+            unresolved.message,
+            unresolved.data,
+        )),
     }
 }
 
@@ -80,8 +94,17 @@ fn session_key(context: &RequestContext<RoleServer>) -> Option<String> {
             .filter(|v| !v.is_empty())
             .map(str::to_string)
     };
-    let meta = || context.meta.get(SESSION_KEY_META).and_then(Value::as_str).filter(|v| !v.is_empty()).map(str::to_string);
-    header(SESSION_KEY_HEADER).or_else(meta).or_else(|| header(MCP_SESSION_HEADER))
+    let meta = || {
+        context
+            .meta
+            .get(SESSION_KEY_META)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    header(SESSION_KEY_HEADER)
+        .or_else(meta)
+        .or_else(|| header(MCP_SESSION_HEADER))
 }
 
 /// Acquires the session (when needed) and runs the call.
@@ -94,9 +117,17 @@ async fn run(
     key: Option<String>,
 ) -> Result<CallOutcome, WharfError> {
     let session_id = session_for(wharf, &backend, need, key).await?;
-    let request = CallRequest { tool: format!("{}:{action}", backend.name), args, session_id, timeout_ms: None };
+    let request = CallRequest {
+        tool: format!("{}:{action}", backend.name),
+        args,
+        session_id,
+        timeout_ms: None,
+    };
     let trace_id = uuid::Uuid::new_v4().simple().to_string();
-    wharf.call(ANONYMOUS_TENANT, request, Some(trace_id)).await.map_err(|(e, _)| e)
+    wharf
+        .call(ANONYMOUS_TENANT, request, Some(trace_id))
+        .await
+        .map_err(|(e, _)| e)
 }
 
 /// The session a call runs in: a tool that needs one (or any tool of a sandbox provider)
@@ -134,7 +165,9 @@ async fn session_for(
         let (record, _created) = wharf.create_session(ANONYMOUS_TENANT, request).await?;
         return Ok(Some(record.id));
     }
-    let existing = wharf.sessions(ANONYMOUS_TENANT, Some(&backend.name), Some(&key)).await?;
+    let existing = wharf
+        .sessions(ANONYMOUS_TENANT, Some(&backend.name), Some(&key))
+        .await?;
     Ok(existing.into_iter().next().map(|record| record.id))
 }
 
@@ -146,8 +179,7 @@ async fn drive<T>(
     context: &RequestContext<RoleServer>,
     progress: Option<ProgressToken>,
 ) -> Option<T> {
-    let work = std::pin::pin!(work);
-    let mut work = work;
+    let mut work = std::pin::pin!(work);
     let started = tokio::time::Instant::now();
     let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -192,11 +224,18 @@ fn attachment(a: &AttachmentData) -> ContentBlock {
     if a.mime_type.starts_with("image/") {
         ContentBlock::image(data, a.mime_type.clone())
     } else {
-        ContentBlock::resource(ResourceContents::blob(data, format!("attachment:{}", a.name)).with_mime_type(a.mime_type.clone()))
+        ContentBlock::resource(
+            ResourceContents::blob(data, format!("attachment:{}", a.name))
+                .with_mime_type(a.mime_type.clone()),
+        )
     }
 }
 
 /// A failed call: `isError` with `"<code>: <message>"`.
 fn failure(e: &WharfError) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(format!("{}: {}", e.code.as_u32(), e.message))])
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "{}: {}",
+        e.code.as_u32(),
+        e.message
+    ))])
 }

@@ -1,0 +1,87 @@
+//! Real `wharf serve` processes (for multi-process, restart and kill -9 tests) and fresh
+//! PostgreSQL databases.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `wharf` binary next to the test executable.
+pub fn wharf_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    exe.parent().and_then(Path::parent).expect("target dir").join("wharf")
+}
+
+/// A `wharf serve` child process; killed (SIGKILL) when dropped.
+pub struct WharfProcess {
+    child: Child,
+    /// Base URL.
+    pub url: String,
+}
+
+impl WharfProcess {
+    /// Starts `wharf serve --config CONFIG` on a free port and waits until it is ready.
+    pub fn start(config: &Path) -> WharfProcess {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+        let log = config.with_extension(format!("{port}.log"));
+        let child = Command::new(wharf_bin())
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+            .arg(config)
+            .env("RUST_LOG", "info,wharf=debug")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).map(Stdio::from).unwrap_or(Stdio::null()))
+            .spawn()
+            .expect("wharf starts");
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "wharf did not start; log: {}", std::fs::read_to_string(&log).unwrap_or_default());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        WharfProcess { child, url }
+    }
+
+    /// SIGKILL, like `kill -9`.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for WharfProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh, empty PostgreSQL database from `WHARF_TEST_POSTGRES_URL` (an admin URL), or
+/// `None` (the test is skipped) when it is unset. With `WHARF_REQUIRE_POSTGRES=1` a missing
+/// server fails the test.
+pub fn fresh_postgres() -> Option<String> {
+    let Ok(admin) = std::env::var("WHARF_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var("WHARF_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "PostgreSQL is required (WHARF_REQUIRE_POSTGRES=1) but WHARF_TEST_POSTGRES_URL is not set"
+        );
+        eprintln!("skipping the PostgreSQL variant: WHARF_TEST_POSTGRES_URL is not set");
+        return None;
+    };
+    let name = format!("wharf_t_{}", uuid::Uuid::new_v4().simple());
+    let out = Command::new("psql").arg(&admin).args(["-q", "-c", &format!("CREATE DATABASE {name}")]).output().expect("psql runs");
+    assert!(out.status.success(), "creating a test database failed: {}", String::from_utf8_lossy(&out.stderr));
+    let base = admin.rsplit_once('/').map(|(b, _)| b.to_string()).unwrap_or(admin);
+    Some(format!("{base}/{name}"))
+}
+
+/// The store URLs a durability test runs against: a shared SQLite file in `dir`, and a
+/// fresh PostgreSQL database when one is configured.
+pub fn store_urls(dir: &Path) -> Vec<(&'static str, String)> {
+    let mut urls = vec![("sqlite", format!("sqlite://{}?mode=rwc", dir.join("shared.db").display()))];
+    if let Some(pg) = fresh_postgres() {
+        urls.push(("postgres", pg));
+    }
+    urls
+}
