@@ -32,12 +32,12 @@ impl SessionManager {
                     Ok(None) => report.removed.push(row.id.clone()),
                     Err(e) => tracing::warn!(session = %row.id, "could not check a stored session: {}", e.message),
                 },
-                SessionState::Creating if row.lease_until_ms < now => {
-                    // It never became ready, so nobody holds it; what it made is an orphan
-                    // for the reaper.
-                    if self.store.delete_session_at(&row.id, row.generation).await? {
-                        report.removed.push(row.id.clone());
-                    }
+                // It never became ready, so nobody holds it; what it made is an orphan for
+                // the reaper.
+                SessionState::Creating
+                    if row.lease_until_ms < now && self.store.delete_session_at(&row.id, row.generation).await? =>
+                {
+                    report.removed.push(row.id.clone());
                 }
                 SessionState::Releasing if row.lease_until_ms < now => {
                     let lease_until = (now + self.lease.as_millis() as u64) as i64;
