@@ -21,7 +21,11 @@ impl Drop for Server {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[test]
@@ -31,7 +35,12 @@ fn serve_tools_call_and_inspect() {
     let url = format!("http://127.0.0.1:{port}");
     let _server = Server(
         Command::new(wharf_bin())
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
             .arg(data.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -40,31 +49,59 @@ fn serve_tools_call_and_inspect() {
     );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let out = Command::new(wharf_bin()).args(["tools", "--url", &url]).output().unwrap();
+        let out = Command::new(wharf_bin())
+            .args(["tools", "--url", &url])
+            .output()
+            .unwrap();
         if out.status.success() {
             let text = String::from_utf8_lossy(&out.stdout).to_string();
             assert!(text.contains("echo:say"), "{text}");
             assert!(text.contains("text-index:search"), "{text}");
             assert!(text.contains("scratchpad:write"), "{text}");
-            assert!(!text.contains("misbehaving"), "the test-only backend is not served by default");
+            assert!(
+                !text.contains("misbehaving"),
+                "the test-only backend is not served by default"
+            );
             break;
         }
         assert!(Instant::now() < deadline, "the server did not come up");
         std::thread::sleep(Duration::from_millis(200));
     }
     let out = Command::new(wharf_bin())
-        .args(["call", "echo:say", "--args", r#"{"text":"cli"}"#, "--url", &url])
+        .args([
+            "call",
+            "echo:say",
+            "--args",
+            r#"{"text":"cli"}"#,
+            "--url",
+            &url,
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(reply["data"]["result"]["text"], "cli");
 
-    let out = Command::new(wharf_bin()).args(["call", "echo:say", "--args", "{}", "--url", &url]).output().unwrap();
+    let out = Command::new(wharf_bin())
+        .args(["call", "echo:say", "--args", "{}", "--url", &url])
+        .output()
+        .unwrap();
     assert!(!out.status.success(), "a failed call exits non-zero");
 
-    let out = Command::new(wharf_bin()).args(["inspect", "bundled:scratchpad", "--data-dir"]).arg(data.path()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(wharf_bin())
+        .args(["inspect", "bundled:scratchpad", "--data-dir"])
+        .arg(data.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(info["world"], "resource-backend");
     assert_eq!(info["wit"], "wharf:plugin@0.1.0");

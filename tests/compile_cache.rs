@@ -8,7 +8,10 @@ use wharf::runtime::compile_cache::CacheOutcome;
 use wharf_integration_tests::bundled;
 
 fn server(dir: &std::path::Path) -> ServerConfig {
-    ServerConfig { data_dir: dir.to_path_buf(), ..ServerConfig::default() }
+    ServerConfig {
+        data_dir: dir.to_path_buf(),
+        ..ServerConfig::default()
+    }
 }
 
 #[tokio::test]
@@ -46,12 +49,23 @@ async fn a_restart_hits_the_cache_and_a_corrupt_entry_is_rebuilt() {
     let b = third.load_backend("echo", bundled("echo")).await.unwrap();
     assert_eq!(b.cache, CacheOutcome::Rebuilt);
     let r = third
-        .call("anonymous", serde_json::from_value(serde_json::json!({"tool": "echo:ping"})).unwrap(), None)
+        .call(
+            "anonymous",
+            serde_json::from_value(serde_json::json!({"tool": "echo:ping"})).unwrap(),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(r.result.content, "pong");
     let fourth = Wharf::new(server(dir.path())).await.unwrap();
-    assert_eq!(fourth.load_backend("echo", bundled("echo")).await.unwrap().cache, CacheOutcome::Hit);
+    assert_eq!(
+        fourth
+            .load_backend("echo", bundled("echo"))
+            .await
+            .unwrap()
+            .cache,
+        CacheOutcome::Hit
+    );
 }
 
 #[tokio::test]
@@ -67,10 +81,20 @@ async fn unknown_wit_versions_and_garbage_are_refused_clearly() {
              (export "wharf:plugin/backend@0.2.0" (instance $api)))"#,
     )
     .unwrap();
-    let err = wharf.load_backend_bytes("future", Arc::new(future), bundled("echo")).await.unwrap_err();
+    let err = wharf
+        .load_backend_bytes("future", Arc::new(future), bundled("echo"))
+        .await
+        .unwrap_err();
     assert!(format!("{err:#}").contains("wharf:plugin@0.2.0"), "{err:#}");
 
-    let err = wharf.load_backend_bytes("junk", Arc::new(b"not wasm at all".to_vec()), bundled("echo")).await.unwrap_err();
+    let err = wharf
+        .load_backend_bytes(
+            "junk",
+            Arc::new(b"not wasm at all".to_vec()),
+            bundled("echo"),
+        )
+        .await
+        .unwrap_err();
     assert!(format!("{err:#}").contains("compiling"), "{err:#}");
     assert!(wharf.backends().is_empty());
 }

@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wharf_integration_tests::processes::{WharfProcess, store_urls};
-use wharf_integration_tests::{bundled, containers_labelled, docker_provider, docker_ready, start_with};
+use wharf_integration_tests::{
+    bundled, containers_labelled, docker_provider, docker_ready, start_with,
+};
 
 fn write_config(dir: &Path, node: &str, store: &str) -> PathBuf {
     let data = dir.join(node);
@@ -38,7 +40,15 @@ path = "bundled:scratchpad"
 }
 
 async fn post(url: &str, body: Value) -> Value {
-    reqwest::Client::new().post(url).json(&body).send().await.unwrap().json().await.unwrap()
+    reqwest::Client::new()
+        .post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 async fn get(url: &str) -> Value {
@@ -58,7 +68,13 @@ async fn twenty_acquires_across_two_processes_make_one_session_and_one_container
         let replies = futures::future::join_all((0..20).map(|i| {
             let url = if i % 2 == 0 { &a.url } else { &b.url };
             let key = key.clone();
-            async move { post(&format!("{url}/v1/sessions"), json!({"backend": "docker", "key": key})).await }
+            async move {
+                post(
+                    &format!("{url}/v1/sessions"),
+                    json!({"backend": "docker", "key": key}),
+                )
+                .await
+            }
         }))
         .await;
         let ids: std::collections::BTreeSet<String> = replies
@@ -68,16 +84,38 @@ async fn twenty_acquires_across_two_processes_make_one_session_and_one_container
                 r["data"]["id"].as_str().unwrap().to_string()
             })
             .collect();
-        assert_eq!(ids.len(), 1, "{engine}: one session for one key, got {ids:?}");
+        assert_eq!(
+            ids.len(),
+            1,
+            "{engine}: one session for one key, got {ids:?}"
+        );
         let id = ids.into_iter().next().unwrap();
-        assert_eq!(replies.iter().filter(|r| r["data"]["created"] == true).count(), 1, "{engine}: created once");
-        assert_eq!(containers_labelled("wharf.session", &id).len(), 1, "{engine}: one container");
+        assert_eq!(
+            replies
+                .iter()
+                .filter(|r| r["data"]["created"] == true)
+                .count(),
+            1,
+            "{engine}: created once"
+        );
+        assert_eq!(
+            containers_labelled("wharf.session", &id).len(),
+            1,
+            "{engine}: one container"
+        );
         // A session created through one node is used through the other.
         let r = post(&format!("{}/v1/call", b.url), json!({"tool": "docker:run_command", "args": {"command": "echo via-b"}, "session_id": id})).await;
         assert_eq!(r["data"]["result"]["stdout"], "via-b\n", "{engine}: {r}");
-        let del = reqwest::Client::new().delete(format!("{}/v1/sessions/{id}", a.url)).send().await.unwrap();
+        let del = reqwest::Client::new()
+            .delete(format!("{}/v1/sessions/{id}", a.url))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(del.status(), 200);
-        assert!(containers_labelled("wharf.session", &id).is_empty(), "{engine}");
+        assert!(
+            containers_labelled("wharf.session", &id).is_empty(),
+            "{engine}"
+        );
     }
 }
 
@@ -90,49 +128,114 @@ async fn after_kill_9_live_sessions_are_adopted_stale_ones_removed_and_orphans_r
     for (engine, store) in store_urls(dir.path()) {
         let config = write_config(dir.path(), &format!("n-{engine}"), &store);
         let first = WharfProcess::start(&config);
-        let s1 = post(&format!("{}/v1/sessions", first.url), json!({"backend": "docker", "key": "keep"})).await;
+        let s1 = post(
+            &format!("{}/v1/sessions", first.url),
+            json!({"backend": "docker", "key": "keep"}),
+        )
+        .await;
         let s1 = s1["data"]["id"].as_str().unwrap().to_string();
         let w = post(&format!("{}/v1/call", first.url), json!({"tool": "docker:write_file", "args": {"path": "/work/note.txt", "content": "survives"}, "session_id": s1})).await;
         assert_eq!(w["code"], 0, "{w}");
-        let s2 = post(&format!("{}/v1/sessions", first.url), json!({"backend": "docker", "key": "stale"})).await;
+        let s2 = post(
+            &format!("{}/v1/sessions", first.url),
+            json!({"backend": "docker", "key": "stale"}),
+        )
+        .await;
         let s2 = s2["data"]["id"].as_str().unwrap().to_string();
-        let pad = post(&format!("{}/v1/sessions", first.url), json!({"backend": "scratchpad", "key": "pad"})).await;
+        let pad = post(
+            &format!("{}/v1/sessions", first.url),
+            json!({"backend": "scratchpad", "key": "pad"}),
+        )
+        .await;
         let pad = pad["data"]["id"].as_str().unwrap().to_string();
-        post(&format!("{}/v1/call", first.url), json!({"tool": "scratchpad:write", "args": {"note": "kept"}, "session_id": pad})).await;
+        post(
+            &format!("{}/v1/call", first.url),
+            json!({"tool": "scratchpad:write", "args": {"note": "kept"}, "session_id": pad}),
+        )
+        .await;
         first.kill9();
 
         // While the host is dead: one sandbox disappears, and an orphan appears.
         for c in containers_labelled("wharf.session", &s2) {
-            std::process::Command::new("docker").args(["rm", "-f", &c]).output().unwrap();
+            std::process::Command::new("docker")
+                .args(["rm", "-f", &c])
+                .output()
+                .unwrap();
         }
-        let node = std::fs::read_to_string(dir.path().join(format!("n-{engine}")).join("node-id")).unwrap();
+        let node = std::fs::read_to_string(dir.path().join(format!("n-{engine}")).join("node-id"))
+            .unwrap();
         let orphan_session = format!("ses_orphan{}", &engine[..2]);
         let out = std::process::Command::new("docker")
-            .args(["run", "-d", "--network", "none", "--label", "wharf.backend=docker", "--label"])
+            .args([
+                "run",
+                "-d",
+                "--network",
+                "none",
+                "--label",
+                "wharf.backend=docker",
+                "--label",
+            ])
             .arg(format!("wharf.session={orphan_session}"))
             .arg("--label")
             .arg(format!("wharf.node={}", node.trim()))
             .args(["wharf-sandbox:test", "sleep", "600"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
 
         let second = WharfProcess::start(&config);
         let back = get(&format!("{}/v1/sessions/{s1}", second.url)).await;
-        assert_eq!(back["code"], 0, "{engine}: the live session is adopted: {back}");
+        assert_eq!(
+            back["code"], 0,
+            "{engine}: the live session is adopted: {back}"
+        );
         let read = post(&format!("{}/v1/call", second.url), json!({"tool": "docker:read_file", "args": {"path": "/work/note.txt"}, "session_id": s1})).await;
-        assert_eq!(read["data"]["result"]["content"], "survives", "{engine}: {read}");
-        let again = post(&format!("{}/v1/sessions", second.url), json!({"backend": "docker", "key": "keep"})).await;
-        assert_eq!(again["data"]["id"], s1.as_str(), "{engine}: same key, same sandbox after restart");
-        assert_eq!(get(&format!("{}/v1/sessions/{s2}", second.url)).await["code"], 4007, "{engine}: stale record removed");
-        let notes = post(&format!("{}/v1/call", second.url), json!({"tool": "scratchpad:read", "session_id": pad})).await;
-        assert_eq!(notes["data"]["result"]["notes"], json!(["kept"]), "{engine}: {notes}");
+        assert_eq!(
+            read["data"]["result"]["content"], "survives",
+            "{engine}: {read}"
+        );
+        let again = post(
+            &format!("{}/v1/sessions", second.url),
+            json!({"backend": "docker", "key": "keep"}),
+        )
+        .await;
+        assert_eq!(
+            again["data"]["id"],
+            s1.as_str(),
+            "{engine}: same key, same sandbox after restart"
+        );
+        assert_eq!(
+            get(&format!("{}/v1/sessions/{s2}", second.url)).await["code"],
+            4007,
+            "{engine}: stale record removed"
+        );
+        let notes = post(
+            &format!("{}/v1/call", second.url),
+            json!({"tool": "scratchpad:read", "session_id": pad}),
+        )
+        .await;
+        assert_eq!(
+            notes["data"]["result"]["notes"],
+            json!(["kept"]),
+            "{engine}: {notes}"
+        );
         let deadline = Instant::now() + Duration::from_secs(20);
         while !containers_labelled("wharf.session", &orphan_session).is_empty() {
-            assert!(Instant::now() < deadline, "{engine}: the orphan was not reaped");
+            assert!(
+                Instant::now() < deadline,
+                "{engine}: the orphan was not reaped"
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        reqwest::Client::new().delete(format!("{}/v1/sessions/{s1}", second.url)).send().await.unwrap();
+        reqwest::Client::new()
+            .delete(format!("{}/v1/sessions/{s1}", second.url))
+            .send()
+            .await
+            .unwrap();
         assert!(containers_labelled("wharf.session", &s1).is_empty());
     }
 }
@@ -144,7 +247,10 @@ async fn a_container_whose_session_is_still_creating_is_never_reaped() {
     }
     let dir = tempfile::tempdir().unwrap();
     for (engine, store) in store_urls(dir.path()) {
-        let h = start_with(vec![("docker", docker_provider())], |s| s.store_url = Some(store.clone())).await;
+        let h = start_with(vec![("docker", docker_provider())], |s| {
+            s.store_url = Some(store.clone())
+        })
+        .await;
         let now = wharf::sessions::now_ms();
         let creating = wharf::sessions::SessionRecord {
             id: format!("ses_creating_{engine}"),
@@ -168,20 +274,47 @@ async fn a_container_whose_session_is_still_creating_is_never_reaped() {
         let store_handle = wharf::store::StateStore::open(&store).await.unwrap();
         assert!(store_handle.insert_creating(&creating).await.unwrap());
         let out = std::process::Command::new("docker")
-            .args(["run", "-d", "--network", "none", "--label", "wharf.backend=docker", "--label"])
+            .args([
+                "run",
+                "-d",
+                "--network",
+                "none",
+                "--label",
+                "wharf.backend=docker",
+                "--label",
+            ])
             .arg(format!("wharf.session={}", creating.id))
-            .args(["--label", "wharf.node=some-other-node", "wharf-sandbox:test", "sleep", "600"])
+            .args([
+                "--label",
+                "wharf.node=some-other-node",
+                "wharf-sandbox:test",
+                "sleep",
+                "600",
+            ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let container = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let reaped = h.wharf.reap_orphans().await.unwrap();
-        assert!(!reaped.contains(&container), "{engine}: a creating session's container was reaped");
+        assert!(
+            !reaped.contains(&container),
+            "{engine}: a creating session's container was reaped"
+        );
         assert_eq!(containers_labelled("wharf.session", &creating.id).len(), 1);
         // Once the record is gone and its node's lease has run out, it is an orphan.
-        store_handle.heartbeat("some-other-node", now as i64 - 1_000, now as i64 - 60_000).await.unwrap();
+        store_handle
+            .heartbeat("some-other-node", now as i64 - 1_000, now as i64 - 60_000)
+            .await
+            .unwrap();
         let reaped = h.wharf.reap_orphans().await.unwrap();
-        assert!(!reaped.contains(&container), "{engine}: the record still exists");
+        assert!(
+            !reaped.contains(&container),
+            "{engine}: the record still exists"
+        );
         store_handle.delete_session(&creating.id).await.unwrap();
         let reaped = h.wharf.reap_orphans().await.unwrap();
         assert!(reaped.contains(&container), "{engine}: now it is an orphan");
@@ -199,34 +332,66 @@ async fn idle_ttl_releases_the_session_after_its_time_and_not_before() {
         }
         let h = start_with(backends, |s| s.store_url = Some(store.clone())).await;
         let started = Instant::now();
-        let s = h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "ttl", "ttl_seconds": 2})).await;
+        let s = h
+            .post(
+                "/v1/sessions",
+                json!({"backend": "scratchpad", "key": "ttl", "ttl_seconds": 2}),
+            )
+            .await;
         let id = s.body["data"]["id"].as_str().unwrap().to_string();
         let sandbox = if docker {
-            let d = h.post("/v1/sessions", json!({"backend": "docker", "key": "ttl", "ttl_seconds": 2})).await;
+            let d = h
+                .post(
+                    "/v1/sessions",
+                    json!({"backend": "docker", "key": "ttl", "ttl_seconds": 2}),
+                )
+                .await;
             Some(d.body["data"]["id"].as_str().unwrap().to_string())
         } else {
             None
         };
         tokio::time::sleep(Duration::from_millis(1200)).await;
-        assert_eq!(h.get(&format!("/v1/sessions/{id}")).await.code(), 0, "{engine}: not gone before 2 s");
-        let no_ttl = h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "forever", "ttl_seconds": 0})).await;
+        assert_eq!(
+            h.get(&format!("/v1/sessions/{id}")).await.code(),
+            0,
+            "{engine}: not gone before 2 s"
+        );
+        let no_ttl = h
+            .post(
+                "/v1/sessions",
+                json!({"backend": "scratchpad", "key": "forever", "ttl_seconds": 0}),
+            )
+            .await;
         let forever = no_ttl.body["data"]["id"].as_str().unwrap().to_string();
         loop {
             if h.get(&format!("/v1/sessions/{id}")).await.code() == 4007 {
                 break;
             }
-            assert!(started.elapsed() < Duration::from_secs(20), "{engine}: not released in time");
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{engine}: not released in time"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert!(started.elapsed() >= Duration::from_secs(2), "{engine}: released too early");
+        assert!(
+            started.elapsed() >= Duration::from_secs(2),
+            "{engine}: released too early"
+        );
         if let Some(sandbox) = sandbox {
             let deadline = Instant::now() + Duration::from_secs(20);
             while !containers_labelled("wharf.session", &sandbox).is_empty() {
-                assert!(Instant::now() < deadline, "{engine}: the expired sandbox's container is still there");
+                assert!(
+                    Instant::now() < deadline,
+                    "{engine}: the expired sandbox's container is still there"
+                );
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        assert_eq!(h.get(&format!("/v1/sessions/{forever}")).await.code(), 0, "{engine}: ttl 0 never expires");
+        assert_eq!(
+            h.get(&format!("/v1/sessions/{forever}")).await.code(),
+            0,
+            "{engine}: ttl 0 never expires"
+        );
     }
 }
 
@@ -234,21 +399,67 @@ async fn idle_ttl_releases_the_session_after_its_time_and_not_before() {
 async fn owner_and_holder_claims() {
     let dir = tempfile::tempdir().unwrap();
     for (engine, store) in store_urls(dir.path()) {
-        let h = start_with(vec![("scratchpad", bundled("scratchpad"))], |s| s.store_url = Some(store.clone())).await;
-        let first = h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w1"})).await;
+        let h = start_with(vec![("scratchpad", bundled("scratchpad"))], |s| {
+            s.store_url = Some(store.clone())
+        })
+        .await;
+        let first = h
+            .post(
+                "/v1/sessions",
+                json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w1"}),
+            )
+            .await;
         assert_eq!(first.code(), 0, "{engine}: {}", first.body);
         let id = first.body["data"]["id"].as_str().unwrap().to_string();
-        let other_owner = h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "k", "owner": "bob"})).await;
-        assert_eq!((other_owner.status, other_owner.code()), (409, 4090), "{engine}: {}", other_owner.body);
-        let second_holder = h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w2"})).await;
-        assert_eq!(second_holder.code(), 4090, "{engine}: held by w1: {}", second_holder.body);
-        let same_holder = h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w1"})).await;
+        let other_owner = h
+            .post(
+                "/v1/sessions",
+                json!({"backend": "scratchpad", "key": "k", "owner": "bob"}),
+            )
+            .await;
+        assert_eq!(
+            (other_owner.status, other_owner.code()),
+            (409, 4090),
+            "{engine}: {}",
+            other_owner.body
+        );
+        let second_holder = h
+            .post(
+                "/v1/sessions",
+                json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w2"}),
+            )
+            .await;
+        assert_eq!(
+            second_holder.code(),
+            4090,
+            "{engine}: held by w1: {}",
+            second_holder.body
+        );
+        let same_holder = h
+            .post(
+                "/v1/sessions",
+                json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w1"}),
+            )
+            .await;
         assert_eq!(same_holder.code(), 0, "{engine}: w1 re-attaches");
         // Releasing someone else's claim does nothing; releasing your own frees the session.
         assert!(!h.wharf.release_claim("anonymous", &id, "w2").await.unwrap());
-        assert_eq!(h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w2"})).await.code(), 4090);
+        assert_eq!(
+            h.post(
+                "/v1/sessions",
+                json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w2"})
+            )
+            .await
+            .code(),
+            4090
+        );
         assert!(h.wharf.release_claim("anonymous", &id, "w1").await.unwrap());
-        let now_w2 = h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w2"})).await;
+        let now_w2 = h
+            .post(
+                "/v1/sessions",
+                json!({"backend": "scratchpad", "key": "k", "owner": "alice", "holder": "w2"}),
+            )
+            .await;
         assert_eq!(now_w2.code(), 0, "{engine}: {}", now_w2.body);
         assert_eq!(now_w2.body["data"]["id"], id.as_str());
     }
@@ -300,37 +511,121 @@ impl CuttableProxy {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_outage_answers_5012_and_loses_nothing() {
-    let Some(pg) = wharf_integration_tests::processes::fresh_postgres() else { return };
+    let Some(pg) = wharf_integration_tests::processes::fresh_postgres() else {
+        return;
+    };
     // postgres://user:pw@HOST:PORT/db → through the proxy.
     let (prefix, rest) = pg.split_once('@').unwrap();
     let (hostport, db) = rest.split_once('/').unwrap();
     let proxy = CuttableProxy::start(hostport.to_string()).await;
     let url = format!("{prefix}@{}/{db}", proxy.addr);
-    let h = start_with(vec![("scratchpad", bundled("scratchpad")), ("echo", bundled("echo"))], |s| s.store_url = Some(url.clone())).await;
-    let s = h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "outage"})).await;
+    let h = start_with(
+        vec![
+            ("scratchpad", bundled("scratchpad")),
+            ("echo", bundled("echo")),
+        ],
+        |s| s.store_url = Some(url.clone()),
+    )
+    .await;
+    let s = h
+        .post(
+            "/v1/sessions",
+            json!({"backend": "scratchpad", "key": "outage"}),
+        )
+        .await;
     let id = s.body["data"]["id"].as_str().unwrap().to_string();
-    assert_eq!(h.call_in(&id, "scratchpad:write", json!({"note": "before"})).await.code(), 0);
+    assert_eq!(
+        h.call_in(&id, "scratchpad:write", json!({"note": "before"}))
+            .await
+            .code(),
+        0
+    );
 
     proxy.cut();
     let started = Instant::now();
-    let r = h.call_in(&id, "scratchpad:write", json!({"note": "during"})).await;
+    let r = h
+        .call_in(&id, "scratchpad:write", json!({"note": "during"}))
+        .await;
     assert_eq!((r.status, r.code()), (503, 5012), "{}", r.body);
     assert_eq!(r.body["retryable"], true);
-    assert_eq!(h.post("/v1/sessions", json!({"backend": "scratchpad", "key": "new"})).await.code(), 5012);
+    assert_eq!(
+        h.post(
+            "/v1/sessions",
+            json!({"backend": "scratchpad", "key": "new"})
+        )
+        .await
+        .code(),
+        5012
+    );
     assert_eq!(h.get(&format!("/v1/sessions/{id}")).await.code(), 5012);
-    assert!(started.elapsed() < Duration::from_secs(30), "answers come within the pool's timeout");
-    assert_eq!(h.call("echo:ping", json!({})).await.code(), 0, "stateless tools keep working");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "answers come within the pool's timeout"
+    );
+    assert_eq!(
+        h.call("echo:ping", json!({})).await.code(),
+        0,
+        "stateless tools keep working"
+    );
 
     proxy.restore();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = h.call_in(&id, "scratchpad:read", json!({})).await;
         if r.code() == 0 {
-            assert_eq!(r.body["data"]["result"]["notes"], json!(["before"]), "nothing lost, nothing half-written");
+            assert_eq!(
+                r.body["data"]["result"]["notes"],
+                json!(["before"]),
+                "nothing lost, nothing half-written"
+            );
             break;
         }
-        assert!(Instant::now() < deadline, "the store did not come back: {}", r.body);
+        assert!(
+            Instant::now() < deadline,
+            "the store did not come back: {}",
+            r.body
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(h.call_in(&id, "scratchpad:write", json!({"note": "after"})).await.code(), 0);
+    assert_eq!(
+        h.call_in(&id, "scratchpad:write", json!({"note": "after"}))
+            .await
+            .code(),
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_exits_cleanly_and_keeps_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}?mode=rwc", dir.path().join("term.db").display());
+    let config = write_config(dir.path(), "term", &store);
+    let first = WharfProcess::start(&config);
+    let s = post(
+        &format!("{}/v1/sessions", first.url),
+        json!({"backend": "scratchpad", "key": "durable"}),
+    )
+    .await;
+    let id = s["data"]["id"].as_str().unwrap().to_string();
+    post(
+        &format!("{}/v1/call", first.url),
+        json!({"tool": "scratchpad:write", "args": {"note": "n"}, "session_id": id}),
+    )
+    .await;
+    assert!(
+        first.terminate(Duration::from_secs(20)),
+        "SIGTERM: a clean exit in time"
+    );
+    let second = WharfProcess::start(&config);
+    let again = post(
+        &format!("{}/v1/sessions", second.url),
+        json!({"backend": "scratchpad", "key": "durable"}),
+    )
+    .await;
+    assert_eq!(
+        again["data"]["id"],
+        id.as_str(),
+        "the session outlived the process"
+    );
+    assert_eq!(again["data"]["data"]["notes"], json!(["n"]));
 }

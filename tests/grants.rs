@@ -4,7 +4,9 @@
 
 use serde_json::json;
 use std::time::{Duration, Instant};
-use wharf_integration_tests::{TestHost, bundled, containers_labelled, docker_ready, start, start_with};
+use wharf_integration_tests::{
+    TestHost, bundled, containers_labelled, docker_ready, start, start_with,
+};
 
 fn probe() -> wharf::config::BackendConfig {
     let mut cfg = bundled("probe");
@@ -24,17 +26,36 @@ async fn ungranted_images_mounts_networks_and_labels_get_4030() {
     let h = two_probes().await;
     let cases = [
         (json!({"image": "ubuntu:latest"}), "grants.images"),
-        (json!({"image": "wharf-sandbox:test", "mounts": ["/etc"]}), "grants.host_mounts"),
-        (json!({"image": "wharf-sandbox:test", "network": "bridge"}), "grants.networks"),
-        (json!({"image": "wharf-sandbox:test", "network": "host"}), "never allowed"),
-        (json!({"image": "wharf-sandbox:test", "labels": [["wharf.session", "forged"]]}), "wharf."),
+        (
+            json!({"image": "wharf-sandbox:test", "mounts": ["/etc"]}),
+            "grants.host_mounts",
+        ),
+        (
+            json!({"image": "wharf-sandbox:test", "network": "bridge"}),
+            "grants.networks",
+        ),
+        (
+            json!({"image": "wharf-sandbox:test", "network": "host"}),
+            "never allowed",
+        ),
+        (
+            json!({"image": "wharf-sandbox:test", "labels": [["wharf.session", "forged"]]}),
+            "wharf.",
+        ),
     ];
     for (args, why) in cases {
         let r = h.call("probe:create", args.clone()).await;
         assert_eq!((r.status, r.code()), (403, 4030), "{args}: {}", r.body);
-        assert!(r.body["message"].as_str().unwrap().contains(why), "{args}: {}", r.body);
+        assert!(
+            r.body["message"].as_str().unwrap().contains(why),
+            "{args}: {}",
+            r.body
+        );
     }
-    assert!(containers_labelled("wharf.backend", "probe").is_empty(), "nothing was created");
+    assert!(
+        containers_labelled("wharf.backend", "probe").is_empty(),
+        "nothing was created"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -43,32 +64,69 @@ async fn a_backend_cannot_touch_another_backends_container() {
         return;
     }
     let h = two_probes().await;
-    let created = h.call("probe:create", json!({"image": "wharf-sandbox:test"})).await;
+    let created = h
+        .call("probe:create", json!({"image": "wharf-sandbox:test"}))
+        .await;
     assert_eq!(created.code(), 0, "{}", created.body);
     let id = created.body["data"]["result"].as_str().unwrap().to_string();
     assert_eq!(id.len(), 64, "full ids");
-    assert_eq!(h.call("probe:inspect", json!({"id": id})).await.body["data"]["result"], id.as_str());
-    assert_eq!(h.call("probe:exec", json!({"id": id, "command": "echo mine"})).await.body["data"]["result"], "mine\n");
+    assert_eq!(
+        h.call("probe:inspect", json!({"id": id})).await.body["data"]["result"],
+        id.as_str()
+    );
+    assert_eq!(
+        h.call("probe:exec", json!({"id": id, "command": "echo mine"}))
+            .await
+            .body["data"]["result"],
+        "mine\n"
+    );
 
-    assert!(h.call("other:inspect", json!({"id": id})).await.body["data"]["result"].is_null(), "not visible to another backend");
-    let exec = h.call("other:exec", json!({"id": id, "command": "echo theirs"})).await;
+    assert!(
+        h.call("other:inspect", json!({"id": id})).await.body["data"]["result"].is_null(),
+        "not visible to another backend"
+    );
+    let exec = h
+        .call("other:exec", json!({"id": id, "command": "echo theirs"}))
+        .await;
     assert_ne!(exec.code(), 0, "{}", exec.body);
-    assert!(exec.body["message"].as_str().unwrap().contains("not found"), "{}", exec.body);
+    assert!(
+        exec.body["message"].as_str().unwrap().contains("not found"),
+        "{}",
+        exec.body
+    );
     h.call("other:remove", json!({"id": id})).await;
-    assert_eq!(h.call("other:list", json!({})).await.body["data"]["result"], json!([]));
-    assert_eq!(containers_labelled("wharf.backend", "probe"), vec![id.clone()], "still there after another backend's remove");
+    assert_eq!(
+        h.call("other:list", json!({})).await.body["data"]["result"],
+        json!([])
+    );
+    assert_eq!(
+        containers_labelled("wharf.backend", "probe"),
+        vec![id.clone()],
+        "still there after another backend's remove"
+    );
     // Prefixes and names are not resolved.
-    assert!(h.call("probe:inspect", json!({"id": &id[..12]})).await.body["data"]["result"].is_null());
+    assert!(
+        h.call("probe:inspect", json!({"id": &id[..12]})).await.body["data"]["result"].is_null()
+    );
 
     let labels = std::process::Command::new("docker")
-        .args(["inspect", "-f", "{{index .Config.Labels \"wharf.backend\"}} {{index .Config.Labels \"wharf.node\"}}", &id])
+        .args([
+            "inspect",
+            "-f",
+            "{{index .Config.Labels \"wharf.backend\"}} {{index .Config.Labels \"wharf.node\"}}",
+            &id,
+        ])
         .output()
         .unwrap();
     let labels = String::from_utf8_lossy(&labels.stdout).to_string();
     assert!(labels.starts_with("probe "), "{labels}");
     assert!(labels.contains(h.wharf.node_id()), "{labels}");
     assert_eq!(h.call("probe:remove", json!({"id": id})).await.code(), 0);
-    assert_eq!(h.call("probe:remove", json!({"id": id})).await.code(), 0, "remove is idempotent");
+    assert_eq!(
+        h.call("probe:remove", json!({"id": id})).await.code(),
+        0,
+        "remove is idempotent"
+    );
     assert!(containers_labelled("wharf.backend", "probe").is_empty());
 }
 
@@ -87,25 +145,50 @@ async fn outbound_http_is_denied_unless_granted_by_name_and_address() {
     let by_name = format!("http://localhost:{}/hello", addr.port());
 
     let mut named_only = bundled("probe");
-    named_only.grants.http_hosts = vec![format!("localhost:{}", addr.port()), "169.254.169.254:*".into()];
+    named_only.grants.http_hosts = vec![
+        format!("localhost:{}", addr.port()),
+        "169.254.169.254:*".into(),
+    ];
     let mut granted = bundled("probe");
-    granted.grants.http_hosts = vec![format!("127.0.0.1:{}", addr.port()), format!("localhost:{}", addr.port())];
+    granted.grants.http_hosts = vec![
+        format!("127.0.0.1:{}", addr.port()),
+        format!("localhost:{}", addr.port()),
+    ];
     granted.grants.http_private_cidrs = vec!["127.0.0.0/8".into(), "::1/128".into()];
-    let h = start(vec![("none", bundled("probe")), ("named", named_only), ("granted", granted)]).await;
+    let h = start(vec![
+        ("none", bundled("probe")),
+        ("named", named_only),
+        ("granted", granted),
+    ])
+    .await;
 
     let r = h.call("none:fetch", json!({"url": url})).await;
     assert_eq!(r.code(), 4030, "no grant at all: {}", r.body);
     // The name is granted, but it resolves to loopback, which is not.
     let r = h.call("named:fetch", json!({"url": by_name})).await;
     assert_eq!(r.code(), 4030, "loopback by name: {}", r.body);
-    let r = h.call("named:fetch", json!({"url": "http://169.254.169.254/latest/meta-data/"})).await;
+    let r = h
+        .call(
+            "named:fetch",
+            json!({"url": "http://169.254.169.254/latest/meta-data/"}),
+        )
+        .await;
     assert_eq!(r.code(), 4030, "metadata address: {}", r.body);
     let r = h.call("granted:fetch", json!({"url": url})).await;
     assert_eq!(r.code(), 0, "{}", r.body);
     assert_eq!(r.body["data"]["result"]["body"], "hello from loopback");
-    assert_eq!(h.call("granted:fetch", json!({"url": by_name})).await.body["data"]["result"]["status"], 200);
+    assert_eq!(
+        h.call("granted:fetch", json!({"url": by_name})).await.body["data"]["result"]["status"],
+        200
+    );
     let other_port = format!("http://127.0.0.1:{}/hello", addr.port() + 1);
-    assert_eq!(h.call("granted:fetch", json!({"url": other_port})).await.code(), 4030, "port not granted");
+    assert_eq!(
+        h.call("granted:fetch", json!({"url": other_port}))
+            .await
+            .code(),
+        4030,
+        "port not granted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,11 +198,21 @@ async fn an_unreachable_docker_engine_answers_5012_quickly() {
     })
     .await;
     let started = Instant::now();
-    let r = h.call("probe:create", json!({"image": "wharf-sandbox:test"})).await;
+    let r = h
+        .call("probe:create", json!({"image": "wharf-sandbox:test"}))
+        .await;
     assert_eq!((r.status, r.code()), (503, 5012), "{}", r.body);
     assert_eq!(r.body["retryable"], true);
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
     let r = h.call("probe:list", json!({})).await;
     assert_eq!(r.code(), 5012);
-    assert_eq!(h.call("echo:ping", json!({})).await.code(), 0, "other backends keep serving");
+    assert_eq!(
+        h.call("echo:ping", json!({})).await.code(),
+        0,
+        "other backends keep serving"
+    );
 }

@@ -25,13 +25,20 @@ async fn trap_answers_5013_and_the_instance_is_replaced() {
     assert_eq!(first.body["data"]["result"], 1);
     let r = h.call("misbehaving:trap", json!({})).await;
     assert_eq!((r.status, r.code()), (500, 5013), "{}", r.body);
-    assert!(r.body["message"].as_str().unwrap().contains("trapped"), "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("trapped"),
+        "{}",
+        r.body
+    );
     let info = h.backend_info("misbehaving").await;
     assert_eq!(counter(&info, "discarded"), 1);
     // A fresh instance serves the next call: its counter starts again.
     let after = h.call("misbehaving:count", json!({})).await;
     assert_eq!(after.code(), 0, "{}", after.body);
-    assert_eq!(after.body["data"]["result"], 1, "the trapped instance must not be reused");
+    assert_eq!(
+        after.body["data"]["result"], 1,
+        "the trapped instance must not be reused"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,7 +47,14 @@ async fn memory_blow_up_answers_5013() {
     let started = Instant::now();
     let r = h.call("misbehaving:hog", json!({})).await;
     assert_eq!((r.status, r.code()), (500, 5013), "{}", r.body);
-    assert!(r.body["message"].as_str().unwrap().contains("out of memory"), "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("out of memory"),
+        "{}",
+        r.body
+    );
     assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(h.call("misbehaving:count", json!({})).await.code(), 0);
 }
@@ -55,7 +69,12 @@ async fn two_infinite_loops_time_out_while_other_backends_keep_answering() {
         // Keep calling echo for as long as the loops run.
         while started.elapsed() < Duration::from_millis(900) {
             let r = h.call("echo:say", json!({"text": "still here"})).await;
-            assert_eq!(r.code(), 0, "a neighbour failed while loops spun: {}", r.body);
+            assert_eq!(
+                r.code(),
+                0,
+                "a neighbour failed while loops spun: {}",
+                r.body
+            );
             ok += 1;
         }
         ok
@@ -63,11 +82,22 @@ async fn two_infinite_loops_time_out_while_other_backends_keep_answering() {
     let (a, b, ok) = tokio::join!(spin(), spin(), neighbours);
     for r in [&a, &b] {
         assert_eq!((r.status, r.code()), (504, 5006), "{}", r.body);
-        assert!(r.body["message"].as_str().unwrap().contains("deadline"), "{}", r.body);
+        assert!(
+            r.body["message"].as_str().unwrap().contains("deadline"),
+            "{}",
+            r.body
+        );
     }
     // Generous bound: the deadline is 1 s; the speed figures belong to the benchmark.
-    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
-    assert!(ok >= 5, "only {ok} neighbour calls completed while two loops spun");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        ok >= 5,
+        "only {ok} neighbour calls completed while two loops spun"
+    );
     let info = h.backend_info("misbehaving").await;
     assert_eq!(counter(&info, "discarded"), 2);
     assert_eq!(h.call("misbehaving:count", json!({})).await.code(), 0);
@@ -77,7 +107,12 @@ async fn two_infinite_loops_time_out_while_other_backends_keep_answering() {
 async fn a_caller_timeout_shorter_than_the_backend_limit_wins() {
     let h = host().await;
     let started = Instant::now();
-    let r = h.post("/v1/call", json!({"tool": "misbehaving:spin", "args": {}, "timeout_ms": 200})).await;
+    let r = h
+        .post(
+            "/v1/call",
+            json!({"tool": "misbehaving:spin", "args": {}, "timeout_ms": 200}),
+        )
+        .await;
     assert_eq!(r.code(), 5006, "{}", r.body);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
@@ -85,7 +120,10 @@ async fn a_caller_timeout_shorter_than_the_backend_limit_wins() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_disconnects_mid_call_leaves_no_broken_instance() {
     let h = host().await;
-    let client = reqwest::Client::builder().timeout(Duration::from_millis(200)).build().unwrap();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
     let gone = client
         .post(format!("{}/v1/call", h.url))
         .json(&json!({"tool": "misbehaving:spin", "args": {}}))
@@ -104,7 +142,9 @@ async fn a_client_that_disconnects_mid_call_leaves_no_broken_instance() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     for _ in 0..8 {
-        let r = h.call("misbehaving:busy", json!({"iterations": 1000})).await;
+        let r = h
+            .call("misbehaving:busy", json!({"iterations": 1000}))
+            .await;
         assert_eq!(r.code(), 0, "{}", r.body);
     }
 }
@@ -118,7 +158,11 @@ async fn instances_are_retired_after_n_calls() {
     let counts: Vec<u64> = {
         let mut v = Vec::new();
         for _ in 0..7 {
-            v.push(h.call("misbehaving:count", json!({})).await.body["data"]["result"].as_u64().unwrap());
+            v.push(
+                h.call("misbehaving:count", json!({})).await.body["data"]["result"]
+                    .as_u64()
+                    .unwrap(),
+            );
         }
         v
     };

@@ -8,7 +8,10 @@ pub const DEFAULT_BACKENDS: &[&str] = &["echo", "text-index", "scratchpad"];
 
 /// The bytes of a bundled backend.
 pub fn wasm(name: &str) -> Option<&'static [u8]> {
-    BUNDLED.iter().find(|(n, _)| *n == name).map(|(_, bytes)| *bytes)
+    BUNDLED
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, bytes)| *bytes)
 }
 
 /// Names of the bundled backends.

@@ -64,7 +64,11 @@ pub enum Command {
 }
 
 /// The configuration `serve` uses: the file if given, else the bundled examples.
-pub fn serve_config(config: Option<PathBuf>, listen: Option<SocketAddr>, data_dir: Option<PathBuf>) -> Result<WharfConfig> {
+pub fn serve_config(
+    config: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+    data_dir: Option<PathBuf>,
+) -> Result<WharfConfig> {
     let mut cfg = match config {
         Some(path) => WharfConfig::load(&path)?,
         None => {
@@ -97,31 +101,57 @@ pub fn serve_config(config: Option<PathBuf>, listen: Option<SocketAddr>, data_di
 /// Runs the command line.
 pub async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Serve { config, listen, data_dir } => {
+        Command::Serve {
+            config,
+            listen,
+            data_dir,
+        } => {
             let cfg = serve_config(config, listen, data_dir)?;
             let started = std::time::Instant::now();
             let wharf = Wharf::from_config(&cfg).await?;
             let server = BoundServer::bind(wharf.clone(), cfg.server.listen).await?;
             let addr = server.local_addr()?;
-            let names: Vec<String> = wharf.backends().iter().map(|b| b.name.to_string()).collect();
+            let names: Vec<String> = wharf
+                .backends()
+                .iter()
+                .map(|b| b.name.to_string())
+                .collect();
             tracing::info!(%addr, backends = ?names, startup_ms = started.elapsed().as_millis() as u64, "wharf is serving");
-            eprintln!("wharf: serving {} on http://{addr} (ready in {} ms)", names.join(", "), started.elapsed().as_millis());
+            eprintln!(
+                "wharf: serving {} on http://{addr} (ready in {} ms)",
+                names.join(", "),
+                started.elapsed().as_millis()
+            );
             server.serve(termination_signal()).await
         }
         Command::Tools { url } => {
             let reply = http_json(reqwest::Client::new().get(format!("{url}/v1/tools"))).await?;
             for tool in reply["data"]["tools"].as_array().into_iter().flatten() {
-                println!("{:<28} {}", tool["name"].as_str().unwrap_or(""), tool["description"].as_str().unwrap_or(""));
+                println!(
+                    "{:<28} {}",
+                    tool["name"].as_str().unwrap_or(""),
+                    tool["description"].as_str().unwrap_or("")
+                );
             }
             Ok(())
         }
-        Command::Call { tool, args, session, url } => {
+        Command::Call {
+            tool,
+            args,
+            session,
+            url,
+        } => {
             let args: Value = serde_json::from_str(&args).context("--args is not valid JSON")?;
             let mut body = json!({ "tool": tool, "args": args });
             if let Some(session) = session {
                 body["session_id"] = json!(session);
             }
-            let reply = http_json(reqwest::Client::new().post(format!("{url}/v1/call")).json(&body)).await?;
+            let reply = http_json(
+                reqwest::Client::new()
+                    .post(format!("{url}/v1/call"))
+                    .json(&body),
+            )
+            .await?;
             println!("{}", serde_json::to_string_pretty(&reply)?);
             if reply["code"].as_u64() != Some(0) {
                 bail!("the call failed with code {}", reply["code"]);
@@ -129,7 +159,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Inspect { file, data_dir } => {
-            let wharf = Wharf::new(crate::config::ServerConfig { data_dir, ..Default::default() }).await?;
+            let wharf = Wharf::new(crate::config::ServerConfig {
+                data_dir,
+                ..Default::default()
+            })
+            .await?;
             let wasm = Wharf::read_wasm(&file)?;
             let description = wharf.inspect(wasm).await?;
             println!("{}", serde_json::to_string_pretty(&description)?);
@@ -139,6 +173,12 @@ pub async fn run(cli: Cli) -> Result<()> {
 }
 
 async fn http_json(request: reqwest::RequestBuilder) -> Result<Value> {
-    let response = request.send().await.context("could not reach the Wharf server (is `wharf serve` running?)")?;
-    response.json::<Value>().await.context("the server's reply is not JSON")
+    let response = request
+        .send()
+        .await
+        .context("could not reach the Wharf server (is `wharf serve` running?)")?;
+    response
+        .json::<Value>()
+        .await
+        .context("the server's reply is not JSON")
 }

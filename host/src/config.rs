@@ -138,14 +138,18 @@ pub struct SessionLimits {
 
 impl Default for SessionLimits {
     fn default() -> Self {
-        Self { idle_ttl_seconds: 1800, max_lifetime_seconds: 0 }
+        Self {
+            idle_ttl_seconds: 1800,
+            max_lifetime_seconds: 0,
+        }
     }
 }
 
 impl WharfConfig {
     /// Reads and parses a config file; relative backend paths become relative to it.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut config = Self::parse(&text, |name| std::env::var(name).ok())
             .with_context(|| format!("in {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
@@ -169,7 +173,10 @@ impl WharfConfig {
             if backend.limits.pool_max == 0 || backend.limits.pool_min > backend.limits.pool_max {
                 bail!("backend `{name}`: limits need 1 <= pool_max and pool_min <= pool_max");
             }
-            backend.grants.validate().map_err(|e| anyhow::anyhow!("backend `{name}`: {e}"))?;
+            backend
+                .grants
+                .validate()
+                .map_err(|e| anyhow::anyhow!("backend `{name}`: {e}"))?;
         }
         Ok(config)
     }
@@ -210,7 +217,9 @@ fn expand_str(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String> 
             let name = &after[..end];
             match env(name) {
                 Some(v) => out.push_str(&v),
-                None => bail!("environment variable `{name}` is not set (referenced as `${{{name}}}`)"),
+                None => {
+                    bail!("environment variable `{name}` is not set (referenced as `${{{name}}}`)")
+                }
             }
             rest = &after[end + 1..];
         } else {
@@ -254,7 +263,13 @@ mod tests {
     fn defaults_and_validation() {
         let c = WharfConfig::parse("", env).unwrap();
         assert_eq!(c.server.listen.to_string(), "127.0.0.1:7420");
-        assert!(WharfConfig::parse("[backends.x]\npath = \"x.wasm\"\nlimits = { pool_max = 0 }\n", env).is_err());
+        assert!(
+            WharfConfig::parse(
+                "[backends.x]\npath = \"x.wasm\"\nlimits = { pool_max = 0 }\n",
+                env
+            )
+            .is_err()
+        );
         assert!(WharfConfig::parse("[backends.x]\npath = \"x.wasm\"\nbogus = 1\n", env).is_err());
     }
 }

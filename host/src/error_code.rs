@@ -77,7 +77,11 @@ const TABLE: &[(Code, u32, u16)] = &[
 
 impl Code {
     fn row(self) -> (Code, u32, u16) {
-        TABLE.iter().copied().find(|(c, _, _)| *c == self).unwrap_or((self, 5013, 500))
+        TABLE
+            .iter()
+            .copied()
+            .find(|(c, _, _)| *c == self)
+            .unwrap_or((self, 5013, 500))
     }
     /// The numeric code sent to clients.
     pub fn as_u32(self) -> u32 {
@@ -97,7 +101,9 @@ impl Code {
     /// else (the host's own codes, which a backend must not forge) becomes 5000.
     pub fn from_backend(n: u32) -> Code {
         match n {
-            4000..=4007 | 5000..=5006 | 4030 | 5012 => Code::from_u32(n).unwrap_or(Code::ExecutionError),
+            4000..=4007 | 5000..=5006 | 4030 | 5012 => {
+                Code::from_u32(n).unwrap_or(Code::ExecutionError)
+            }
             _ => Code::ExecutionError,
         }
     }
@@ -129,9 +135,18 @@ impl WharfError {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
         let retryable = matches!(
             code,
-            Code::Timeout | Code::BackendUnavailable | Code::DependencyFailure | Code::RateLimited | Code::Conflict
+            Code::Timeout
+                | Code::BackendUnavailable
+                | Code::DependencyFailure
+                | Code::RateLimited
+                | Code::Conflict
         );
-        Self { code, message: message.into(), retryable, data: None }
+        Self {
+            code,
+            message: message.into(),
+            retryable,
+            data: None,
+        }
     }
     /// Attaches details.
     pub fn with_data(mut self, data: Value) -> Self {

@@ -6,12 +6,14 @@ mod session_routes;
 use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig, WharfConfig, toml_to_json};
 use crate::error_code::WharfError;
+use crate::runtime::WharfEngine;
 use crate::runtime::bindings;
 use crate::runtime::compile_cache::CompileCache;
 use crate::runtime::host_state::{HostServices, HostState};
 use crate::runtime::instance_pool::PoolSettings;
-use crate::runtime::loaded_backend::{self, LoadedBackend, SessionNeed, ToolCall, ToolDescription, ToolResult};
-use crate::runtime::WharfEngine;
+use crate::runtime::loaded_backend::{
+    self, LoadedBackend, SessionNeed, ToolCall, ToolDescription, ToolResult,
+};
 use crate::sessions::SessionManager;
 use crate::store::StateStore;
 use crate::tool_names::{Resolution, ToolIndex, ToolName};
@@ -111,6 +113,7 @@ pub struct Wharf {
     backends: RwLock<BTreeMap<String, BackendEntry>>,
     tool_index: RwLock<Arc<ToolIndex>>,
     tool_changes: tokio::sync::broadcast::Sender<()>,
+    shutdown: tokio_util::sync::CancellationToken,
     sessions: SessionManager,
     services: Arc<HostServices>,
     node_id: String,
@@ -171,7 +174,10 @@ impl Wharf {
             Some(url) => StateStore::open(url).await?,
             None => StateStore::open_sqlite(&server.data_dir.join("wharf.db")).await?,
         };
-        let services = Arc::new(HostServices { docker, store: Some(store.clone()) });
+        let services = Arc::new(HostServices {
+            docker,
+            store: Some(store.clone()),
+        });
         let wharf = Arc::new_cyclic(|myself| Self {
             services,
             node_id: node_id.clone(),
@@ -181,6 +187,7 @@ impl Wharf {
             backends: RwLock::new(BTreeMap::new()),
             tool_index: RwLock::new(Arc::new(ToolIndex::default())),
             tool_changes: tokio::sync::broadcast::channel(16).0,
+            shutdown: tokio_util::sync::CancellationToken::new(),
             sessions: SessionManager::new(store, node_id.clone(), SESSION_LEASE),
             server,
             myself: myself.clone(),
@@ -194,7 +201,10 @@ impl Wharf {
         let wharf = Self::new(config.server.clone()).await?;
         for (name, backend) in &config.backends {
             if backend.enabled {
-                wharf.load_backend(name, backend.clone()).await.with_context(|| format!("loading backend `{name}`"))?;
+                wharf
+                    .load_backend(name, backend.clone())
+                    .await
+                    .with_context(|| format!("loading backend `{name}`"))?;
             }
         }
         wharf.recover_sessions().await;
@@ -216,7 +226,10 @@ impl Wharf {
     pub fn read_wasm(path: &str) -> Result<Vec<u8>> {
         match path.strip_prefix("bundled:") {
             Some(name) => bundled::wasm(name).map(<[u8]>::to_vec).with_context(|| {
-                format!("no bundled backend `{name}` (bundled: {})", bundled::names().collect::<Vec<_>>().join(", "))
+                format!(
+                    "no bundled backend `{name}` (bundled: {})",
+                    bundled::names().collect::<Vec<_>>().join(", ")
+                )
             }),
             None => std::fs::read(PathBuf::from(path)).with_context(|| format!("reading {path}")),
         }
@@ -224,33 +237,61 @@ impl Wharf {
 
     /// Compiles, describes, warms and registers a backend under `name`, replacing any
     /// backend of that name.
-    pub async fn load_backend(&self, name: &str, config: BackendConfig) -> Result<Arc<LoadedBackend>> {
+    pub async fn load_backend(
+        &self,
+        name: &str,
+        config: BackendConfig,
+    ) -> Result<Arc<LoadedBackend>> {
         let wasm = Arc::new(Self::read_wasm(&config.path)?);
         self.load_backend_bytes(name, wasm, config).await
     }
 
     /// Like [`Wharf::load_backend`], from bytes.
-    pub async fn load_backend_bytes(&self, name: &str, wasm: Arc<Vec<u8>>, config: BackendConfig) -> Result<Arc<LoadedBackend>> {
+    pub async fn load_backend_bytes(
+        &self,
+        name: &str,
+        wasm: Arc<Vec<u8>>,
+        config: BackendConfig,
+    ) -> Result<Arc<LoadedBackend>> {
         anyhow::ensure!(
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
             "backend name `{name}` must be letters, digits, `-` or `_`"
         );
-        let compiled = loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, wasm).await?;
+        let compiled =
+            loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, wasm).await?;
         let limits = &config.limits;
-        let memory_limit = (limits.memory_mb << 20).min(crate::runtime::engine::MAX_MEMORY_BYTES) as usize;
+        let memory_limit =
+            (limits.memory_mb << 20).min(crate::runtime::engine::MAX_MEMORY_BYTES) as usize;
         let settings = PoolSettings {
             min: limits.pool_min,
             max: limits.pool_max,
             retire_after_calls: limits.retire_after_calls.max(1),
-            memory_high_water_bytes: ((limits.memory_high_water_mb << 20) as usize).min(memory_limit),
+            memory_high_water_bytes: ((limits.memory_high_water_mb << 20) as usize)
+                .min(memory_limit),
             memory_limit_bytes: memory_limit,
             queue_timeout: Duration::from_millis(limits.queue_timeout_ms),
             hook_timeout: Duration::from_millis(limits.call_timeout_ms),
         };
-        let warmup_config = config.config.as_ref().map(toml_to_json).unwrap_or(Value::Null);
+        let warmup_config = config
+            .config
+            .as_ref()
+            .map(toml_to_json)
+            .unwrap_or(Value::Null);
         let grants = Arc::new(config.grants.clone());
-        let loaded =
-            Arc::new(LoadedBackend::start(name, compiled, settings, warmup_config, grants, self.services.clone()).await?);
+        let loaded = Arc::new(
+            LoadedBackend::start(
+                name,
+                compiled,
+                settings,
+                warmup_config,
+                grants,
+                self.services.clone(),
+            )
+            .await?,
+        );
         tracing::info!(
             backend = name,
             version = %loaded.description.version,
@@ -260,8 +301,17 @@ impl Wharf {
             "backend loaded"
         );
         let previous = {
-            let mut backends = self.backends.write().map_err(|_| anyhow::anyhow!("backend table lock poisoned"))?;
-            backends.insert(name.to_string(), BackendEntry { loaded: loaded.clone(), config })
+            let mut backends = self
+                .backends
+                .write()
+                .map_err(|_| anyhow::anyhow!("backend table lock poisoned"))?;
+            backends.insert(
+                name.to_string(),
+                BackendEntry {
+                    loaded: loaded.clone(),
+                    config,
+                },
+            )
         };
         self.rebuild_tool_index();
         if let Some(previous) = previous {
@@ -272,7 +322,13 @@ impl Wharf {
 
     /// Compiles and describes a component without loading it (for `wharf inspect`).
     pub async fn inspect(&self, wasm: Vec<u8>) -> Result<loaded_backend::BackendDescription> {
-        let compiled = loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, Arc::new(wasm)).await?;
+        let compiled = loaded_backend::compile(
+            self.engine.engine(),
+            &self.linker,
+            &self.cache,
+            Arc::new(wasm),
+        )
+        .await?;
         Ok(compiled.description)
     }
 
@@ -291,7 +347,10 @@ impl Wharf {
 
     /// Every loaded backend, by name.
     pub fn backends(&self) -> Vec<Arc<LoadedBackend>> {
-        self.backends.read().map(|b| b.values().map(|e| e.loaded.clone()).collect()).unwrap_or_default()
+        self.backends
+            .read()
+            .map(|b| b.values().map(|e| e.loaded.clone()).collect())
+            .unwrap_or_default()
     }
 
     /// One backend, or 5011.
@@ -301,11 +360,17 @@ impl Wharf {
             .map_err(|_| poisoned())?
             .get(name)
             .map(|e| e.loaded.clone())
-            .ok_or_else(|| WharfError::backend_unavailable(format!("backend `{name}` is not loaded")))
+            .ok_or_else(|| {
+                WharfError::backend_unavailable(format!("backend `{name}` is not loaded"))
+            })
     }
 
     pub(crate) fn backend_config(&self, name: &str) -> Option<BackendConfig> {
-        self.backends.read().ok()?.get(name).map(|e| e.config.clone())
+        self.backends
+            .read()
+            .ok()?
+            .get(name)
+            .map(|e| e.config.clone())
     }
 
     fn rebuild_tool_index(&self) {
@@ -314,6 +379,12 @@ impl Wharf {
             *index = Arc::new(ToolIndex::new(names));
         }
         let _ = self.tool_changes.send(());
+    }
+
+    /// Cancelled when the server begins to shut down: long-lived streams (MCP event
+    /// streams) end so a graceful shutdown does not wait on them forever.
+    pub fn shutdown_token(&self) -> &tokio_util::sync::CancellationToken {
+        &self.shutdown
     }
 
     /// Notified whenever the set of tools changes (a backend loaded, replaced or unloaded).
@@ -327,7 +398,10 @@ impl Wharf {
         for backend in self.backends() {
             for tool in &backend.description.tools {
                 out.push((
-                    ToolName { backend: backend.name.to_string(), action: tool.action.clone() },
+                    ToolName {
+                        backend: backend.name.to_string(),
+                        action: tool.action.clone(),
+                    },
                     backend.description.version.clone(),
                     tool.clone(),
                 ));
@@ -337,14 +411,19 @@ impl Wharf {
     }
 
     /// Resolves a tool name (aliases, short names) to its backend and action.
-    pub fn resolve_tool(&self, requested: &str) -> Result<(Arc<LoadedBackend>, String), WharfError> {
+    pub fn resolve_tool(
+        &self,
+        requested: &str,
+    ) -> Result<(Arc<LoadedBackend>, String), WharfError> {
         let index = self.tool_index.read().map_err(|_| poisoned())?.clone();
         match index.resolve(requested) {
             Resolution::Found(name) => {
                 let backend = self.backend(&name.backend)?;
                 match backend.tool(&name.action) {
                     Some(_) => Ok((backend, name.action)),
-                    None => Err(WharfError::invalid_request(format!("unknown tool `{requested}`"))),
+                    None => Err(WharfError::invalid_request(format!(
+                        "unknown tool `{requested}`"
+                    ))),
                 }
             }
             Resolution::Unknown => Err(WharfError::invalid_request(format!(
@@ -359,15 +438,30 @@ impl Wharf {
     }
 
     /// Runs a tool for `tenant`.
-    pub async fn call(&self, tenant: &str, request: CallRequest, trace_id: Option<String>) -> Result<CallOutcome, (WharfError, CallPlace)> {
-        let mut place = CallPlace { session_id: request.session_id.clone(), ..CallPlace::default() };
-        let (backend, action) = self.resolve_tool(&request.tool).map_err(|e| (e, place.clone()))?;
+    pub async fn call(
+        &self,
+        tenant: &str,
+        request: CallRequest,
+        trace_id: Option<String>,
+    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        let mut place = CallPlace {
+            session_id: request.session_id.clone(),
+            ..CallPlace::default()
+        };
+        let (backend, action) = self
+            .resolve_tool(&request.tool)
+            .map_err(|e| (e, place.clone()))?;
         place.tool = Some(format!("{}:{action}", backend.name));
         place.backend = Some(backend.name.to_string());
         let Some(tool) = backend.tool(&action) else {
-            return Err((WharfError::invalid_request(format!("unknown tool `{}`", request.tool)), place));
+            return Err((
+                WharfError::invalid_request(format!("unknown tool `{}`", request.tool)),
+                place,
+            ));
         };
-        self.call_resolved(tenant, &backend, tool, request, trace_id).await.map_err(|e| (e, place.clone()))
+        self.call_resolved(tenant, &backend, tool, request, trace_id)
+            .await
+            .map_err(|e| (e, place.clone()))
     }
 
     async fn call_resolved(
@@ -380,7 +474,10 @@ impl Wharf {
     ) -> Result<CallOutcome, WharfError> {
         backend.validate_args(&tool.action, &request.args)?;
         let limit = backend.pool.settings().hook_timeout;
-        let timeout = request.timeout_ms.map(Duration::from_millis).map_or(limit, |t| t.min(limit));
+        let timeout = request
+            .timeout_ms
+            .map(Duration::from_millis)
+            .map_or(limit, |t| t.min(limit));
         let canonical = format!("{}:{}", backend.name, tool.action);
         let session_id = match (&request.session_id, tool.session) {
             (_, SessionNeed::None) => None,
@@ -401,9 +498,20 @@ impl Wharf {
         }
         let Some(session_id) = session_id else {
             let result = backend
-                .call_tool(ToolCall { action: tool.action.clone(), args: request.args, session: None, timeout, trace_id })
+                .call_tool(ToolCall {
+                    action: tool.action.clone(),
+                    args: request.args,
+                    session: None,
+                    timeout,
+                    trace_id,
+                })
                 .await?;
-            return Ok(CallOutcome { tool: canonical, backend: backend.name.to_string(), session_id: None, result });
+            return Ok(CallOutcome {
+                tool: canonical,
+                backend: backend.name.to_string(),
+                session_id: None,
+                result,
+            });
         };
         let record = self.sessions.get(tenant, &session_id).await?;
         if record.backend != *backend.name {
@@ -418,14 +526,26 @@ impl Wharf {
         let record = self.sessions.get(tenant, &session_id).await?;
         let result = if backend.is_resource_backend() {
             backend
-                .call_tool(ToolCall { action: tool.action.clone(), args: request.args, session: Some(record.view()), timeout, trace_id })
+                .call_tool(ToolCall {
+                    action: tool.action.clone(),
+                    args: request.args,
+                    session: Some(record.view()),
+                    timeout,
+                    trace_id,
+                })
                 .await
         } else {
-            crate::sandbox_toolset::call(backend, &record, &tool.action, request.args, timeout).await
+            crate::sandbox_toolset::call(backend, &record, &tool.action, request.args, timeout)
+                .await
         };
         let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());
         self.sessions.finish_call(&record, new_data).await?;
-        Ok(CallOutcome { tool: canonical, backend: backend.name.to_string(), session_id: Some(session_id), result: result? })
+        Ok(CallOutcome {
+            tool: canonical,
+            backend: backend.name.to_string(),
+            session_id: Some(session_id),
+            result: result?,
+        })
     }
 
     /// Drains every backend (runs `shutdown` on idle instances). Sessions are kept.

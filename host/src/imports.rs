@@ -13,12 +13,20 @@ use crate::runtime::bindings::wit_types;
 
 /// A WIT error for the guest.
 pub fn guest_error(code: Code, message: impl Into<String>) -> wit_types::Error {
-    wit_types::Error { code: code.as_u32(), message: message.into(), retryable: false, data: None }
+    wit_types::Error {
+        code: code.as_u32(),
+        message: message.into(),
+        retryable: false,
+        data: None,
+    }
 }
 
 /// The answer of an import whose capability the operator has not granted this backend.
 pub fn not_granted(what: &str) -> wit_types::Error {
-    guest_error(Code::Forbidden, format!("{what} is not granted to this backend"))
+    guest_error(
+        Code::Forbidden,
+        format!("{what} is not granted to this backend"),
+    )
 }
 
 impl wit_types::Host for crate::runtime::host_state::HostState {}

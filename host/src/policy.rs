@@ -135,7 +135,10 @@ impl Grants {
     pub fn check_container(&self, req: &ContainerRequest<'_>) -> Result<EffectiveLimits, Denial> {
         self.check_image(req.image)?;
         if req.backend_containers >= self.max_containers {
-            return Err(Denial(format!("the backend already has {} containers (grants.max_containers)", req.backend_containers)));
+            return Err(Denial(format!(
+                "the backend already has {} containers (grants.max_containers)",
+                req.backend_containers
+            )));
         }
         if req.session_containers >= self.max_containers_per_session {
             return Err(Denial(format!(
@@ -145,34 +148,53 @@ impl Grants {
         }
         let cpu = req.cpu_millis.unwrap_or(self.max_cpu_millis);
         if cpu > self.max_cpu_millis {
-            return Err(Denial(format!("{cpu} milli-CPUs asked, {} granted (grants.max_cpu_millis)", self.max_cpu_millis)));
+            return Err(Denial(format!(
+                "{cpu} milli-CPUs asked, {} granted (grants.max_cpu_millis)",
+                self.max_cpu_millis
+            )));
         }
         let max_memory = self.max_memory_mb << 20;
         let memory = req.memory_bytes.unwrap_or(max_memory);
         if memory > max_memory {
-            return Err(Denial(format!("{} MiB asked, {} MiB granted (grants.max_memory_mb)", memory >> 20, self.max_memory_mb)));
+            return Err(Denial(format!(
+                "{} MiB asked, {} MiB granted (grants.max_memory_mb)",
+                memory >> 20,
+                self.max_memory_mb
+            )));
         }
         let pids = req.pids_limit.unwrap_or(self.max_pids);
         if pids > self.max_pids {
-            return Err(Denial(format!("{pids} processes asked, {} granted (grants.max_pids)", self.max_pids)));
+            return Err(Denial(format!(
+                "{pids} processes asked, {} granted (grants.max_pids)",
+                self.max_pids
+            )));
         }
         for mount in &req.host_mounts {
             self.check_mount(mount)?;
         }
         self.check_network(req.network)?;
-        Ok(EffectiveLimits { cpu_millis: cpu, memory_bytes: memory, pids_limit: pids })
+        Ok(EffectiveLimits {
+            cpu_millis: cpu,
+            memory_bytes: memory,
+            pids_limit: pids,
+        })
     }
 
     /// Checks a host path to mount: absolute, no `..`, under a granted path.
     pub fn check_mount(&self, host_path: &str) -> Result<(), Denial> {
         let path = Path::new(host_path);
         if !path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
-            return Err(Denial(format!("mount `{host_path}` must be an absolute path without `..`")));
+            return Err(Denial(format!(
+                "mount `{host_path}` must be an absolute path without `..`"
+            )));
         }
         if self.host_mounts.iter().any(|g| path.starts_with(g)) {
             Ok(())
         } else {
-            Err(Denial(format!("host path `{host_path}` is not granted (grants.host_mounts = {:?})", self.host_mounts)))
+            Err(Denial(format!(
+                "host path `{host_path}` is not granted (grants.host_mounts = {:?})",
+                self.host_mounts
+            )))
         }
     }
 
@@ -189,7 +211,10 @@ impl Grants {
         if self.networks.iter().any(|n| n == name) {
             Ok(())
         } else {
-            Err(Denial(format!("network `{name}` is not granted (grants.networks = {:?})", self.networks)))
+            Err(Denial(format!(
+                "network `{name}` is not granted (grants.networks = {:?})",
+                self.networks
+            )))
         }
     }
 
@@ -198,12 +223,16 @@ impl Grants {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         let host = host.trim_start_matches('[').trim_end_matches(']');
         self.http_hosts.iter().any(|pattern| {
-            let Some((p_host, p_port)) = pattern.rsplit_once(':') else { return false };
+            let Some((p_host, p_port)) = pattern.rsplit_once(':') else {
+                return false;
+            };
             let port_ok = p_port == "*" || p_port.parse::<u16>().is_ok_and(|p| p == port);
             let p_host = p_host.to_ascii_lowercase();
             let host_ok = p_host == "*"
                 || p_host == host
-                || p_host.strip_prefix("*.").is_some_and(|suffix| host.ends_with(&format!(".{suffix}")));
+                || p_host
+                    .strip_prefix("*.")
+                    .is_some_and(|suffix| host.ends_with(&format!(".{suffix}")));
             port_ok && host_ok
         })
     }
@@ -216,13 +245,17 @@ impl Grants {
         if !is_restricted(ip) {
             return true;
         }
-        self.http_private_cidrs.iter().filter_map(|c| c.parse::<IpNet>().ok()).any(|net| net.contains(&ip))
+        self.http_private_cidrs
+            .iter()
+            .filter_map(|c| c.parse::<IpNet>().ok())
+            .any(|net| net.contains(&ip))
     }
 
     /// Checks that every configured CIDR parses.
     pub fn validate(&self) -> Result<(), Denial> {
         for cidr in &self.http_private_cidrs {
-            cidr.parse::<IpNet>().map_err(|e| Denial(format!("grants.http_private_cidrs: `{cidr}`: {e}")))?;
+            cidr.parse::<IpNet>()
+                .map_err(|e| Denial(format!("grants.http_private_cidrs: `{cidr}`: {e}")))?;
         }
         Ok(())
     }
@@ -231,7 +264,10 @@ impl Grants {
 /// IPv4-mapped IPv6 (`::ffff:a.b.c.d`) as plain IPv4.
 pub fn normalize(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     }
 }
@@ -273,7 +309,11 @@ mod tests {
             images: vec!["wharf-sandbox:*".into(), "busybox:1.36".into()],
             host_mounts: vec!["/srv/data".into()],
             networks: vec!["bridge".into()],
-            http_hosts: vec!["api.example.com:443".into(), "*.example.org:*".into(), "127.0.0.1:8080".into()],
+            http_hosts: vec![
+                "api.example.com:443".into(),
+                "*.example.org:*".into(),
+                "127.0.0.1:8080".into(),
+            ],
             http_private_cidrs: vec!["127.0.0.0/8".into()],
             ..Grants::default()
         }
@@ -305,10 +345,25 @@ mod tests {
         assert!(g.check_mount("/srv/database").is_err());
         assert!(g.check_mount("relative").is_err());
         assert!(g.check_network(&NetworkRequest::Bridge).is_ok());
-        assert!(g.check_network(&NetworkRequest::Named("host".into())).is_err());
-        assert!(g.check_network(&NetworkRequest::Named("container:abc".into())).is_err());
-        assert!(g.check_network(&NetworkRequest::Named("other".into())).unwrap_err().0.contains("grants.networks"));
-        assert!(Grants::default().check_network(&NetworkRequest::Bridge).is_err());
+        assert!(
+            g.check_network(&NetworkRequest::Named("host".into()))
+                .is_err()
+        );
+        assert!(
+            g.check_network(&NetworkRequest::Named("container:abc".into()))
+                .is_err()
+        );
+        assert!(
+            g.check_network(&NetworkRequest::Named("other".into()))
+                .unwrap_err()
+                .0
+                .contains("grants.networks")
+        );
+        assert!(
+            Grants::default()
+                .check_network(&NetworkRequest::Bridge)
+                .is_err()
+        );
     }
 
     #[test]
@@ -319,10 +374,20 @@ mod tests {
         let limits = g.check_container(&r).unwrap();
         assert_eq!(limits.memory_bytes, 2048 << 20);
         r.memory_bytes = Some(4096 << 20);
-        assert!(g.check_container(&r).unwrap_err().0.contains("max_memory_mb"));
+        assert!(
+            g.check_container(&r)
+                .unwrap_err()
+                .0
+                .contains("max_memory_mb")
+        );
         r.memory_bytes = Some(64 << 20);
         r.cpu_millis = Some(8000);
-        assert!(g.check_container(&r).unwrap_err().0.contains("max_cpu_millis"));
+        assert!(
+            g.check_container(&r)
+                .unwrap_err()
+                .0
+                .contains("max_cpu_millis")
+        );
         r.cpu_millis = None;
         r.session_containers = 4;
         assert!(g.check_container(&r).unwrap_err().0.contains("per_session"));
@@ -339,10 +404,27 @@ mod tests {
         assert!(!g.http_host_allowed("evil-example.org", 443));
         assert!(g.http_host_allowed("127.0.0.1", 8080));
         let d = Grants::default();
-        for ip in ["127.0.0.1", "10.0.0.1", "172.16.3.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254"] {
+        for ip in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.3.4",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+        ] {
             assert!(!d.ip_allowed(ip.parse().unwrap()), "{ip} must be refused");
         }
-        for ip in ["93.184.216.34", "2606:2800:220:1::1", "::ffff:93.184.216.34"] {
+        for ip in [
+            "93.184.216.34",
+            "2606:2800:220:1::1",
+            "::ffff:93.184.216.34",
+        ] {
             assert!(d.ip_allowed(ip.parse().unwrap()), "{ip} is public");
         }
         assert!(g.ip_allowed("127.0.0.1".parse().unwrap()));

@@ -2,12 +2,27 @@
 
 use serde_json::Value;
 
-const SECRET_WORDS: &[&str] = &["secret", "token", "password", "passwd", "api_key", "apikey", "key", "credential", "auth"];
+const SECRET_WORDS: &[&str] = &[
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "api_key",
+    "apikey",
+    "key",
+    "credential",
+    "auth",
+];
 
 /// Whether a config key names a secret.
 pub fn looks_secret(key: &str) -> bool {
     let k = key.to_ascii_lowercase().replace('-', "_");
-    SECRET_WORDS.iter().any(|w| k == *w || k.ends_with(&format!("_{w}")) || k.starts_with(&format!("{w}_")) || k.contains(w) && *w != "key")
+    SECRET_WORDS.iter().any(|w| {
+        k == *w
+            || k.ends_with(&format!("_{w}"))
+            || k.starts_with(&format!("{w}_"))
+            || k.contains(w) && *w != "key"
+    })
 }
 
 /// A copy of `value` with secret-looking entries replaced.
@@ -16,7 +31,11 @@ pub fn redact(value: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let v = if looks_secret(k) && !v.is_object() { Value::String("***".into()) } else { redact(v) };
+                    let v = if looks_secret(k) && !v.is_object() {
+                        Value::String("***".into())
+                    } else {
+                        redact(v)
+                    };
                     (k.clone(), v)
                 })
                 .collect(),

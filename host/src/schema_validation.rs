@@ -24,7 +24,10 @@ impl ArgsValidator {
     /// Checks `args`.
     pub fn validate(&self, args: &Value) -> Result<(), WharfError> {
         if !args.is_object() {
-            return Err(WharfError::new(Code::InvalidType, "`args` must be a JSON object"));
+            return Err(WharfError::new(
+                Code::InvalidType,
+                "`args` must be a JSON object",
+            ));
         }
         if self.validator.is_valid(args) {
             return Ok(());
@@ -35,25 +38,42 @@ impl ArgsValidator {
             match error.kind() {
                 ValidationErrorKind::Required { property } => {
                     let path = error.instance_path().to_string();
-                    let name = property.as_str().map(str::to_string).unwrap_or_else(|| property.to_string());
-                    missing.push(if path.is_empty() { name } else { format!("{path}/{name}") });
+                    let name = property
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| property.to_string());
+                    missing.push(if path.is_empty() {
+                        name
+                    } else {
+                        format!("{path}/{name}")
+                    });
                 }
                 _ => {
                     let path = error.instance_path().to_string();
-                    let at = if path.is_empty() { "args".to_string() } else { path };
+                    let at = if path.is_empty() {
+                        "args".to_string()
+                    } else {
+                        path
+                    };
                     invalid.push(format!("{at}: {error}"));
                 }
             }
         }
         if !missing.is_empty() {
             missing.truncate(MAX_LISTED);
-            return Err(WharfError::new(Code::MissingField, format!("missing required field(s): {}", missing.join(", ")))
-                .with_data(serde_json::json!({ "missing": missing })));
+            return Err(WharfError::new(
+                Code::MissingField,
+                format!("missing required field(s): {}", missing.join(", ")),
+            )
+            .with_data(serde_json::json!({ "missing": missing })));
         }
         if !invalid.is_empty() {
             invalid.truncate(MAX_LISTED);
-            return Err(WharfError::new(Code::InvalidType, format!("invalid arguments: {}", invalid.join("; ")))
-                .with_data(serde_json::json!({ "errors": invalid })));
+            return Err(WharfError::new(
+                Code::InvalidType,
+                format!("invalid arguments: {}", invalid.join("; ")),
+            )
+            .with_data(serde_json::json!({ "errors": invalid })));
         }
         Ok(())
     }
@@ -84,7 +104,12 @@ mod tests {
         let e = v.validate(&json!({"text": 5})).unwrap_err();
         assert_eq!(e.code, Code::InvalidType);
         assert!(e.message.contains("/text"), "{}", e.message);
-        assert_eq!(v.validate(&json!({"text": "a", "extra": 1})).unwrap_err().code, Code::InvalidType);
+        assert_eq!(
+            v.validate(&json!({"text": "a", "extra": 1}))
+                .unwrap_err()
+                .code,
+            Code::InvalidType
+        );
         assert_eq!(v.validate(&json!([1])).unwrap_err().code, Code::InvalidType);
     }
 }

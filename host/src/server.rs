@@ -7,6 +7,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
+/// How long in-flight requests may run after a shutdown signal.
+pub const DRAIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A server bound to its address.
 pub struct BoundServer {
     listener: TcpListener,
@@ -16,7 +19,9 @@ pub struct BoundServer {
 impl BoundServer {
     /// Binds `addr` (port 0 picks a free port).
     pub async fn bind(wharf: Arc<Wharf>, addr: SocketAddr) -> Result<Self> {
-        let listener = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
         Ok(Self { listener, wharf })
     }
 
@@ -28,7 +33,22 @@ impl BoundServer {
     /// Serves until `shutdown` resolves, then drains the backends.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         let app = crate::api::router(self.wharf.clone());
-        axum::serve(self.listener, app).with_graceful_shutdown(shutdown).await?;
+        let token = self.wharf.shutdown_token().clone();
+        let signalled = token.clone();
+        let serving = axum::serve(self.listener, app).with_graceful_shutdown(async move {
+            shutdown.await;
+            token.cancel();
+        });
+        // In-flight calls get a deadline to finish; then the process goes anyway (sessions
+        // are durable, so nothing is lost).
+        let deadline = async move {
+            signalled.cancelled().await;
+            tokio::time::sleep(DRAIN_DEADLINE).await;
+        };
+        tokio::select! {
+            served = serving => served?,
+            () = deadline => tracing::warn!("in-flight requests did not finish within {DRAIN_DEADLINE:?}; exiting"),
+        }
         self.wharf.shutdown().await;
         Ok(())
     }

@@ -22,7 +22,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Who a session belongs to and what it is for.
@@ -79,7 +82,8 @@ pub struct SessionRecord {
 impl SessionRecord {
     /// When the session expires if nothing touches it.
     pub fn expires_at_ms(&self) -> Option<u64> {
-        let idle = (self.idle_ttl_seconds > 0).then(|| self.last_activity_ms + self.idle_ttl_seconds * 1000);
+        let idle = (self.idle_ttl_seconds > 0)
+            .then(|| self.last_activity_ms + self.idle_ttl_seconds * 1000);
         match (idle, self.max_expires_at_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -99,18 +103,30 @@ impl SessionRecord {
 
     /// Identity.
     pub fn identity(&self) -> SessionIdentity {
-        SessionIdentity { tenant: self.tenant.clone(), backend: self.backend.clone(), key: self.key.clone() }
+        SessionIdentity {
+            tenant: self.tenant.clone(),
+            backend: self.backend.clone(),
+            key: self.key.clone(),
+        }
     }
 }
 
 type LockMap<K> = Mutex<HashMap<K, Arc<tokio::sync::Mutex<()>>>>;
+
+/// Records this node has seen, by id and by identity; each is checked against the store's
+/// generation before it is trusted.
+#[derive(Default)]
+struct SessionCache {
+    by_id: HashMap<String, SessionRecord>,
+    by_identity: HashMap<SessionIdentity, String>,
+}
 
 /// Sessions of this node: the store, a cache validated by generation, and local locks.
 pub struct SessionManager {
     store: StateStore,
     node: String,
     lease: Duration,
-    cache: Mutex<HashMap<String, SessionRecord>>,
+    cache: Mutex<SessionCache>,
     call_locks: LockMap<String>,
     creation_locks: LockMap<SessionIdentity>,
 }
@@ -149,17 +165,31 @@ impl SessionManager {
 
     fn cache_put(&self, record: &SessionRecord) {
         if let Ok(mut cache) = self.cache.lock() {
-            cache.insert(record.id.clone(), record.clone());
+            cache
+                .by_identity
+                .insert(record.identity(), record.id.clone());
+            cache.by_id.insert(record.id.clone(), record.clone());
         }
     }
 
+    fn cache_find(&self, identity: &SessionIdentity) -> Option<SessionRecord> {
+        let cache = self.cache.lock().ok()?;
+        cache
+            .by_identity
+            .get(identity)
+            .and_then(|id| cache.by_id.get(id))
+            .cloned()
+    }
+
     fn cache_get(&self, id: &str) -> Option<SessionRecord> {
-        self.cache.lock().ok()?.get(id).cloned()
+        self.cache.lock().ok()?.by_id.get(id).cloned()
     }
 
     fn cache_drop(&self, id: &str) {
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.remove(id);
+        if let Ok(mut cache) = self.cache.lock()
+            && let Some(record) = cache.by_id.remove(id)
+        {
+            cache.by_identity.remove(&record.identity());
         }
     }
 
@@ -169,14 +199,19 @@ impl SessionManager {
         Ok(locks.entry(id.to_string()).or_default().clone())
     }
 
-    fn creation_lock(&self, identity: &SessionIdentity) -> Result<Arc<tokio::sync::Mutex<()>>, WharfError> {
+    fn creation_lock(
+        &self,
+        identity: &SessionIdentity,
+    ) -> Result<Arc<tokio::sync::Mutex<()>>, WharfError> {
         let mut locks = self.creation_locks.lock().map_err(|_| poisoned())?;
         Ok(locks.entry(identity.clone()).or_default().clone())
     }
 
     fn release_creation_lock(&self, identity: &SessionIdentity) {
         if let Ok(mut locks) = self.creation_locks.lock()
-            && locks.get(identity).is_some_and(|l| Arc::strong_count(l) == 1)
+            && locks
+                .get(identity)
+                .is_some_and(|l| Arc::strong_count(l) == 1)
         {
             locks.remove(identity);
         }
@@ -187,7 +222,9 @@ impl SessionManager {
     pub async fn get(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
         if let Some(cached) = self.cache_get(id).filter(|r| r.tenant == tenant) {
             match self.store.session_generation(id).await? {
-                Some((generation, SessionState::Ready)) if generation == cached.generation => return Ok(cached),
+                Some((generation, SessionState::Ready)) if generation == cached.generation => {
+                    return Ok(cached);
+                }
                 Some(_) => {}
                 None => {
                     self.cache_drop(id);
@@ -195,19 +232,33 @@ impl SessionManager {
                 }
             }
         }
-        let record = self.store.get_session(id).await?.filter(|r| r.tenant == tenant).ok_or_else(|| not_found(id))?;
+        let record = self
+            .store
+            .get_session(id)
+            .await?
+            .filter(|r| r.tenant == tenant)
+            .ok_or_else(|| not_found(id))?;
         match record.state {
             SessionState::Ready => {
                 self.cache_put(&record);
                 Ok(record)
             }
-            SessionState::Creating => Err(WharfError::session_not_found(format!("session `{id}` is not initialized yet"))),
-            SessionState::Releasing => Err(WharfError::session_not_found(format!("session `{id}` is being released"))),
+            SessionState::Creating => Err(WharfError::session_not_found(format!(
+                "session `{id}` is not initialized yet"
+            ))),
+            SessionState::Releasing => Err(WharfError::session_not_found(format!(
+                "session `{id}` is being released"
+            ))),
         }
     }
 
     /// Sessions of a tenant, optionally filtered.
-    pub async fn list(&self, tenant: &str, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
+    pub async fn list(
+        &self,
+        tenant: &str,
+        backend: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<Vec<SessionRecord>, WharfError> {
         self.store.list_sessions(Some(tenant), backend, key).await
     }
 
@@ -224,10 +275,18 @@ impl SessionManager {
     /// After a call: records activity and, when the tool changed it, the new data
     /// (compare-and-set on the generation read before the call; 4090 if another node
     /// changed the session meanwhile).
-    pub async fn finish_call(&self, record: &SessionRecord, new_data: Option<Value>) -> Result<(), WharfError> {
+    pub async fn finish_call(
+        &self,
+        record: &SessionRecord,
+        new_data: Option<Value>,
+    ) -> Result<(), WharfError> {
         let now = now_ms() as i64;
         match new_data {
-            Some(data) => match self.store.update_data(&record.id, record.generation, &data, now).await? {
+            Some(data) => match self
+                .store
+                .update_data(&record.id, record.generation, &data, now)
+                .await?
+            {
                 Some(generation) => {
                     let mut updated = record.clone();
                     updated.data = data;
@@ -240,14 +299,17 @@ impl SessionManager {
                     self.cache_drop(&record.id);
                     Err(WharfError::new(
                         Code::Conflict,
-                        format!("session `{}` was changed by another call meanwhile; its new data was not saved", record.id),
+                        format!(
+                            "session `{}` was changed by another call meanwhile; its new data was not saved",
+                            record.id
+                        ),
                     ))
                 }
             },
             None => {
                 self.store.touch(&record.id, now).await?;
                 if let Ok(mut cache) = self.cache.lock()
-                    && let Some(cached) = cache.get_mut(&record.id)
+                    && let Some(cached) = cache.by_id.get_mut(&record.id)
                 {
                     cached.last_activity_ms = now as u64;
                 }

@@ -37,7 +37,11 @@ pub struct StateStore {
 
 /// A store failure as the API sees it: a dependency is down (5012), retryable.
 pub fn unavailable(err: impl std::fmt::Display) -> WharfError {
-    WharfError::new(Code::DependencyFailure, format!("the state store is unavailable: {err}")).retryable(true)
+    WharfError::new(
+        Code::DependencyFailure,
+        format!("the state store is unavailable: {err}"),
+    )
+    .retryable(true)
 }
 
 impl StateStore {
@@ -59,7 +63,9 @@ impl StateStore {
             .await
             .with_context(|| format!("connecting to the state store {}", redact_url(url)))?;
         let store = Self { pool, engine };
-        migrations::run(&store).await.context("migrating the state store")?;
+        migrations::run(&store)
+            .await
+            .context("migrating the state store")?;
         Ok(store)
     }
 
@@ -98,7 +104,10 @@ mod tests {
 
     #[test]
     fn passwords_are_redacted() {
-        assert_eq!(redact_url("postgres://wharf:s3cret@db:5432/wharf"), "postgres://wharf:***@db:5432/wharf");
+        assert_eq!(
+            redact_url("postgres://wharf:s3cret@db:5432/wharf"),
+            "postgres://wharf:***@db:5432/wharf"
+        );
         assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 }

@@ -19,7 +19,13 @@ impl ToolName {
     pub fn mcp_name(&self) -> String {
         let raw = format!("{}_{}", self.backend, self.action);
         raw.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .take(64)
             .collect()
     }
@@ -46,7 +52,11 @@ pub struct ToolIndex {
 impl ToolIndex {
     /// An index over `names`.
     pub fn new(names: Vec<ToolName>) -> Self {
-        let exact = names.iter().enumerate().map(|(i, n)| (n.canonical(), i)).collect();
+        let exact = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.canonical(), i))
+            .collect();
         Self { names, exact }
     }
     /// Resolves a requested name (see [`resolve`]).
@@ -61,7 +71,10 @@ impl ToolIndex {
 /// Resolves `requested` among `tools`. Exact `backend:action` wins; otherwise every split
 /// at a `:`, `.`, `_` or `-` is tried (backend names may themselves contain `-` or `_`),
 /// and finally a bare action name that only one backend has.
-pub fn resolve<'a>(requested: &str, tools: impl IntoIterator<Item = &'a ToolName> + Clone) -> Resolution {
+pub fn resolve<'a>(
+    requested: &str,
+    tools: impl IntoIterator<Item = &'a ToolName> + Clone,
+) -> Resolution {
     let requested = requested.trim();
     if requested.is_empty() {
         return Resolution::Unknown;
@@ -83,11 +96,18 @@ pub fn resolve<'a>(requested: &str, tools: impl IntoIterator<Item = &'a ToolName
         }
     }
     if matches.is_empty() {
-        matches = tools.clone().into_iter().filter(|t| t.action == requested).collect();
+        matches = tools
+            .clone()
+            .into_iter()
+            .filter(|t| t.action == requested)
+            .collect();
     }
     if matches.is_empty() {
         // An MCP-style name may have had other characters replaced.
-        matches = tools.into_iter().filter(|t| t.mcp_name() == requested).collect();
+        matches = tools
+            .into_iter()
+            .filter(|t| t.mcp_name() == requested)
+            .collect();
     }
     match matches.len() {
         0 => Resolution::Unknown,
@@ -106,24 +126,43 @@ mod tests {
     use super::*;
 
     fn t(b: &str, a: &str) -> ToolName {
-        ToolName { backend: b.into(), action: a.into() }
+        ToolName {
+            backend: b.into(),
+            action: a.into(),
+        }
     }
 
     #[test]
     fn aliases_resolve_to_the_same_tool() {
         let tools = [t("echo", "say"), t("text-index", "search")];
         for name in ["echo:say", "echo.say", "echo_say", "echo-say", "say"] {
-            assert_eq!(resolve(name, &tools), Resolution::Found(t("echo", "say")), "{name}");
+            assert_eq!(
+                resolve(name, &tools),
+                Resolution::Found(t("echo", "say")),
+                "{name}"
+            );
         }
-        for name in ["text-index:search", "text-index.search", "text-index_search", "text-index-search"] {
-            assert_eq!(resolve(name, &tools), Resolution::Found(t("text-index", "search")), "{name}");
+        for name in [
+            "text-index:search",
+            "text-index.search",
+            "text-index_search",
+            "text-index-search",
+        ] {
+            assert_eq!(
+                resolve(name, &tools),
+                Resolution::Found(t("text-index", "search")),
+                "{name}"
+            );
         }
     }
 
     #[test]
     fn short_names_shared_by_two_backends_are_ambiguous() {
         let tools = [t("a", "ping"), t("b", "ping")];
-        assert_eq!(resolve("ping", &tools), Resolution::Ambiguous(vec!["a:ping".into(), "b:ping".into()]));
+        assert_eq!(
+            resolve("ping", &tools),
+            Resolution::Ambiguous(vec!["a:ping".into(), "b:ping".into()])
+        );
         assert_eq!(resolve("b.ping", &tools), Resolution::Found(t("b", "ping")));
         assert_eq!(resolve("c:ping", &tools), Resolution::Unknown);
         assert_eq!(resolve("", &tools), Resolution::Unknown);

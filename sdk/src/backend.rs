@@ -23,7 +23,12 @@ pub struct Capabilities {
 
 impl From<Capabilities> for wit_types::Capabilities {
     fn from(c: Capabilities) -> Self {
-        Self { images: c.images, http_hosts: c.http_hosts, networks: c.networks, host_mounts: c.host_mounts }
+        Self {
+            images: c.images,
+            http_hosts: c.http_hosts,
+            networks: c.networks,
+            host_mounts: c.host_mounts,
+        }
     }
 }
 
@@ -100,7 +105,12 @@ pub trait Backend: Sized + 'static {
     /// Releases shared resources before the instance is dropped.
     fn shutdown(&mut self) {}
     /// Creates per-session resources and returns the session data the host stores.
-    fn initialize(&mut self, _session_id: &str, _key: &str, _config: Value) -> Result<Value, ToolError> {
+    fn initialize(
+        &mut self,
+        _session_id: &str,
+        _key: &str,
+        _config: Value,
+    ) -> Result<Value, ToolError> {
         Ok(Value::Object(Default::default()))
     }
     /// Releases per-session resources; must succeed when they are already gone.
@@ -128,7 +138,10 @@ fn with_instance<B: Backend, R>(f: impl FnOnce(&mut Instance<B>) -> R) -> R {
         let mut slot = cell.borrow_mut();
         let mut instance = match slot.take().map(|b| b.downcast::<Instance<B>>()) {
             Some(Ok(instance)) => instance,
-            _ => Box::new(Instance { backend: B::new(), tools: B::tools() }),
+            _ => Box::new(Instance {
+                backend: B::new(),
+                tools: B::tools(),
+            }),
         };
         let result = f(&mut instance);
         *slot = Some(instance);
@@ -170,7 +183,11 @@ impl<B: Backend> wit::Guest for BackendExport<B> {
         with_instance::<B, _>(|i| i.backend.shutdown())
     }
 
-    fn initialize(session_id: String, key: String, config: String) -> Result<String, wit_types::Error> {
+    fn initialize(
+        session_id: String,
+        key: String,
+        config: String,
+    ) -> Result<String, wit_types::Error> {
         let config = parse_config(&config)?;
         let data = with_instance::<B, _>(|i| i.backend.initialize(&session_id, &key, config))?;
         Ok(data.to_string())
@@ -183,11 +200,13 @@ impl<B: Backend> wit::Guest for BackendExport<B> {
 
     fn discover(session: wit_types::SessionInfo) -> Result<wit_types::Discovery, wit_types::Error> {
         let session = Session::from(session);
-        Ok(match with_instance::<B, _>(|i| i.backend.discover(&session))? {
-            Discovery::Alive => wit_types::Discovery::Alive,
-            Discovery::AliveWith(data) => wit_types::Discovery::AliveWith(data.to_string()),
-            Discovery::Gone => wit_types::Discovery::Gone,
-        })
+        Ok(
+            match with_instance::<B, _>(|i| i.backend.discover(&session))? {
+                Discovery::Alive => wit_types::Discovery::Alive,
+                Discovery::AliveWith(data) => wit_types::Discovery::AliveWith(data.to_string()),
+                Discovery::Gone => wit_types::Discovery::Gone,
+            },
+        )
     }
 
     fn call(
@@ -197,13 +216,18 @@ impl<B: Backend> wit::Guest for BackendExport<B> {
     ) -> Result<wit_types::ToolOutput, wit_types::Error> {
         let args: Value = serde_json::from_str(&args).map_err(ToolError::from)?;
         let mut call = Call::new(session.map(Session::from));
-        let content = with_instance::<B, _>(|i| i.tools.call(&mut i.backend, &tool, args, &mut call))?;
+        let content =
+            with_instance::<B, _>(|i| i.tools.call(&mut i.backend, &tool, args, &mut call))?;
         let (attachments, session_data) = call.into_outputs();
         Ok(wit_types::ToolOutput {
             content: content.to_string(),
             attachments: attachments
                 .into_iter()
-                .map(|a| wit_types::Attachment { name: a.name, mime_type: a.mime_type, data: a.data })
+                .map(|a| wit_types::Attachment {
+                    name: a.name,
+                    mime_type: a.mime_type,
+                    data: a.data,
+                })
                 .collect(),
             session_data: session_data.map(|d| d.to_string()),
         })

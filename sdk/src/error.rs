@@ -42,7 +42,12 @@ pub struct ToolError {
 impl ToolError {
     /// An error with an explicit code.
     pub fn new(code: u32, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), retryable: false, data: None }
+        Self {
+            code,
+            message: message.into(),
+            retryable: false,
+            data: None,
+        }
     }
     /// 4000: the arguments make no sense for this tool.
     pub fn invalid_input(message: impl Into<String>) -> Self {

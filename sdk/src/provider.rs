@@ -72,17 +72,32 @@ pub trait Provider: Sized + 'static {
     /// Provisions a sandbox and returns its handle. Refuse (4030) what cannot be enforced.
     fn create(&mut self, spec: SandboxSpec) -> Result<String, ToolError>;
     /// Runs a shell command in the sandbox.
-    fn run_command(&mut self, sandbox: &str, request: CommandRequest) -> Result<CommandResult, ToolError>;
+    fn run_command(
+        &mut self,
+        sandbox: &str,
+        request: CommandRequest,
+    ) -> Result<CommandResult, ToolError>;
     /// Destroys the sandbox; destroying one that is gone succeeds.
     fn destroy(&mut self, sandbox: &str) -> Result<(), ToolError>;
     /// Whether the sandbox still exists and answers.
     fn is_alive(&mut self, sandbox: &str) -> Result<bool, ToolError>;
     /// Reads up to `max_bytes` from `offset` (feature `read-file`).
-    fn read_file(&mut self, _sandbox: &str, _path: &str, _offset: u64, _max_bytes: u64) -> Result<FileChunk, ToolError> {
+    fn read_file(
+        &mut self,
+        _sandbox: &str,
+        _path: &str,
+        _offset: u64,
+        _max_bytes: u64,
+    ) -> Result<FileChunk, ToolError> {
         Err(unsupported("read-file"))
     }
     /// Writes a whole file (feature `write-file`).
-    fn write_file(&mut self, _sandbox: &str, _path: &str, _content: Vec<u8>) -> Result<(), ToolError> {
+    fn write_file(
+        &mut self,
+        _sandbox: &str,
+        _path: &str,
+        _content: Vec<u8>,
+    ) -> Result<(), ToolError> {
         Err(unsupported("write-file"))
     }
     /// Lists a directory (feature `list-dir`).
@@ -94,7 +109,11 @@ pub trait Provider: Sized + 'static {
         Err(unsupported("read-tags"))
     }
     /// Replaces the sandbox's tags (feature `tags`).
-    fn write_tags(&mut self, _sandbox: &str, _tags: Vec<(String, String)>) -> Result<(), ToolError> {
+    fn write_tags(
+        &mut self,
+        _sandbox: &str,
+        _tags: Vec<(String, String)>,
+    ) -> Result<(), ToolError> {
         Err(unsupported("write-tags"))
     }
     /// Sandboxes carrying all of `tags` (feature `tags`).
@@ -108,7 +127,9 @@ thread_local! {
     static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
 }
 
-fn with_provider<P: Provider, R>(f: impl FnOnce(&mut P) -> Result<R, ToolError>) -> Result<R, wit_types::Error> {
+fn with_provider<P: Provider, R>(
+    f: impl FnOnce(&mut P) -> Result<R, ToolError>,
+) -> Result<R, wit_types::Error> {
     INSTANCE.with(|cell| {
         let mut slot = cell.borrow_mut();
         let mut provider = match slot.take().map(|b| b.downcast::<P>()) {
@@ -152,7 +173,10 @@ impl<P: Provider> wit::Guest for ProviderExport<P> {
     fn create(spec: SandboxSpec) -> Result<String, wit_types::Error> {
         with_provider::<P, _>(|p| p.create(spec))
     }
-    fn run_command(sandbox: String, request: CommandRequest) -> Result<CommandResult, wit_types::Error> {
+    fn run_command(
+        sandbox: String,
+        request: CommandRequest,
+    ) -> Result<CommandResult, wit_types::Error> {
         with_provider::<P, _>(|p| p.run_command(&sandbox, request))
     }
     fn destroy(sandbox: String) -> Result<(), wit_types::Error> {
@@ -161,7 +185,12 @@ impl<P: Provider> wit::Guest for ProviderExport<P> {
     fn is_alive(sandbox: String) -> Result<bool, wit_types::Error> {
         with_provider::<P, _>(|p| p.is_alive(&sandbox))
     }
-    fn read_file(sandbox: String, path: String, offset: u64, max_bytes: u64) -> Result<FileChunk, wit_types::Error> {
+    fn read_file(
+        sandbox: String,
+        path: String,
+        offset: u64,
+        max_bytes: u64,
+    ) -> Result<FileChunk, wit_types::Error> {
         with_provider::<P, _>(|p| p.read_file(&sandbox, &path, offset, max_bytes))
     }
     fn write_file(sandbox: String, path: String, content: Vec<u8>) -> Result<(), wit_types::Error> {

@@ -59,7 +59,10 @@ pub struct Call {
 impl Call {
     /// A call context, as the export glue builds it (also handy in unit tests).
     pub fn new(session: Option<Session>) -> Self {
-        Self { session, ..Self::default() }
+        Self {
+            session,
+            ..Self::default()
+        }
     }
     /// The session this call runs in, if any.
     pub fn session(&self) -> Option<&Session> {
@@ -73,7 +76,11 @@ impl Call {
     }
     /// Adds binary output (a PNG, a file) to the result.
     pub fn attach(&mut self, name: impl Into<String>, mime_type: impl Into<String>, data: Vec<u8>) {
-        self.attachments.push(Attachment { name: name.into(), mime_type: mime_type.into(), data });
+        self.attachments.push(Attachment {
+            name: name.into(),
+            mime_type: mime_type.into(),
+            data,
+        });
     }
     /// Replaces the session data the host stores; later calls see it.
     pub fn set_session_data(&mut self, data: Value) {
@@ -136,8 +143,12 @@ impl<B: 'static> Tools<B> {
         F: Fn(&mut B, A, &mut Call) -> Result<R, ToolError> + 'static,
     {
         let handler: Handler<B> = Box::new(move |backend, args, call| {
-            let args: A = serde_json::from_value(args)
-                .map_err(|e| ToolError::new(crate::codes::INVALID_TYPE, format!("invalid arguments: {e}")))?;
+            let args: A = serde_json::from_value(args).map_err(|e| {
+                ToolError::new(
+                    crate::codes::INVALID_TYPE,
+                    format!("invalid arguments: {e}"),
+                )
+            })?;
             let result = handler(backend, args, call)?;
             serde_json::to_value(result)
                 .map_err(|e| ToolError::execution(format!("result is not JSON: {e}")))
@@ -196,12 +207,19 @@ impl<B: 'static> Tools<B> {
     }
 
     /// Runs the tool named `name`.
-    pub fn call(&self, backend: &mut B, name: &str, args: Value, call: &mut Call) -> Result<Value, ToolError> {
-        let tool = self
-            .tools
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| ToolError::new(crate::codes::INVALID_REQUEST, format!("unknown tool `{name}`")))?;
+    pub fn call(
+        &self,
+        backend: &mut B,
+        name: &str,
+        args: Value,
+        call: &mut Call,
+    ) -> Result<Value, ToolError> {
+        let tool = self.tools.iter().find(|t| t.name == name).ok_or_else(|| {
+            ToolError::new(
+                crate::codes::INVALID_REQUEST,
+                format!("unknown tool `{name}`"),
+            )
+        })?;
         (tool.handler)(backend, args, call)
     }
 
@@ -250,10 +268,14 @@ mod tests {
 
     fn tools() -> Tools<Calc> {
         Tools::new()
-            .tool("add", "Adds two numbers", |c: &mut Calc, args: AddArgs, _call: &mut Call| {
-                c.calls += 1;
-                Ok(args.a + args.b)
-            })
+            .tool(
+                "add",
+                "Adds two numbers",
+                |c: &mut Calc, args: AddArgs, _call: &mut Call| {
+                    c.calls += 1;
+                    Ok(args.a + args.b)
+                },
+            )
             .read_only()
     }
 
@@ -272,12 +294,23 @@ mod tests {
         let tools = tools();
         let mut calc = Calc { calls: 0 };
         let mut call = Call::new(None);
-        let sum = tools.call(&mut calc, "add", serde_json::json!({"a": 2, "b": 3}), &mut call).unwrap();
+        let sum = tools
+            .call(
+                &mut calc,
+                "add",
+                serde_json::json!({"a": 2, "b": 3}),
+                &mut call,
+            )
+            .unwrap();
         assert_eq!(sum, serde_json::json!(5));
         assert_eq!(calc.calls, 1);
-        let err = tools.call(&mut calc, "add", serde_json::json!({"a": "x"}), &mut call).unwrap_err();
+        let err = tools
+            .call(&mut calc, "add", serde_json::json!({"a": "x"}), &mut call)
+            .unwrap_err();
         assert_eq!(err.code, 4004);
-        let err = tools.call(&mut calc, "nope", serde_json::json!({}), &mut call).unwrap_err();
+        let err = tools
+            .call(&mut calc, "nope", serde_json::json!({}), &mut call)
+            .unwrap_err();
         assert_eq!(err.code, 4002);
     }
 }

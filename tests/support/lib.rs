@@ -50,22 +50,39 @@ pub async fn start(backends: Vec<(&str, BackendConfig)>) -> TestHost {
 }
 
 /// Starts a host, letting the test adjust the server settings.
-pub async fn start_with(backends: Vec<(&str, BackendConfig)>, tweak: impl FnOnce(&mut ServerConfig)) -> TestHost {
+pub async fn start_with(
+    backends: Vec<(&str, BackendConfig)>,
+    tweak: impl FnOnce(&mut ServerConfig),
+) -> TestHost {
     let data_dir = tempfile::tempdir().expect("temp dir");
-    let mut server = ServerConfig { data_dir: data_dir.path().to_path_buf(), ..ServerConfig::default() };
+    let mut server = ServerConfig {
+        data_dir: data_dir.path().to_path_buf(),
+        ..ServerConfig::default()
+    };
     server.listen = "127.0.0.1:0".parse().expect("addr");
     tweak(&mut server);
     let wharf = Wharf::new(server.clone()).await.expect("host starts");
     for (name, config) in backends {
-        wharf.load_backend(name, config).await.expect("backend loads");
+        wharf
+            .load_backend(name, config)
+            .await
+            .expect("backend loads");
     }
-    let bound = BoundServer::bind(wharf.clone(), server.listen).await.expect("bind");
+    let bound = BoundServer::bind(wharf.clone(), server.listen)
+        .await
+        .expect("bind");
     let addr = bound.local_addr().expect("addr");
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(bound.serve(async {
         let _ = rx.await;
     }));
-    TestHost { wharf, url: format!("http://{addr}"), addr, stop: Some(tx), data_dir }
+    TestHost {
+        wharf,
+        url: format!("http://{addr}"),
+        addr,
+        stop: Some(tx),
+        data_dir,
+    }
 }
 
 /// The HTTP status and JSON body of a reply.
@@ -86,7 +103,12 @@ impl Reply {
 impl TestHost {
     /// POSTs a JSON body.
     pub async fn post(&self, path: &str, body: Value) -> Reply {
-        self.send(reqwest::Client::new().post(format!("{}{path}", self.url)).json(&body)).await
+        self.send(
+            reqwest::Client::new()
+                .post(format!("{}{path}", self.url))
+                .json(&body),
+        )
+        .await
     }
     /// POSTs raw bytes.
     pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> Reply {
@@ -100,30 +122,41 @@ impl TestHost {
     }
     /// GETs a path.
     pub async fn get(&self, path: &str) -> Reply {
-        self.send(reqwest::Client::new().get(format!("{}{path}", self.url))).await
+        self.send(reqwest::Client::new().get(format!("{}{path}", self.url)))
+            .await
     }
     /// DELETEs a path.
     pub async fn delete(&self, path: &str) -> Reply {
-        self.send(reqwest::Client::new().delete(format!("{}{path}", self.url))).await
+        self.send(reqwest::Client::new().delete(format!("{}{path}", self.url)))
+            .await
     }
     /// Calls a tool.
     pub async fn call(&self, tool: &str, args: Value) -> Reply {
-        self.post("/v1/call", json!({ "tool": tool, "args": args })).await
+        self.post("/v1/call", json!({ "tool": tool, "args": args }))
+            .await
     }
     /// Calls a tool in a session.
     pub async fn call_in(&self, session: &str, tool: &str, args: Value) -> Reply {
-        self.post("/v1/call", json!({ "tool": tool, "args": args, "session_id": session })).await
+        self.post(
+            "/v1/call",
+            json!({ "tool": tool, "args": args, "session_id": session }),
+        )
+        .await
     }
     async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
         let response = request.send().await.expect("request reaches the host");
         let status = response.status().as_u16();
         let text = response.text().await.expect("body");
-        let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("reply is not JSON: {text}"));
+        let body =
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("reply is not JSON: {text}"));
         Reply { status, body }
     }
     /// Every session listed by `/v1/sessions`.
     pub async fn sessions_listed(&self) -> Vec<Value> {
-        self.get("/v1/sessions").await.body["data"]["sessions"].as_array().cloned().unwrap_or_default()
+        self.get("/v1/sessions").await.body["data"]["sessions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The `/v1/backends` entry of one backend.
@@ -158,10 +191,19 @@ pub fn docker_ready() -> bool {
 /// Ids of containers (running or not) carrying a label `key=value`, through the Docker CLI.
 pub fn containers_labelled(key: &str, value: &str) -> Vec<String> {
     let out = std::process::Command::new("docker")
-        .args(["ps", "-aq", "--no-trunc", "--filter", &format!("label={key}={value}")])
+        .args([
+            "ps",
+            "-aq",
+            "--no-trunc",
+            "--filter",
+            &format!("label={key}={value}"),
+        ])
         .output()
         .expect("docker ps runs");
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// A docker-provider backend config granted the test image.

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 /// The `wharf` binary next to the test executable.
 pub fn wharf_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
-    exe.parent().and_then(Path::parent).expect("target dir").join("wharf")
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("wharf")
 }
 
 /// A `wharf serve` child process; killed (SIGKILL) when dropped.
@@ -21,14 +24,27 @@ pub struct WharfProcess {
 impl WharfProcess {
     /// Starts `wharf serve --config CONFIG` on a free port and waits until it is ready.
     pub fn start(config: &Path) -> WharfProcess {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("port")
+            .local_addr()
+            .expect("addr")
+            .port();
         let log = config.with_extension(format!("{port}.log"));
         let child = Command::new(wharf_bin())
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--config",
+            ])
             .arg(config)
             .env("RUST_LOG", "info,wharf=debug")
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).map(Stdio::from).unwrap_or(Stdio::null()))
+            .stderr(
+                std::fs::File::create(&log)
+                    .map(Stdio::from)
+                    .unwrap_or(Stdio::null()),
+            )
             .spawn()
             .expect("wharf starts");
         let url = format!("http://127.0.0.1:{port}");
@@ -37,10 +53,30 @@ impl WharfProcess {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 break;
             }
-            assert!(Instant::now() < deadline, "wharf did not start; log: {}", std::fs::read_to_string(&log).unwrap_or_default());
+            assert!(
+                Instant::now() < deadline,
+                "wharf did not start; log: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         WharfProcess { child, url }
+    }
+
+    /// SIGTERM, then waits for the exit; returns whether it exited cleanly in time.
+    pub fn terminate(mut self, within: Duration) -> bool {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// SIGKILL, like `kill -9`.
@@ -70,16 +106,30 @@ pub fn fresh_postgres() -> Option<String> {
         return None;
     };
     let name = format!("wharf_t_{}", uuid::Uuid::new_v4().simple());
-    let out = Command::new("psql").arg(&admin).args(["-q", "-c", &format!("CREATE DATABASE {name}")]).output().expect("psql runs");
-    assert!(out.status.success(), "creating a test database failed: {}", String::from_utf8_lossy(&out.stderr));
-    let base = admin.rsplit_once('/').map(|(b, _)| b.to_string()).unwrap_or(admin);
+    let out = Command::new("psql")
+        .arg(&admin)
+        .args(["-q", "-c", &format!("CREATE DATABASE {name}")])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "creating a test database failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let base = admin
+        .rsplit_once('/')
+        .map(|(b, _)| b.to_string())
+        .unwrap_or(admin);
     Some(format!("{base}/{name}"))
 }
 
 /// The store URLs a durability test runs against: a shared SQLite file in `dir`, and a
 /// fresh PostgreSQL database when one is configured.
 pub fn store_urls(dir: &Path) -> Vec<(&'static str, String)> {
-    let mut urls = vec![("sqlite", format!("sqlite://{}?mode=rwc", dir.join("shared.db").display()))];
+    let mut urls = vec![(
+        "sqlite",
+        format!("sqlite://{}?mode=rwc", dir.join("shared.db").display()),
+    )];
     if let Some(pg) = fresh_postgres() {
         urls.push(("postgres", pg));
     }

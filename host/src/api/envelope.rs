@@ -44,7 +44,13 @@ pub struct Envelope {
 impl Envelope {
     /// A success.
     pub fn ok(data: Value, meta: Meta) -> Self {
-        Self { code: Code::Success, message: "ok".into(), data, retryable: None, meta }
+        Self {
+            code: Code::Success,
+            message: "ok".into(),
+            data,
+            retryable: None,
+            meta,
+        }
     }
     /// A failure.
     pub fn error(err: WharfError, meta: Meta) -> Self {
@@ -60,11 +66,15 @@ impl Envelope {
 
 impl IntoResponse for Envelope {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = StatusCode::from_u16(self.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let retry_after = matches!(self.code, Code::RateLimited | Code::BackendUnavailable);
         let mut response = (status, axum::Json(self)).into_response();
         if retry_after {
-            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
         }
         response
     }

@@ -28,7 +28,11 @@ fn failure(err: WharfError) -> Response {
 }
 
 /// Streams a file out of the sandbox, slice by slice.
-pub async fn download(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Query(q): Query<FilePath>) -> Response {
+pub async fn download(
+    State(wharf): State<Arc<Wharf>>,
+    Path(id): Path<String>,
+    Query(q): Query<FilePath>,
+) -> Response {
     let (backend, record, guard) = match wharf.sandbox_session(ANONYMOUS_TENANT, &id).await {
         Ok(s) => s,
         Err(e) => return failure(e),
@@ -39,7 +43,12 @@ pub async fn download(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Q
             Ok(h) => h.to_string(),
             Err(e) => return failure(e),
         };
-        let sandbox = Sandbox { backend: &backend, session_id: &record.id, handle: &handle, timeout };
+        let sandbox = Sandbox {
+            backend: &backend,
+            session_id: &record.id,
+            handle: &handle,
+            timeout,
+        };
         match sandbox.size(&q.path).await {
             Ok(size) => size,
             Err(e) => return failure(e),
@@ -53,9 +62,21 @@ pub async fn download(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Q
             if index >= slices {
                 return None;
             }
-            let handle = record.data["sandbox"].as_str().unwrap_or_default().to_string();
-            let sandbox = Sandbox { backend: &backend, session_id: &record.id, handle: &handle, timeout };
-            let slice = sandbox.slice(&path, index).await.map(bytes::Bytes::from).map_err(std::io::Error::other);
+            let handle = record.data["sandbox"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let sandbox = Sandbox {
+                backend: &backend,
+                session_id: &record.id,
+                handle: &handle,
+                timeout,
+            };
+            let slice = sandbox
+                .slice(&path, index)
+                .await
+                .map(bytes::Bytes::from)
+                .map_err(std::io::Error::other);
             Some((slice, (index + 1, guard)))
         }
     });
@@ -67,7 +88,12 @@ pub async fn download(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Q
 }
 
 /// Streams a request body into a file in the sandbox.
-pub async fn upload(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Query(q): Query<FilePath>, body: Body) -> Response {
+pub async fn upload(
+    State(wharf): State<Arc<Wharf>>,
+    Path(id): Path<String>,
+    Query(q): Query<FilePath>,
+    body: Body,
+) -> Response {
     let started = std::time::Instant::now();
     let (backend, record, _guard) = match wharf.sandbox_session(ANONYMOUS_TENANT, &id).await {
         Ok(s) => s,
@@ -77,7 +103,12 @@ pub async fn upload(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Que
         Ok(h) => h.to_string(),
         Err(e) => return failure(e),
     };
-    let sandbox = Sandbox { backend: &backend, session_id: &record.id, handle: &handle, timeout: backend.pool.settings().hook_timeout };
+    let sandbox = Sandbox {
+        backend: &backend,
+        session_id: &record.id,
+        handle: &handle,
+        timeout: backend.pool.settings().hook_timeout,
+    };
     let mut stream = body.into_data_stream();
     let mut buffer: Vec<u8> = Vec::with_capacity(UPLOAD_CHUNK);
     let mut written: u64 = 0;
@@ -88,13 +119,21 @@ pub async fn upload(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Que
         if let Some(chunk) = next {
             match chunk {
                 Ok(bytes) => buffer.extend_from_slice(&bytes),
-                Err(e) => return failure(WharfError::invalid_request(format!("the upload was interrupted: {e}"))),
+                Err(e) => {
+                    return failure(WharfError::invalid_request(format!(
+                        "the upload was interrupted: {e}"
+                    )));
+                }
             }
         }
         if buffer.len() >= UPLOAD_CHUNK || (done && (first || !buffer.is_empty())) {
             let piece = std::mem::take(&mut buffer);
             written += piece.len() as u64;
-            let result = if first { sandbox.write(&q.path, piece).await } else { sandbox.append(&q.path, piece).await };
+            let result = if first {
+                sandbox.write(&q.path, piece).await
+            } else {
+                sandbox.append(&q.path, piece).await
+            };
             if let Err(e) = result {
                 return failure(e);
             }
@@ -104,7 +143,10 @@ pub async fn upload(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>, Que
             break;
         }
     }
-    let mut meta = Meta { duration_ms: started.elapsed().as_millis() as u64, ..Meta::default() };
+    let mut meta = Meta {
+        duration_ms: started.elapsed().as_millis() as u64,
+        ..Meta::default()
+    };
     meta.session_id = Some(id);
     Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta).into_response()
 }

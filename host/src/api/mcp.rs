@@ -32,8 +32,9 @@ pub type McpService = StreamableHttpService<WharfMcp, LocalSessionManager>;
 /// capped at the server's `max_body_bytes`, and the `Host` check of [`allowed_hosts`].
 pub fn service(wharf: Arc<Wharf>) -> McpService {
     let server = wharf.server();
-    let mut config =
-        StreamableHttpServerConfig::default().with_max_request_body_bytes(server.max_body_bytes);
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(server.max_body_bytes)
+        .with_cancellation_token(wharf.shutdown_token().child_token());
     config = match allowed_hosts(server.listen) {
         Some(hosts) => config.with_allowed_hosts(hosts),
         None => config.disable_allowed_hosts(),

@@ -25,10 +25,17 @@ struct Timer {
 
 impl Timer {
     fn start() -> Self {
-        Self { started: Instant::now(), trace_id: uuid::Uuid::new_v4().simple().to_string() }
+        Self {
+            started: Instant::now(),
+            trace_id: uuid::Uuid::new_v4().simple().to_string(),
+        }
     }
     fn meta(&self) -> Meta {
-        Meta { duration_ms: self.started.elapsed().as_millis() as u64, trace_id: self.trace_id.clone(), ..Meta::default() }
+        Meta {
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            trace_id: self.trace_id.clone(),
+            ..Meta::default()
+        }
     }
     fn reply(&self, result: Result<Value, WharfError>) -> Envelope {
         match result {
@@ -43,18 +50,26 @@ impl Timer {
 fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, WharfError> {
     let bytes = body.map_err(|rejection| {
         if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-            WharfError::new(Code::PayloadTooLarge, "the request body is over the size limit")
+            WharfError::new(
+                Code::PayloadTooLarge,
+                "the request body is over the size limit",
+            )
         } else {
             WharfError::invalid_request(format!("could not read the request body: {rejection}"))
         }
     })?;
     if bytes.is_empty() {
-        return Err(WharfError::invalid_request("the request body is empty; send a JSON object"));
+        return Err(WharfError::invalid_request(
+            "the request body is empty; send a JSON object",
+        ));
     }
-    let value: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| WharfError::invalid_request(format!("the request body is not valid JSON: {e}")))?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        WharfError::invalid_request(format!("the request body is not valid JSON: {e}"))
+    })?;
     if !value.is_object() {
-        return Err(WharfError::invalid_request("the request body must be a JSON object"));
+        return Err(WharfError::invalid_request(
+            "the request body must be a JSON object",
+        ));
     }
     serde_json::from_value(value).map_err(|e| {
         let text = e.to_string();
@@ -79,7 +94,10 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
         .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
         .route("/v1/sessions/{id}/refresh", post(refresh_session))
-        .route("/v1/sessions/{id}/files", get(crate::api::files::download).put(crate::api::files::upload))
+        .route(
+            "/v1/sessions/{id}/files",
+            get(crate::api::files::download).put(crate::api::files::upload),
+        )
         .route("/v1/call", post(call))
         .route_service("/mcp", crate::api::mcp::service(wharf.clone()))
         .fallback(no_route)
@@ -89,7 +107,10 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
 
 async fn no_route(uri: axum::http::Uri) -> Envelope {
     let t = Timer::start();
-    let mut e = t.reply(Err(WharfError::invalid_request(format!("no route `{}`", uri.path()))));
+    let mut e = t.reply(Err(WharfError::invalid_request(format!(
+        "no route `{}`",
+        uri.path()
+    ))));
     e.code = Code::InvalidRequest;
     e
 }
@@ -176,7 +197,10 @@ fn session_json(s: &SessionRecord) -> Value {
     })
 }
 
-async fn create_session(State(wharf): State<Arc<Wharf>>, body: Result<Bytes, BytesRejection>) -> Envelope {
+async fn create_session(
+    State(wharf): State<Arc<Wharf>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
     let t = Timer::start();
     let result = async {
         let request: SessionRequest = parse_body(body)?;
@@ -187,8 +211,16 @@ async fn create_session(State(wharf): State<Arc<Wharf>>, body: Result<Bytes, Byt
     }
     .await;
     let mut envelope = t.reply(result);
-    envelope.meta.session_id = envelope.data.get("id").and_then(Value::as_str).map(str::to_string);
-    envelope.meta.backend = envelope.data.get("backend").and_then(Value::as_str).map(str::to_string);
+    envelope.meta.session_id = envelope
+        .data
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    envelope.meta.backend = envelope
+        .data
+        .get("backend")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     envelope
 }
 
@@ -198,10 +230,17 @@ struct SessionFilter {
     key: Option<String>,
 }
 
-async fn list_sessions(State(wharf): State<Arc<Wharf>>, Query(filter): Query<SessionFilter>) -> Envelope {
+async fn list_sessions(
+    State(wharf): State<Arc<Wharf>>,
+    Query(filter): Query<SessionFilter>,
+) -> Envelope {
     let t = Timer::start();
     let result = wharf
-        .sessions(ANONYMOUS_TENANT, filter.backend.as_deref(), filter.key.as_deref())
+        .sessions(
+            ANONYMOUS_TENANT,
+            filter.backend.as_deref(),
+            filter.key.as_deref(),
+        )
         .await
         .map(|list| json!({ "sessions": list.iter().map(session_json).collect::<Vec<_>>() }));
     t.reply(result)
@@ -209,17 +248,32 @@ async fn list_sessions(State(wharf): State<Arc<Wharf>>, Query(filter): Query<Ses
 
 async fn get_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
     let t = Timer::start();
-    t.reply(wharf.session(ANONYMOUS_TENANT, &id).await.map(|s| session_json(&s)))
+    t.reply(
+        wharf
+            .session(ANONYMOUS_TENANT, &id)
+            .await
+            .map(|s| session_json(&s)),
+    )
 }
 
 async fn refresh_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
     let t = Timer::start();
-    t.reply(wharf.refresh_session(ANONYMOUS_TENANT, &id).await.map(|s| session_json(&s)))
+    t.reply(
+        wharf
+            .refresh_session(ANONYMOUS_TENANT, &id)
+            .await
+            .map(|s| session_json(&s)),
+    )
 }
 
 async fn delete_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
     let t = Timer::start();
-    t.reply(wharf.delete_session(ANONYMOUS_TENANT, &id).await.map(|deleted| json!({ "id": id, "deleted": deleted })))
+    t.reply(
+        wharf
+            .delete_session(ANONYMOUS_TENANT, &id)
+            .await
+            .map(|deleted| json!({ "id": id, "deleted": deleted })),
+    )
 }
 
 async fn call(State(wharf): State<Arc<Wharf>>, body: Result<Bytes, BytesRejection>) -> Envelope {
@@ -228,7 +282,10 @@ async fn call(State(wharf): State<Arc<Wharf>>, body: Result<Bytes, BytesRejectio
         Ok(r) => r,
         Err(e) => return t.reply(Err(e)),
     };
-    match wharf.call(ANONYMOUS_TENANT, request, Some(t.trace_id.clone())).await {
+    match wharf
+        .call(ANONYMOUS_TENANT, request, Some(t.trace_id.clone()))
+        .await
+    {
         Ok(outcome) => {
             let attachments: Vec<Value> = outcome
                 .result

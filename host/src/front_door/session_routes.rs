@@ -19,20 +19,34 @@ const REAP_EVERY: Duration = Duration::from_secs(60);
 
 impl Wharf {
     /// Acquires the session of (tenant, backend, key): the existing one, or a new one.
-    pub async fn create_session(&self, tenant: &str, request: SessionRequest) -> Result<(SessionRecord, bool), WharfError> {
+    pub async fn create_session(
+        &self,
+        tenant: &str,
+        request: SessionRequest,
+    ) -> Result<(SessionRecord, bool), WharfError> {
         let backend = self.backend(&request.backend)?;
         let config = request.config.clone().unwrap_or(serde_json::Value::Null);
         if let Some(schema) = &backend.description.session_config_schema
             && !config.is_null()
         {
             crate::schema_validation::ArgsValidator::new(schema)
-                .map_err(|e| WharfError::internal(format!("the backend's session config schema is invalid: {e:#}")))?
+                .map_err(|e| {
+                    WharfError::internal(format!(
+                        "the backend's session config schema is invalid: {e:#}"
+                    ))
+                })?
                 .validate(&config)?;
         }
-        let lifetimes = self.backend_config(&backend.name).map(|c| c.sessions).unwrap_or_default();
+        let lifetimes = self
+            .backend_config(&backend.name)
+            .map(|c| c.sessions)
+            .unwrap_or_default();
         let acquire = AcquireRequest {
             tenant: tenant.to_string(),
-            key: request.key.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            key: request
+                .key
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             config,
             idle_ttl_seconds: request.ttl_seconds.unwrap_or(lifetimes.idle_ttl_seconds),
             max_lifetime_seconds: lifetimes.max_lifetime_seconds,
@@ -51,17 +65,31 @@ impl Wharf {
     }
 
     /// Sessions of `tenant`.
-    pub async fn sessions(&self, tenant: &str, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
+    pub async fn sessions(
+        &self,
+        tenant: &str,
+        backend: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<Vec<SessionRecord>, WharfError> {
         self.sessions.list(tenant, backend, key).await
     }
 
     /// Extends a session's idle TTL from now.
-    pub async fn refresh_session(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+    pub async fn refresh_session(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<SessionRecord, WharfError> {
         self.sessions.refresh(tenant, id).await
     }
 
     /// Clears `holder`'s claim on a session; other holders' claims are untouched.
-    pub async fn release_claim(&self, tenant: &str, id: &str, holder: &str) -> Result<bool, WharfError> {
+    pub async fn release_claim(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+    ) -> Result<bool, WharfError> {
         self.sessions.unclaim(tenant, id, holder).await
     }
 
@@ -73,7 +101,9 @@ impl Wharf {
             Err(e) => return Err(e),
         };
         let backend = self.backend(&record.backend).ok();
-        self.sessions.release(backend.as_deref(), &record, None).await
+        self.sessions
+            .release(backend.as_deref(), &record, None)
+            .await
     }
 
     /// A provider session of `tenant` with its backend, and the session's call lock held
@@ -82,7 +112,14 @@ impl Wharf {
         &self,
         tenant: &str,
         id: &str,
-    ) -> Result<(Arc<LoadedBackend>, SessionRecord, tokio::sync::OwnedMutexGuard<()>), WharfError> {
+    ) -> Result<
+        (
+            Arc<LoadedBackend>,
+            SessionRecord,
+            tokio::sync::OwnedMutexGuard<()>,
+        ),
+        WharfError,
+    > {
         let record = self.sessions.get(tenant, id).await?;
         let backend = self.backend(&record.backend)?;
         if backend.is_resource_backend() {
@@ -99,8 +136,12 @@ impl Wharf {
     /// Idle expiry: one timer per session, re-checking the store before acting (another
     /// node may have used the session meanwhile).
     pub(super) fn watch_expiry(&self, id: String) {
-        let Some(wharf) = self.myself.upgrade() else { return };
-        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let Some(wharf) = self.myself.upgrade() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let weak = Arc::downgrade(&wharf);
         drop(wharf);
         handle.spawn(async move {
@@ -147,7 +188,9 @@ impl Wharf {
                     }
                     reports.push((backend.name.to_string(), report));
                 }
-                Err(e) => tracing::warn!(backend = %backend.name, "session recovery failed: {}", e.message),
+                Err(e) => {
+                    tracing::warn!(backend = %backend.name, "session recovery failed: {}", e.message)
+                }
             }
         }
         reports
@@ -157,24 +200,36 @@ impl Wharf {
     /// made them is this one or a node of this store whose lease ran out. A container whose session is still
     /// `creating` has a record, so it is never reaped. Returns the removed ids.
     pub async fn reap_orphans(&self) -> Result<Vec<String>, WharfError> {
-        let Some(docker) = &self.services.docker else { return Ok(Vec::new()) };
+        let Some(docker) = &self.services.docker else {
+            return Ok(Vec::new());
+        };
         let containers = docker.list_all_wharf().await.map_err(WharfError::from)?;
         let nodes = self.sessions.store().known_nodes().await?;
         let now = now_ms() as i64;
         let mut removed = Vec::new();
         for c in containers {
-            let Some(session) = c.session.clone() else { continue };
-            let node = c.label(crate::docker::LABEL_NODE).unwrap_or_default().to_string();
+            let Some(session) = c.session.clone() else {
+                continue;
+            };
+            let node = c
+                .label(crate::docker::LABEL_NODE)
+                .unwrap_or_default()
+                .to_string();
             // Only this node's containers, or those of a node of this store whose lease ran
             // out: a node the store never heard of belongs to another deployment.
-            let dead_node_of_ours = nodes.get(&node).is_some_and(|lease_until| *lease_until < now);
+            let dead_node_of_ours = nodes
+                .get(&node)
+                .is_some_and(|lease_until| *lease_until < now);
             if node != self.node_id && !dead_node_of_ours {
                 continue;
             }
             if self.sessions.store().get_session(&session).await?.is_some() {
                 continue;
             }
-            let owner = crate::docker::Owner { backend: c.backend.clone(), session: Some(session.clone()) };
+            let owner = crate::docker::Owner {
+                backend: c.backend.clone(),
+                session: Some(session.clone()),
+            };
             match docker.remove(&owner, &c.id).await {
                 Ok(()) => {
                     tracing::info!(container = %c.id, session = %session, "reaped an orphaned container");
@@ -188,13 +243,24 @@ impl Wharf {
 
     /// Renews this node's lease in the store now and every few seconds.
     pub(super) fn start_heartbeat(&self) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let weak = self.myself.clone();
         handle.spawn(async move {
             loop {
                 let Some(wharf) = weak.upgrade() else { return };
                 let now = now_ms();
-                if let Err(e) = wharf.sessions.store().heartbeat(&wharf.node_id, (now + NODE_LEASE.as_millis() as u64) as i64, now as i64).await {
+                if let Err(e) = wharf
+                    .sessions
+                    .store()
+                    .heartbeat(
+                        &wharf.node_id,
+                        (now + NODE_LEASE.as_millis() as u64) as i64,
+                        now as i64,
+                    )
+                    .await
+                {
                     tracing::warn!("node heartbeat failed: {}", e.message);
                 }
                 drop(wharf);
@@ -205,7 +271,9 @@ impl Wharf {
 
     /// Reaps orphans now and then periodically.
     pub fn start_reaper(&self) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let weak = self.myself.clone();
         handle.spawn(async move {
             loop {

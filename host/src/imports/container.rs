@@ -45,14 +45,19 @@ fn info_to_wit(info: docker::ContainerInfo) -> ContainerInfo {
 impl HostState {
     /// Who is calling, for the Docker module's ownership checks.
     pub fn owner(&self) -> Owner {
-        Owner { backend: self.backend.to_string(), session: self.call.session_id.clone() }
+        Owner {
+            backend: self.backend.to_string(),
+            session: self.call.session_id.clone(),
+        }
     }
 
     fn docker(&self) -> Result<&docker::Docker, Error> {
-        self.services
-            .docker
-            .as_ref()
-            .ok_or_else(|| guest_error(Code::DependencyFailure, "no Docker engine is configured on this host"))
+        self.services.docker.as_ref().ok_or_else(|| {
+            guest_error(
+                Code::DependencyFailure,
+                "no Docker engine is configured on this host",
+            )
+        })
     }
 
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
@@ -63,9 +68,15 @@ impl HostState {
             Network::Bridge => NetworkRequest::Bridge,
             Network::Named(n) => NetworkRequest::Named(n.clone()),
         };
-        let owned = docker.list_owned(&owner.backend, None).await.map_err(docker_error)?;
+        let owned = docker
+            .list_owned(&owner.backend, None)
+            .await
+            .map_err(docker_error)?;
         let in_session = match &owner.session {
-            Some(s) => owned.iter().filter(|c| c.session.as_deref() == Some(s.as_str())).count(),
+            Some(s) => owned
+                .iter()
+                .filter(|c| c.session.as_deref() == Some(s.as_str()))
+                .count(),
             None => 0,
         };
         let request = ContainerRequest {
@@ -78,8 +89,14 @@ impl HostState {
             backend_containers: owned.len() as u32,
             session_containers: in_session as u32,
         };
-        let limits = self.grants.check_container(&request).map_err(|d| guest_error(Code::Forbidden, d.0))?;
-        let work_volume = spec.workdir.clone().unwrap_or_else(|| DEFAULT_WORK_VOLUME.to_string());
+        let limits = self
+            .grants
+            .check_container(&request)
+            .map_err(|d| guest_error(Code::Forbidden, d.0))?;
+        let work_volume = spec
+            .workdir
+            .clone()
+            .unwrap_or_else(|| DEFAULT_WORK_VOLUME.to_string());
         let docker_spec = docker::ContainerSpec {
             image: spec.image,
             command: spec.command,
@@ -89,7 +106,11 @@ impl HostState {
             mounts: spec
                 .mounts
                 .into_iter()
-                .map(|m| docker::Mount { host_path: m.host_path, container_path: m.container_path, read_only: m.read_only })
+                .map(|m| docker::Mount {
+                    host_path: m.host_path,
+                    container_path: m.container_path,
+                    read_only: m.read_only,
+                })
                 .collect(),
             network: match network {
                 NetworkRequest::None => docker::Network::None,
@@ -102,7 +123,10 @@ impl HostState {
             read_only_root: spec.read_only_root,
             work_volume: Some(work_volume),
         };
-        let info = docker.create(&owner, &docker_spec).await.map_err(docker_error)?;
+        let info = docker
+            .create(&owner, &docker_spec)
+            .await
+            .map_err(docker_error)?;
         tracing::info!(backend = %owner.backend, session = ?owner.session, container = %info.id, image = %info.image, "container created");
         Ok(info_to_wit(info))
     }
@@ -146,7 +170,11 @@ impl Host for HostState {
     async fn inspect(&mut self, id: String) -> Answer<Option<ContainerInfo>> {
         let owner = self.owner();
         Ok(match self.docker() {
-            Ok(d) => d.inspect(&owner, &id).await.map(|i| i.map(info_to_wit)).map_err(docker_error),
+            Ok(d) => d
+                .inspect(&owner, &id)
+                .await
+                .map(|i| i.map(info_to_wit))
+                .map_err(docker_error),
             Err(e) => Err(e),
         })
     }
@@ -163,10 +191,19 @@ impl Host for HostState {
         })
     }
 
-    async fn copy_in(&mut self, id: String, path: String, content: Vec<u8>, mode: u32) -> Answer<()> {
+    async fn copy_in(
+        &mut self,
+        id: String,
+        path: String,
+        content: Vec<u8>,
+        mode: u32,
+    ) -> Answer<()> {
         let owner = self.owner();
         Ok(match self.docker() {
-            Ok(d) => d.copy_in(&owner, &id, &path, &content, mode).await.map_err(docker_error),
+            Ok(d) => d
+                .copy_in(&owner, &id, &path, &content, mode)
+                .await
+                .map_err(docker_error),
             Err(e) => Err(e),
         })
     }
@@ -174,7 +211,10 @@ impl Host for HostState {
     async fn copy_out(&mut self, id: String, path: String, max_bytes: u64) -> Answer<Vec<u8>> {
         let owner = self.owner();
         Ok(match self.docker() {
-            Ok(d) => d.copy_out(&owner, &id, &path, max_bytes).await.map_err(docker_error),
+            Ok(d) => d
+                .copy_out(&owner, &id, &path, max_bytes)
+                .await
+                .map_err(docker_error),
             Err(e) => Err(e),
         })
     }

@@ -6,7 +6,9 @@ use super::container::docker_error;
 use super::guest_error;
 use crate::docker;
 use crate::error_code::Code;
-use crate::runtime::bindings::backend::wharf::plugin::exec::{Command, ExecOutput, ExecRequest, Host};
+use crate::runtime::bindings::backend::wharf::plugin::exec::{
+    Command, ExecOutput, ExecRequest, Host,
+};
 use crate::runtime::bindings::wit_types::Error;
 use crate::runtime::host_state::HostState;
 use std::time::Instant;
@@ -14,12 +16,19 @@ use std::time::Instant;
 impl Host for HostState {
     async fn run(&mut self, request: ExecRequest) -> wasmtime::Result<Result<ExecOutput, Error>> {
         let Some(docker) = self.services.docker.clone() else {
-            return Ok(Err(guest_error(Code::DependencyFailure, "no Docker engine is configured on this host")));
+            return Ok(Err(guest_error(
+                Code::DependencyFailure,
+                "no Docker engine is configured on this host",
+            )));
         };
         let remaining_ms = self
             .call
             .deadline
-            .map(|d| d.saturating_duration_since(Instant::now()).as_millis().min(u32::MAX as u128) as u32)
+            .map(|d| {
+                d.saturating_duration_since(Instant::now())
+                    .as_millis()
+                    .min(u32::MAX as u128) as u32
+            })
             .unwrap_or(u32::MAX);
         let owner = self.owner();
         let req = docker::ExecRequest {

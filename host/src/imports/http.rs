@@ -29,12 +29,16 @@ impl EgressHooks {
 
     /// No egress at all.
     pub fn deny_all(backend: &str) -> Self {
-        Self { backend: Arc::from(backend), grants: Arc::new(Grants::default()) }
+        Self {
+            backend: Arc::from(backend),
+            grants: Arc::new(Grants::default()),
+        }
     }
 }
 
 type ConnFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
-type SendFuture = Box<dyn Future<Output = Result<(http::Response<WasiBody>, ConnFuture), Error>> + Send>;
+type SendFuture =
+    Box<dyn Future<Output = Result<(http::Response<WasiBody>, ConnFuture), Error>> + Send>;
 
 impl WasiHttpHooks for EgressHooks {
     fn send_request(
@@ -75,7 +79,10 @@ async fn resolve_checked(host: &str, port: u16, grants: &Grants) -> Result<Vec<S
         Ok(ip) => vec![SocketAddr::new(ip, port)],
         Err(_) => tokio::net::lookup_host((bare, port))
             .await
-            .map_err(|_| Error::DnsError { rcode: None, info_code: None })?
+            .map_err(|_| Error::DnsError {
+                rcode: None,
+                info_code: None,
+            })?
             .collect(),
     };
     if addrs.is_empty() {
@@ -88,12 +95,16 @@ async fn resolve_checked(host: &str, port: u16, grants: &Grants) -> Result<Vec<S
 }
 
 fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
-    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::InternalError(Some(e.to_string())))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.into(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| Error::InternalError(Some(e.to_string())))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
     Ok(Arc::new(config))
 }
 
@@ -109,15 +120,22 @@ async fn send(
     if !grants.http_host_allowed(&host, port) {
         return Err(Error::HttpRequestDenied);
     }
-    if let Some(len) = request.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+    if let Some(len) = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
         && len > grants.max_http_request_bytes
     {
         return Err(Error::HttpRequestBodySize(Some(len)));
     }
     let limit = Duration::from_millis(grants.http_timeout_ms);
-    let connect_timeout = options.and_then(|o| o.connect_timeout).map_or(limit, |t| t.min(limit));
+    let connect_timeout = options
+        .and_then(|o| o.connect_timeout)
+        .map_or(limit, |t| t.min(limit));
     // A long-running remote command answers late; the call's own deadline bounds the wait.
-    let first_byte_timeout = options.and_then(|o| o.first_byte_timeout).unwrap_or(Duration::from_secs(3600));
+    let first_byte_timeout = options
+        .and_then(|o| o.first_byte_timeout)
+        .unwrap_or(Duration::from_secs(3600));
 
     let addrs = resolve_checked(&host, port, grants).await?;
     let tcp = tokio::time::timeout(connect_timeout, TcpStream::connect(&addrs[..]))
@@ -128,10 +146,14 @@ async fn send(
             _ => Error::Connect(e),
         })?;
     let stream: Box<dyn Stream> = if tls {
-        let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let bare = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let name = match bare.parse::<IpAddr>() {
             Ok(ip) => rustls::pki_types::ServerName::from(ip),
-            Err(_) => rustls::pki_types::ServerName::try_from(bare).map_err(|_| Error::HttpRequestUriInvalid)?,
+            Err(_) => rustls::pki_types::ServerName::try_from(bare)
+                .map_err(|_| Error::HttpRequestUriInvalid)?,
         };
         let connector = tokio_rustls::TlsConnector::from(tls_config()?);
         Box::new(
@@ -143,16 +165,27 @@ async fn send(
     } else {
         Box::new(tcp)
     };
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(Error::from)?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(Error::from)?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
     // The request carries scheme and authority; on the wire it is origin-form.
-    let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
-    *request.uri_mut() = http::Uri::builder().path_and_query(path).build().map_err(|_| Error::HttpRequestUriInvalid)?;
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    *request.uri_mut() = http::Uri::builder()
+        .path_and_query(path)
+        .build()
+        .map_err(|_| Error::HttpRequestUriInvalid)?;
     let max_request = grants.max_http_request_bytes as usize;
     let request = request.map(|body| {
-        Limited::new(body, max_request).map_err(|_| Error::HttpRequestBodySize(None)).boxed_unsync()
+        Limited::new(body, max_request)
+            .map_err(|_| Error::HttpRequestBodySize(None))
+            .boxed_unsync()
     });
     let response = tokio::time::timeout(first_byte_timeout, sender.send_request(request))
         .await
@@ -160,7 +193,9 @@ async fn send(
         .map_err(Error::from)?;
     let max_response = grants.max_http_response_bytes as usize;
     let response = response.map(|body| {
-        Limited::new(body, max_response).map_err(|_| Error::HttpResponseBodySize(None)).boxed_unsync()
+        Limited::new(body, max_response)
+            .map_err(|_| Error::HttpResponseBodySize(None))
+            .boxed_unsync()
     });
     let done: ConnFuture = Box::new(async { Ok(()) });
     Ok((response, done))

@@ -25,12 +25,21 @@ fn wharf_error(e: WharfError) -> Error {
 
 impl HostState {
     fn kv(&self, scope: Scope) -> Result<(StateStore, KvScope), Error> {
-        let store = self.services.store.clone().ok_or_else(|| guest_error(Code::DependencyFailure, "no state store"))?;
+        let store = self
+            .services
+            .store
+            .clone()
+            .ok_or_else(|| guest_error(Code::DependencyFailure, "no state store"))?;
         let scope = match scope {
             Scope::Backend => KvScope::Backend,
             Scope::Session => match &self.call.session_id {
                 Some(id) => KvScope::Session(id.clone()),
-                None => return Err(guest_error(Code::SessionNotFound, "kv with session scope needs a session call")),
+                None => {
+                    return Err(guest_error(
+                        Code::SessionNotFound,
+                        "kv with session scope needs a session call",
+                    ));
+                }
             },
         };
         Ok((store, scope))
@@ -39,21 +48,36 @@ impl HostState {
 
 fn check_key(key: &str) -> Result<(), Error> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES {
-        return Err(guest_error(Code::InvalidInput, format!("keys are 1–{MAX_KEY_BYTES} bytes")));
+        return Err(guest_error(
+            Code::InvalidInput,
+            format!("keys are 1–{MAX_KEY_BYTES} bytes"),
+        ));
     }
     Ok(())
 }
 
 impl Host for HostState {
-    async fn get(&mut self, scope: Scope, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, Error>> {
+    async fn get(
+        &mut self,
+        scope: Scope,
+        key: String,
+    ) -> wasmtime::Result<Result<Option<Vec<u8>>, Error>> {
         let (store, scope) = match self.kv(scope) {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
-        Ok(store.kv_get(&self.backend, &scope, &key).await.map_err(wharf_error))
+        Ok(store
+            .kv_get(&self.backend, &scope, &key)
+            .await
+            .map_err(wharf_error))
     }
 
-    async fn set(&mut self, scope: Scope, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), Error>> {
+    async fn set(
+        &mut self,
+        scope: Scope,
+        key: String,
+        value: Vec<u8>,
+    ) -> wasmtime::Result<Result<(), Error>> {
         let (store, scope) = match self.kv(scope) {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
@@ -62,23 +86,37 @@ impl Host for HostState {
             return Ok(Err(e));
         }
         if value.len() > MAX_VALUE_BYTES {
-            return Ok(Err(guest_error(Code::InvalidInput, format!("values are at most {MAX_VALUE_BYTES} bytes"))));
+            return Ok(Err(guest_error(
+                Code::InvalidInput,
+                format!("values are at most {MAX_VALUE_BYTES} bytes"),
+            )));
         }
         let usage = match store.kv_usage(&self.backend, &scope).await {
             Ok(u) => u,
             Err(e) => return Ok(Err(wharf_error(e))),
         };
-        let existing = store.kv_get(&self.backend, &scope, &key).await.ok().flatten();
+        let existing = store
+            .kv_get(&self.backend, &scope, &key)
+            .await
+            .ok()
+            .flatten();
         let (keys, bytes) = usage;
         let new_keys = keys + u64::from(existing.is_none());
-        let new_bytes = bytes - existing.map_or(0, |v| (key.len() + v.len()) as u64) + (key.len() + value.len()) as u64;
+        let new_bytes = bytes - existing.map_or(0, |v| (key.len() + v.len()) as u64)
+            + (key.len() + value.len()) as u64;
         if new_keys > MAX_KEYS || new_bytes > MAX_SCOPE_BYTES {
             return Ok(Err(guest_error(
                 Code::Forbidden,
-                format!("kv quota exceeded: at most {MAX_KEYS} keys and {} MiB per scope", MAX_SCOPE_BYTES >> 20),
+                format!(
+                    "kv quota exceeded: at most {MAX_KEYS} keys and {} MiB per scope",
+                    MAX_SCOPE_BYTES >> 20
+                ),
             )));
         }
-        Ok(store.kv_set(&self.backend, &scope, &key, &value).await.map_err(wharf_error))
+        Ok(store
+            .kv_set(&self.backend, &scope, &key, &value)
+            .await
+            .map_err(wharf_error))
     }
 
     async fn delete(&mut self, scope: Scope, key: String) -> wasmtime::Result<Result<(), Error>> {
@@ -86,14 +124,24 @@ impl Host for HostState {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
-        Ok(store.kv_delete(&self.backend, &scope, &key).await.map_err(wharf_error))
+        Ok(store
+            .kv_delete(&self.backend, &scope, &key)
+            .await
+            .map_err(wharf_error))
     }
 
-    async fn list_keys(&mut self, scope: Scope, prefix: String) -> wasmtime::Result<Result<Vec<String>, Error>> {
+    async fn list_keys(
+        &mut self,
+        scope: Scope,
+        prefix: String,
+    ) -> wasmtime::Result<Result<Vec<String>, Error>> {
         let (store, scope) = match self.kv(scope) {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
-        Ok(store.kv_keys(&self.backend, &scope, &prefix).await.map_err(wharf_error))
+        Ok(store
+            .kv_keys(&self.backend, &scope, &prefix)
+            .await
+            .map_err(wharf_error))
     }
 }

@@ -41,7 +41,9 @@ impl CompileCache {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
         }
-        Ok(Self { dir: dir.to_path_buf() })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+        })
     }
 
     fn key(engine: &Engine, wasm: &[u8]) -> String {
@@ -56,25 +58,44 @@ impl CompileCache {
     }
 
     /// Returns the compiled component, from the cache when a verified entry exists.
-    pub fn load_or_compile(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, CacheOutcome)> {
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+    ) -> Result<(Component, CacheOutcome)> {
         let artifact = self.artifact_path(engine, wasm);
         let digest_path = artifact.with_extension("sha256");
         let mut outcome = CacheOutcome::Compiled;
-        if let (Ok(bytes), Ok(digest)) = (std::fs::read(&artifact), std::fs::read_to_string(&digest_path)) {
+        if let (Ok(bytes), Ok(digest)) = (
+            std::fs::read(&artifact),
+            std::fs::read_to_string(&digest_path),
+        ) {
             if sha256_hex(&bytes) == digest.trim() {
                 match deserialize(engine, &bytes) {
                     Ok(component) => return Ok((component, CacheOutcome::Hit)),
-                    Err(err) => tracing::warn!("compile cache entry {} unusable: {err:#}", artifact.display()),
+                    Err(err) => tracing::warn!(
+                        "compile cache entry {} unusable: {err:#}",
+                        artifact.display()
+                    ),
                 }
             } else {
-                tracing::warn!("compile cache entry {} failed its digest check; rebuilding", artifact.display());
+                tracing::warn!(
+                    "compile cache entry {} failed its digest check; rebuilding",
+                    artifact.display()
+                );
             }
             outcome = CacheOutcome::Rebuilt;
         }
-        let compiled = engine.precompile_component(wasm).map_err(anyhow::Error::from).context("compiling the component")?;
+        let compiled = engine
+            .precompile_component(wasm)
+            .map_err(anyhow::Error::from)
+            .context("compiling the component")?;
         let component = deserialize(engine, &compiled)?;
         if let Err(err) = self.store(&artifact, &digest_path, &compiled) {
-            tracing::warn!("could not write compile cache entry {}: {err:#}", artifact.display());
+            tracing::warn!(
+                "could not write compile cache entry {}: {err:#}",
+                artifact.display()
+            );
         }
         Ok((component, outcome))
     }

@@ -46,19 +46,26 @@ impl WharfEngine {
         let engine = match Engine::new(&pooled) {
             Ok(engine) => engine,
             Err(err) => {
-                tracing::warn!("pooling allocator unavailable ({err:#}); allocating instances on demand");
+                tracing::warn!(
+                    "pooling allocator unavailable ({err:#}); allocating instances on demand"
+                );
                 Engine::new(&base_config())?
             }
         };
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let (ticking, stop) = (engine.clone(), ticker_stop.clone());
-        std::thread::Builder::new().name("wharf-epoch".into()).spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(EPOCH_TICK);
-                ticking.increment_epoch();
-            }
-        })?;
-        Ok(Self { engine, ticker_stop })
+        std::thread::Builder::new()
+            .name("wharf-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    ticking.increment_epoch();
+                }
+            })?;
+        Ok(Self {
+            engine,
+            ticker_stop,
+        })
     }
 
     /// The wasmtime engine.

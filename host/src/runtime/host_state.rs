@@ -33,7 +33,11 @@ pub struct MemoryLimiter {
 impl MemoryLimiter {
     /// A limiter with `limit_bytes` of linear memory.
     pub fn new(limit_bytes: usize) -> Self {
-        Self { limit_bytes, peak_bytes: 0, denied: false }
+        Self {
+            limit_bytes,
+            peak_bytes: 0,
+            denied: false,
+        }
     }
     /// The same limiter, remembering an earlier peak (the instance keeps its memory).
     pub fn with_peak(mut self, peak_bytes: usize) -> Self {
@@ -51,7 +55,12 @@ impl MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.limit_bytes {
             self.denied = true;
             return Ok(false);
@@ -60,7 +69,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 1_000_000)
     }
 }
@@ -101,7 +115,11 @@ impl HostState {
         services: Arc<HostServices>,
     ) -> Self {
         let egress = EgressHooks::new(backend.clone(), grants.clone());
-        let wasi = WasiCtx::builder().allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false).build();
+        let wasi = WasiCtx::builder()
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
         Self {
             backend,
             grants,
@@ -118,12 +136,19 @@ impl HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
 impl WasiHttpView for HostState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView { hooks: &mut self.egress, table: &mut self.table, ctx: &mut self.http }
+        WasiHttpCtxView {
+            hooks: &mut self.egress,
+            table: &mut self.table,
+            ctx: &mut self.http,
+        }
     }
 }

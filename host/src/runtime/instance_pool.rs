@@ -5,9 +5,9 @@
 
 use crate::error_code::{Code, WharfError};
 use crate::policy::Grants;
-use crate::runtime::host_state::HostServices;
-use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxProviderPre};
 use crate::runtime::bindings::{backend::ResourceBackend, provider::SandboxProvider};
+use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxProviderPre};
+use crate::runtime::host_state::HostServices;
 use crate::runtime::host_state::{CallContext, HostState};
 use anyhow::{Result, anyhow};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -102,7 +102,10 @@ fn arm_deadline(store: &mut Store<HostState>) {
             }
             // tokio's own yield puts the task behind the others; a bare self-wake would
             // take the worker's LIFO slot and starve them.
-            _ => Ok(UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))),
+            _ => Ok(UpdateDeadline::YieldCustom(
+                1,
+                Box::pin(tokio::task::yield_now()),
+            )),
         }
     });
 }
@@ -178,43 +181,79 @@ impl InstancePool {
         let config = self.warmup_config.clone();
         let warmed = tokio::time::timeout(self.settings.hook_timeout, async {
             match &exports {
-                Exports::Backend(b) => b.wharf_plugin_backend().call_warmup(&mut store, &config).await,
-                Exports::Provider(p) => p.wharf_plugin_provider().call_warmup(&mut store, &config).await,
+                Exports::Backend(b) => {
+                    b.wharf_plugin_backend()
+                        .call_warmup(&mut store, &config)
+                        .await
+                }
+                Exports::Provider(p) => {
+                    p.wharf_plugin_provider()
+                        .call_warmup(&mut store, &config)
+                        .await
+                }
             }
         })
         .await
-        .map_err(|_| anyhow!("warmup did not finish within {:?}", self.settings.hook_timeout))??;
+        .map_err(|_| {
+            anyhow!(
+                "warmup did not finish within {:?}",
+                self.settings.hook_timeout
+            )
+        })??;
         if let Err(e) = warmed {
             return Err(anyhow!("warmup failed: {} ({})", e.message, e.code));
         }
         store.data_mut().call = CallContext::default();
         self.stats.created.fetch_add(1, Ordering::Relaxed);
-        Ok(Instance { store, exports, calls: 0 })
+        Ok(Instance {
+            store,
+            exports,
+            calls: 0,
+        })
     }
 
     /// Takes an instance for one call, waiting up to the queue timeout for a free one.
-    pub async fn checkout(self: &Arc<Self>, context: CallContext) -> Result<CheckedOut, WharfError> {
-        let permit = tokio::time::timeout(self.settings.queue_timeout, self.permits.clone().acquire_owned())
-            .await
-            .map_err(|_| {
-                WharfError::new(
-                    Code::RateLimited,
-                    format!("backend `{}` is at its limit of {} concurrent calls", self.name, self.settings.max),
-                )
-            })?
-            .map_err(|_| WharfError::backend_unavailable(format!("backend `{}` is unloading", self.name)))?;
+    pub async fn checkout(
+        self: &Arc<Self>,
+        context: CallContext,
+    ) -> Result<CheckedOut, WharfError> {
+        let permit = tokio::time::timeout(
+            self.settings.queue_timeout,
+            self.permits.clone().acquire_owned(),
+        )
+        .await
+        .map_err(|_| {
+            WharfError::new(
+                Code::RateLimited,
+                format!(
+                    "backend `{}` is at its limit of {} concurrent calls",
+                    self.name, self.settings.max
+                ),
+            )
+        })?
+        .map_err(|_| {
+            WharfError::backend_unavailable(format!("backend `{}` is unloading", self.name))
+        })?;
         let mut instance = match self.pop_idle() {
             Some(instance) => instance,
             None => self.instantiate().await.map_err(|e| {
-                WharfError::backend_unavailable(format!("backend `{}` could not start an instance: {e:#}", self.name))
+                WharfError::backend_unavailable(format!(
+                    "backend `{}` could not start an instance: {e:#}",
+                    self.name
+                ))
             })?,
         };
         instance.store.data_mut().call = context;
-        instance.store.data_mut().limiter = crate::runtime::host_state::MemoryLimiter::new(self.settings.memory_limit_bytes)
-            .with_peak(instance.store.data().limiter.peak_bytes());
+        instance.store.data_mut().limiter =
+            crate::runtime::host_state::MemoryLimiter::new(self.settings.memory_limit_bytes)
+                .with_peak(instance.store.data().limiter.peak_bytes());
         arm_deadline(&mut instance.store);
         self.stats.busy.fetch_add(1, Ordering::Relaxed);
-        Ok(CheckedOut { instance: Some(instance), pool: self.clone(), _permit: permit })
+        Ok(CheckedOut {
+            instance: Some(instance),
+            pool: self.clone(),
+            _permit: permit,
+        })
     }
 
     fn replenish(self: &Arc<Self>) {
@@ -247,9 +286,14 @@ impl InstancePool {
 
     /// Runs `shutdown` on every idle instance and drops them.
     pub async fn drain(&self) {
-        let idle: Vec<Instance> = self.idle.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+        let idle: Vec<Instance> = self
+            .idle
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default();
         for mut instance in idle {
-            instance.store.data_mut().call.deadline = Some(Instant::now() + self.settings.hook_timeout);
+            instance.store.data_mut().call.deadline =
+                Some(Instant::now() + self.settings.hook_timeout);
             let _ = tokio::time::timeout(self.settings.hook_timeout, shutdown(&mut instance)).await;
         }
         self.permits.close();
@@ -258,8 +302,16 @@ impl InstancePool {
 
 async fn shutdown(instance: &mut Instance) {
     let result = match &instance.exports {
-        Exports::Backend(b) => b.wharf_plugin_backend().call_shutdown(&mut instance.store).await,
-        Exports::Provider(p) => p.wharf_plugin_provider().call_shutdown(&mut instance.store).await,
+        Exports::Backend(b) => {
+            b.wharf_plugin_backend()
+                .call_shutdown(&mut instance.store)
+                .await
+        }
+        Exports::Provider(p) => {
+            p.wharf_plugin_provider()
+                .call_shutdown(&mut instance.store)
+                .await
+        }
     };
     if let Err(e) = result {
         tracing::warn!(backend = %instance.store.data().backend, "shutdown trapped: {e:#}");
@@ -278,7 +330,9 @@ pub struct CheckedOut {
 impl CheckedOut {
     /// The instance.
     pub fn instance(&mut self) -> Result<&mut Instance, WharfError> {
-        self.instance.as_mut().ok_or_else(|| WharfError::internal("instance already returned"))
+        self.instance
+            .as_mut()
+            .ok_or_else(|| WharfError::internal("instance already returned"))
     }
 
     /// Returns a healthy instance to the pool (or retires it), clearing the call context.
@@ -289,7 +343,9 @@ impl CheckedOut {
             instance.calls += 1;
             let settings = &self.pool.settings;
             let peak = instance.store.data().limiter.peak_bytes();
-            if instance.calls >= settings.retire_after_calls || peak > settings.memory_high_water_bytes {
+            if instance.calls >= settings.retire_after_calls
+                || peak > settings.memory_high_water_bytes
+            {
                 self.pool.retire(instance);
             } else {
                 self.pool.push_idle(instance);

@@ -4,12 +4,12 @@
 //! deadline, and classifies what happened.
 
 use crate::error_code::{Code, WharfError};
+use crate::policy::Grants;
 use crate::runtime::bindings::wit_types;
 use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxProviderPre};
 use crate::runtime::compile_cache::{CacheOutcome, CompileCache};
-use crate::policy::Grants;
-use crate::runtime::host_state::{CallContext, HostServices, HostState};
 use crate::runtime::guest_ops::{Op, OpOutput, run_op};
+use crate::runtime::host_state::{CallContext, HostServices, HostState};
 use crate::runtime::instance_pool::{InstancePool, PoolSettings, Pre};
 use crate::runtime::wit_version::{World, detect_world};
 use crate::schema_validation::ArgsValidator;
@@ -80,7 +80,12 @@ pub struct Requires {
 
 impl From<wit_types::Capabilities> for Requires {
     fn from(c: wit_types::Capabilities) -> Self {
-        Self { images: c.images, http_hosts: c.http_hosts, networks: c.networks, host_mounts: c.host_mounts }
+        Self {
+            images: c.images,
+            http_hosts: c.http_hosts,
+            networks: c.networks,
+            host_mounts: c.host_mounts,
+        }
     }
 }
 
@@ -126,13 +131,21 @@ fn parse_schema(text: Option<String>) -> Option<Value> {
     text.and_then(|t| serde_json::from_str(&t).ok())
 }
 
-fn provider_feature_names(flags: crate::runtime::bindings::provider::exports::wharf::plugin::provider::ProviderFeatures) -> Vec<String> {
+fn provider_feature_names(
+    flags: crate::runtime::bindings::provider::exports::wharf::plugin::provider::ProviderFeatures,
+) -> Vec<String> {
     use crate::runtime::bindings::provider::exports::wharf::plugin::provider::ProviderFeatures as F;
-    [(F::READ_FILE, "read-file"), (F::WRITE_FILE, "write-file"), (F::LIST_DIR, "list-dir"), (F::TAGS, "tags"), (F::STDIN, "stdin")]
-        .into_iter()
-        .filter(|(f, _)| flags.contains(*f))
-        .map(|(_, n)| n.to_string())
-        .collect()
+    [
+        (F::READ_FILE, "read-file"),
+        (F::WRITE_FILE, "write-file"),
+        (F::LIST_DIR, "list-dir"),
+        (F::TAGS, "tags"),
+        (F::STDIN, "stdin"),
+    ]
+    .into_iter()
+    .filter(|(f, _)| flags.contains(*f))
+    .map(|(_, n)| n.to_string())
+    .collect()
 }
 
 /// Compiles (or loads from cache), links and describes a component. Compilation runs on a
@@ -153,23 +166,45 @@ pub async fn compile(
     };
     let compile_time = started.elapsed();
     let world = detect_world(engine, &component)?;
-    let instance_pre = linker.instantiate_pre(&component).map_err(anyhow::Error::from).context("the component's imports cannot be satisfied")?;
+    let instance_pre = linker
+        .instantiate_pre(&component)
+        .map_err(anyhow::Error::from)
+        .context("the component's imports cannot be satisfied")?;
     let pre = match world {
         World::ResourceBackend => Pre::Backend(ResourceBackendPre::new(instance_pre)?),
         World::SandboxProvider => Pre::Provider(SandboxProviderPre::new(instance_pre)?),
     };
     let description = describe(engine, &pre, world, sha256).await?;
-    Ok(CompiledBackend { pre, description, cache: outcome, compile_time })
+    Ok(CompiledBackend {
+        pre,
+        description,
+        cache: outcome,
+        compile_time,
+    })
 }
 
-async fn describe(engine: &Engine, pre: &Pre, world: World, sha256: String) -> Result<BackendDescription> {
+async fn describe(
+    engine: &Engine,
+    pre: &Pre,
+    world: World,
+    sha256: String,
+) -> Result<BackendDescription> {
     let mut store = wasmtime::Store::new(
         engine,
-        HostState::new(Arc::from("describe"), 64 << 20, Arc::new(Grants::default()), Arc::new(HostServices::default())),
+        HostState::new(
+            Arc::from("describe"),
+            64 << 20,
+            Arc::new(Grants::default()),
+            Arc::new(HostServices::default()),
+        ),
     );
     store.limiter(|s| &mut s.limiter);
     store.set_epoch_deadline(500);
-    let wit = format!("{}@{}", crate::runtime::wit_version::WIT_PACKAGE, crate::runtime::wit_version::WIT_VERSION);
+    let wit = format!(
+        "{}@{}",
+        crate::runtime::wit_version::WIT_PACKAGE,
+        crate::runtime::wit_version::WIT_VERSION
+    );
     let described = tokio::time::timeout(Duration::from_secs(10), async {
         match pre {
             Pre::Backend(p) => {
@@ -181,7 +216,8 @@ async fn describe(engine: &Engine, pre: &Pre, world: World, sha256: String) -> R
                     .map(|t| ToolDescription {
                         action: t.name,
                         description: t.description,
-                        input_schema: serde_json::from_str(&t.input_schema).unwrap_or(Value::Bool(true)),
+                        input_schema: serde_json::from_str(&t.input_schema)
+                            .unwrap_or(Value::Bool(true)),
                         output_schema: parse_schema(t.output_schema),
                         session: match t.session {
                             wit_types::SessionNeed::None => SessionNeed::None,
@@ -329,7 +365,10 @@ pub struct LoadedBackend {
 
 impl std::fmt::Debug for LoadedBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadedBackend").field("name", &self.name).field("version", &self.description.version).finish()
+        f.debug_struct("LoadedBackend")
+            .field("name", &self.name)
+            .field("version", &self.description.version)
+            .finish()
     }
 }
 
@@ -350,8 +389,20 @@ impl LoadedBackend {
                 .with_context(|| format!("tool `{}` has an invalid input schema", tool.action))?;
             validators.insert(tool.action.clone(), validator);
         }
-        let warmup_config = if config.is_null() { String::new() } else { config.to_string() };
-        let pool = InstancePool::start(name.clone(), compiled.pre, settings, warmup_config, grants, services).await?;
+        let warmup_config = if config.is_null() {
+            String::new()
+        } else {
+            config.to_string()
+        };
+        let pool = InstancePool::start(
+            name.clone(),
+            compiled.pre,
+            settings,
+            warmup_config,
+            grants,
+            services,
+        )
+        .await?;
         Ok(Self {
             name,
             description: compiled.description,
@@ -372,11 +423,20 @@ impl LoadedBackend {
     pub fn validate_args(&self, action: &str, args: &Value) -> Result<(), WharfError> {
         match self.validators.get(action) {
             Some(v) => v.validate(args),
-            None => Err(WharfError::invalid_request(format!("unknown tool `{}:{action}`", self.name))),
+            None => Err(WharfError::invalid_request(format!(
+                "unknown tool `{}:{action}`",
+                self.name
+            ))),
         }
     }
 
-    pub(crate) async fn run(&self, op: Op<'_>, session_id: Option<&str>, timeout: Duration, trace_id: Option<String>) -> Result<OpOutput, WharfError> {
+    pub(crate) async fn run(
+        &self,
+        op: Op<'_>,
+        session_id: Option<&str>,
+        timeout: Duration,
+        trace_id: Option<String>,
+    ) -> Result<OpOutput, WharfError> {
         let deadline = Instant::now() + timeout;
         let context = CallContext {
             session_id: session_id.map(str::to_string),
@@ -396,14 +456,25 @@ impl LoadedBackend {
             }
             Ok(Ok(Err(guest_error))) => {
                 checked_out.checkin();
-                Err(WharfError::new(Code::from_backend(guest_error.code), guest_error.message)
-                    .retryable(guest_error.retryable)
-                    .with_data_opt(guest_error.data.and_then(|d| serde_json::from_str(&d).ok())))
+                Err(
+                    WharfError::new(Code::from_backend(guest_error.code), guest_error.message)
+                        .retryable(guest_error.retryable)
+                        .with_data_opt(
+                            guest_error.data.and_then(|d| serde_json::from_str(&d).ok()),
+                        ),
+                )
             }
             Ok(Err(trap)) => {
                 let state = &checked_out.instance()?.store.data();
                 let err = if state.call.deadline_hit {
-                    WharfError::new(Code::Timeout, format!("backend `{}` exceeded the call deadline of {} ms", self.name, timeout.as_millis()))
+                    WharfError::new(
+                        Code::Timeout,
+                        format!(
+                            "backend `{}` exceeded the call deadline of {} ms",
+                            self.name,
+                            timeout.as_millis()
+                        ),
+                    )
                 } else if state.limiter.denied() {
                     WharfError::internal(format!(
                         "backend `{}` ran out of memory (limit {} MiB); the instance was discarded",
@@ -411,7 +482,11 @@ impl LoadedBackend {
                         self.pool.settings().memory_limit_bytes >> 20
                     ))
                 } else {
-                    WharfError::internal(format!("backend `{}` trapped: {}; the instance was discarded", self.name, trap.root_cause()))
+                    WharfError::internal(format!(
+                        "backend `{}` trapped: {}; the instance was discarded",
+                        self.name,
+                        trap.root_cause()
+                    ))
                 };
                 tracing::warn!(backend = %self.name, "{}", err.message);
                 drop(checked_out);
@@ -421,7 +496,11 @@ impl LoadedBackend {
                 drop(checked_out);
                 Err(WharfError::new(
                     Code::Timeout,
-                    format!("backend `{}` did not answer within {} ms", self.name, timeout.as_millis()),
+                    format!(
+                        "backend `{}` did not answer within {} ms",
+                        self.name,
+                        timeout.as_millis()
+                    ),
                 ))
             }
         }
@@ -435,17 +514,32 @@ impl LoadedBackend {
             args: call.args.to_string(),
             session: call.session.as_ref().map(SessionView::to_wit),
         };
-        match self.run(op, session_id.as_deref(), call.timeout, call.trace_id.clone()).await? {
+        match self
+            .run(
+                op,
+                session_id.as_deref(),
+                call.timeout,
+                call.trace_id.clone(),
+            )
+            .await?
+        {
             OpOutput::Call(out) => Ok(ToolResult {
                 content: serde_json::from_str(&out.content).unwrap_or(Value::String(out.content)),
                 attachments: out
                     .attachments
                     .into_iter()
-                    .map(|a| AttachmentData { name: a.name, mime_type: a.mime_type, data: a.data })
+                    .map(|a| AttachmentData {
+                        name: a.name,
+                        mime_type: a.mime_type,
+                        data: a.data,
+                    })
                     .collect(),
                 session_data: match out.session_data {
                     Some(text) => Some(serde_json::from_str(&text).map_err(|e| {
-                        WharfError::new(Code::ExecutionError, format!("the backend returned session data that is not JSON: {e}"))
+                        WharfError::new(
+                            Code::ExecutionError,
+                            format!("the backend returned session data that is not JSON: {e}"),
+                        )
                     })?),
                     None => None,
                 },
@@ -455,27 +549,80 @@ impl LoadedBackend {
     }
 
     /// Creates per-session resources; returns the session data.
-    pub async fn initialize(&self, session_id: &str, key: &str, config: &Value, timeout: Duration) -> Result<Value, WharfError> {
-        let config = if config.is_null() { String::new() } else { config.to_string() };
-        match self.run(Op::Initialize { session_id, key, config }, Some(session_id), timeout, None).await? {
+    pub async fn initialize(
+        &self,
+        session_id: &str,
+        key: &str,
+        config: &Value,
+        timeout: Duration,
+    ) -> Result<Value, WharfError> {
+        let config = if config.is_null() {
+            String::new()
+        } else {
+            config.to_string()
+        };
+        match self
+            .run(
+                Op::Initialize {
+                    session_id,
+                    key,
+                    config,
+                },
+                Some(session_id),
+                timeout,
+                None,
+            )
+            .await?
+        {
             OpOutput::Initialize(data) => serde_json::from_str(&data).map_err(|e| {
-                WharfError::new(Code::ExecutionError, format!("initialize returned session data that is not JSON: {e}"))
+                WharfError::new(
+                    Code::ExecutionError,
+                    format!("initialize returned session data that is not JSON: {e}"),
+                )
             }),
             _ => Err(WharfError::internal("mismatched answer")),
         }
     }
 
     /// Releases per-session resources.
-    pub async fn cleanup(&self, session: &SessionView, timeout: Duration) -> Result<(), WharfError> {
-        self.run(Op::Cleanup(session.to_wit()), Some(&session.id), timeout, None).await.map(|_| ())
+    pub async fn cleanup(
+        &self,
+        session: &SessionView,
+        timeout: Duration,
+    ) -> Result<(), WharfError> {
+        self.run(
+            Op::Cleanup(session.to_wit()),
+            Some(&session.id),
+            timeout,
+            None,
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Asks whether a stored session is still usable.
-    pub async fn discover(&self, session: &SessionView, timeout: Duration) -> Result<Discovery, WharfError> {
-        match self.run(Op::Discover(session.to_wit()), Some(&session.id), timeout, None).await? {
+    pub async fn discover(
+        &self,
+        session: &SessionView,
+        timeout: Duration,
+    ) -> Result<Discovery, WharfError> {
+        match self
+            .run(
+                Op::Discover(session.to_wit()),
+                Some(&session.id),
+                timeout,
+                None,
+            )
+            .await?
+        {
             OpOutput::Discover(wit_types::Discovery::Alive) => Ok(Discovery::Alive),
             OpOutput::Discover(wit_types::Discovery::AliveWith(data)) => Ok(Discovery::AliveWith(
-                serde_json::from_str(&data).map_err(|e| WharfError::new(Code::ExecutionError, format!("discover returned data that is not JSON: {e}")))?,
+                serde_json::from_str(&data).map_err(|e| {
+                    WharfError::new(
+                        Code::ExecutionError,
+                        format!("discover returned data that is not JSON: {e}"),
+                    )
+                })?,
             )),
             OpOutput::Discover(wit_types::Discovery::Gone) => Ok(Discovery::Gone),
             _ => Err(WharfError::internal("mismatched answer")),
@@ -492,4 +639,3 @@ impl LoadedBackend {
         self.pool.drain().await
     }
 }
-

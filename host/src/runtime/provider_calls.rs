@@ -16,12 +16,23 @@ fn mismatched() -> WharfError {
 impl LoadedBackend {
     /// Whether the provider declares a native feature (`read-file`, `write-file`, …).
     pub fn has_feature(&self, feature: &str) -> bool {
-        self.description.provider_features.iter().any(|f| f == feature)
+        self.description
+            .provider_features
+            .iter()
+            .any(|f| f == feature)
     }
 
     /// Provisions a sandbox for `session_id`; returns its handle.
-    pub async fn create_sandbox(&self, session_id: &str, spec: SandboxSpec, timeout: Duration) -> Result<String, WharfError> {
-        match self.run(Op::Create(spec), Some(session_id), timeout, None).await? {
+    pub async fn create_sandbox(
+        &self,
+        session_id: &str,
+        spec: SandboxSpec,
+        timeout: Duration,
+    ) -> Result<String, WharfError> {
+        match self
+            .run(Op::Create(spec), Some(session_id), timeout, None)
+            .await?
+        {
             OpOutput::Created(handle) => Ok(handle),
             _ => Err(mismatched()),
         }
@@ -35,20 +46,43 @@ impl LoadedBackend {
         request: CommandRequest,
         timeout: Duration,
     ) -> Result<CommandResult, WharfError> {
-        match self.run(Op::RunCommand { sandbox, request }, Some(session_id), timeout, None).await? {
+        match self
+            .run(
+                Op::RunCommand { sandbox, request },
+                Some(session_id),
+                timeout,
+                None,
+            )
+            .await?
+        {
             OpOutput::Command(result) => Ok(result),
             _ => Err(mismatched()),
         }
     }
 
     /// Destroys a sandbox (idempotent).
-    pub async fn destroy_sandbox(&self, session_id: &str, sandbox: &str, timeout: Duration) -> Result<(), WharfError> {
-        self.run(Op::Destroy(sandbox), Some(session_id), timeout, None).await.map(|_| ())
+    pub async fn destroy_sandbox(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        timeout: Duration,
+    ) -> Result<(), WharfError> {
+        self.run(Op::Destroy(sandbox), Some(session_id), timeout, None)
+            .await
+            .map(|_| ())
     }
 
     /// Whether a sandbox still exists and answers.
-    pub async fn sandbox_alive(&self, session_id: &str, sandbox: &str, timeout: Duration) -> Result<bool, WharfError> {
-        match self.run(Op::IsAlive(sandbox), Some(session_id), timeout, None).await? {
+    pub async fn sandbox_alive(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        timeout: Duration,
+    ) -> Result<bool, WharfError> {
+        match self
+            .run(Op::IsAlive(sandbox), Some(session_id), timeout, None)
+            .await?
+        {
             OpOutput::Alive(alive) => Ok(alive),
             _ => Err(mismatched()),
         }
@@ -64,7 +98,20 @@ impl LoadedBackend {
         max_bytes: u64,
         timeout: Duration,
     ) -> Result<FileChunk, WharfError> {
-        match self.run(Op::ReadFile { sandbox, path, offset, max_bytes }, Some(session_id), timeout, None).await? {
+        match self
+            .run(
+                Op::ReadFile {
+                    sandbox,
+                    path,
+                    offset,
+                    max_bytes,
+                },
+                Some(session_id),
+                timeout,
+                None,
+            )
+            .await?
+        {
             OpOutput::Chunk(chunk) => Ok(chunk),
             _ => Err(mismatched()),
         }
@@ -79,12 +126,37 @@ impl LoadedBackend {
         content: Vec<u8>,
         timeout: Duration,
     ) -> Result<(), WharfError> {
-        self.run(Op::WriteFile { sandbox, path, content }, Some(session_id), timeout, None).await.map(|_| ())
+        self.run(
+            Op::WriteFile {
+                sandbox,
+                path,
+                content,
+            },
+            Some(session_id),
+            timeout,
+            None,
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Native listing (feature `list-dir`).
-    pub async fn native_list(&self, session_id: &str, sandbox: &str, path: &str, timeout: Duration) -> Result<Vec<DirEntry>, WharfError> {
-        match self.run(Op::ListDir { sandbox, path }, Some(session_id), timeout, None).await? {
+    pub async fn native_list(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<Vec<DirEntry>, WharfError> {
+        match self
+            .run(
+                Op::ListDir { sandbox, path },
+                Some(session_id),
+                timeout,
+                None,
+            )
+            .await?
+        {
             OpOutput::Entries(entries) => Ok(entries),
             _ => Err(mismatched()),
         }

@@ -34,7 +34,10 @@ impl World {
 /// versions of the package with a message that names the version.
 pub fn detect_world(engine: &Engine, component: &Component) -> Result<World> {
     let ty = component.component_type();
-    let names: Vec<String> = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
+    let names: Vec<String> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
     world_from_exports(&names)
 }
 
@@ -42,7 +45,9 @@ pub fn detect_world(engine: &Engine, component: &Component) -> Result<World> {
 pub fn world_from_exports(names: &[String]) -> Result<World> {
     let mut found = None;
     for name in names {
-        let Some(rest) = name.strip_prefix(&format!("{WIT_PACKAGE}/")) else { continue };
+        let Some(rest) = name.strip_prefix(&format!("{WIT_PACKAGE}/")) else {
+            continue;
+        };
         let (iface, version) = rest.split_once('@').unwrap_or((rest, "unversioned"));
         if version != WIT_VERSION {
             bail!(
@@ -61,7 +66,11 @@ pub fn world_from_exports(names: &[String]) -> Result<World> {
         None => bail!(
             "the component exports neither {WIT_PACKAGE}/backend@{WIT_VERSION} nor \
              {WIT_PACKAGE}/provider@{WIT_VERSION} (exports: {})",
-            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
         ),
     }
 }
@@ -80,6 +89,11 @@ mod tests {
         let err = world_from_exports(&future).unwrap_err().to_string();
         assert!(err.contains("wharf:plugin@0.2.0"), "{err}");
         let none = vec!["wasi:cli/run@0.2.0".to_string()];
-        assert!(world_from_exports(&none).unwrap_err().to_string().contains("exports neither"));
+        assert!(
+            world_from_exports(&none)
+                .unwrap_err()
+                .to_string()
+                .contains("exports neither")
+        );
     }
 }

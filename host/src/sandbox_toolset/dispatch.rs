@@ -17,7 +17,8 @@ const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_COMMAND_OUTPUT: u64 = 1 << 20;
 
 fn args<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, WharfError> {
-    serde_json::from_value(value).map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))
+    serde_json::from_value(value)
+        .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))
 }
 
 #[derive(Deserialize)]
@@ -60,36 +61,62 @@ struct PathOnly {
 
 /// The sandbox handle stored in a provider session's data.
 pub fn sandbox_handle(session: &SessionRecord) -> Result<&str, WharfError> {
-    session.data["sandbox"]
-        .as_str()
-        .ok_or_else(|| WharfError::session_not_found(format!("session `{}` has no sandbox", session.id)))
+    session.data["sandbox"].as_str().ok_or_else(|| {
+        WharfError::session_not_found(format!("session `{}` has no sandbox", session.id))
+    })
 }
 
 /// What is left of a session's lifetime, if it has an end.
 fn remaining_lifetime(session: &SessionRecord) -> Option<Duration> {
-    session.expires_at_ms().map(|end| Duration::from_millis(end.saturating_sub(now_ms())))
+    session
+        .expires_at_ms()
+        .map(|end| Duration::from_millis(end.saturating_sub(now_ms())))
 }
 
 fn ok(content: Value) -> ToolResult {
-    ToolResult { content, attachments: Vec::new(), session_data: None }
+    ToolResult {
+        content,
+        attachments: Vec::new(),
+        session_data: None,
+    }
 }
 
 /// Runs `action` of the toolset in `session`'s sandbox.
-pub async fn call(backend: &LoadedBackend, session: &SessionRecord, action: &str, arguments: Value, timeout: Duration) -> Result<ToolResult, WharfError> {
+pub async fn call(
+    backend: &LoadedBackend,
+    session: &SessionRecord,
+    action: &str,
+    arguments: Value,
+    timeout: Duration,
+) -> Result<ToolResult, WharfError> {
     let handle = sandbox_handle(session)?;
-    let sandbox = Sandbox { backend, session_id: &session.id, handle, timeout };
+    let sandbox = Sandbox {
+        backend,
+        session_id: &session.id,
+        handle,
+        timeout,
+    };
     match action {
         "run_command" => {
             let a: RunCommand = args(arguments)?;
-            let mut limit = a.timeout_seconds.map(Duration::from_secs).unwrap_or(DEFAULT_COMMAND_TIMEOUT).min(timeout);
+            let mut limit = a
+                .timeout_seconds
+                .map(Duration::from_secs)
+                .unwrap_or(DEFAULT_COMMAND_TIMEOUT)
+                .min(timeout);
             if let Some(left) = remaining_lifetime(session) {
                 limit = limit.min(left.max(Duration::from_millis(1)));
             }
             let stdin = a.stdin.map(String::into_bytes);
             if stdin.is_some() && !backend.has_feature("stdin") {
-                return Err(WharfError::new(Code::InvalidInput, "this provider does not accept stdin"));
+                return Err(WharfError::new(
+                    Code::InvalidInput,
+                    "this provider does not accept stdin",
+                ));
             }
-            let r = sandbox.exec(a.command, stdin, limit, MAX_COMMAND_OUTPUT).await?;
+            let r = sandbox
+                .exec(a.command, stdin, limit, MAX_COMMAND_OUTPUT)
+                .await?;
             Ok(ok(json!({
                 "exit_code": r.exit_code,
                 "stdout": String::from_utf8_lossy(&r.stdout),
@@ -104,8 +131,11 @@ pub async fn call(backend: &LoadedBackend, session: &SessionRecord, action: &str
             let bytes = sandbox.read(&a.path).await?;
             match String::from_utf8(bytes) {
                 Ok(text) => {
-                    let (content, start, end, total) = shell::select_lines(&text, a.offset, a.limit);
-                    Ok(ok(json!({"path": a.path, "content": content, "start_line": start, "end_line": end, "total_lines": total})))
+                    let (content, start, end, total) =
+                        shell::select_lines(&text, a.offset, a.limit);
+                    Ok(ok(
+                        json!({"path": a.path, "content": content, "start_line": start, "end_line": end, "total_lines": total}),
+                    ))
                 }
                 Err(e) => Ok(ok(json!({
                     "path": a.path,
@@ -121,8 +151,18 @@ pub async fn call(backend: &LoadedBackend, session: &SessionRecord, action: &str
                 "utf-8" => a.content.into_bytes(),
                 "base64" => base64::engine::general_purpose::STANDARD
                     .decode(a.content.as_bytes())
-                    .map_err(|e| WharfError::new(Code::InvalidInput, format!("content is not valid base64: {e}")))?,
-                other => return Err(WharfError::new(Code::InvalidInput, format!("unknown encoding `{other}`"))),
+                    .map_err(|e| {
+                        WharfError::new(
+                            Code::InvalidInput,
+                            format!("content is not valid base64: {e}"),
+                        )
+                    })?,
+                other => {
+                    return Err(WharfError::new(
+                        Code::InvalidInput,
+                        format!("unknown encoding `{other}`"),
+                    ));
+                }
             };
             let written = content.len();
             sandbox.write(&a.path, content).await?;
@@ -137,16 +177,25 @@ pub async fn call(backend: &LoadedBackend, session: &SessionRecord, action: &str
         "str_replace" => {
             let a: StrReplace = args(arguments)?;
             let bytes = sandbox.read(&a.path).await?;
-            let text = String::from_utf8(bytes)
-                .map_err(|_| WharfError::new(Code::InvalidInput, format!("`{}` is not UTF-8 text", a.path)))?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                WharfError::new(
+                    Code::InvalidInput,
+                    format!("`{}` is not UTF-8 text", a.path),
+                )
+            })?;
             let count = text.matches(&a.old).count();
             if count != 1 {
                 return Err(WharfError::new(
                     Code::BusinessFailure,
-                    format!("`old` occurs {count} times in `{}`; it must occur exactly once", a.path),
+                    format!(
+                        "`old` occurs {count} times in `{}`; it must occur exactly once",
+                        a.path
+                    ),
                 ));
             }
-            sandbox.write(&a.path, text.replacen(&a.old, &a.new, 1).into_bytes()).await?;
+            sandbox
+                .write(&a.path, text.replacen(&a.old, &a.new, 1).into_bytes())
+                .await?;
             Ok(ok(json!({"path": a.path, "replacements": 1})))
         }
         "export_file" => {
@@ -159,7 +208,9 @@ pub async fn call(backend: &LoadedBackend, session: &SessionRecord, action: &str
                 "content_base64": base64::engine::general_purpose::STANDARD.encode(&content),
             })))
         }
-        other => Err(WharfError::invalid_request(format!("unknown sandbox tool `{other}`"))),
+        other => Err(WharfError::invalid_request(format!(
+            "unknown sandbox tool `{other}`"
+        ))),
     }
 }
 
@@ -174,7 +225,10 @@ pub async fn export(sandbox: &Sandbox<'_>, path: &str) -> Result<Vec<u8>, WharfE
     if content.len() as u64 != size {
         return Err(WharfError::new(
             Code::ExecutionError,
-            format!("`{path}` changed while it was exported ({size} bytes expected, {} read)", content.len()),
+            format!(
+                "`{path}` changed while it was exported ({size} bytes expected, {} read)",
+                content.len()
+            ),
         ));
     }
     Ok(content)

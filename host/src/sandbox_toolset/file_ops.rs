@@ -3,7 +3,9 @@
 
 use super::shell::{self, Entry};
 use crate::error_code::{Code, WharfError};
-use crate::runtime::bindings::provider::exports::wharf::plugin::provider::{CommandRequest, CommandResult, EntryKind};
+use crate::runtime::bindings::provider::exports::wharf::plugin::provider::{
+    CommandRequest, CommandResult, EntryKind,
+};
 use crate::runtime::loaded_backend::LoadedBackend;
 use base64::Engine as _;
 use std::time::Duration;
@@ -35,11 +37,26 @@ fn too_large(path: &str, size: Option<u64>) -> WharfError {
 fn check_exit(result: &CommandResult, path: &str) -> Result<(), WharfError> {
     match result.exit_code {
         Some(0) => Ok(()),
-        Some(shell::EXIT_MISSING) => Err(WharfError::new(Code::InvalidInput, format!("no such file or directory: `{path}`"))),
-        Some(shell::EXIT_DIRECTORY) => Err(WharfError::new(Code::InvalidInput, format!("`{path}` is a directory"))),
-        Some(shell::EXIT_NOT_REGULAR) => Err(WharfError::new(Code::InvalidInput, format!("`{path}` is not a regular file"))),
-        Some(shell::EXIT_NOT_DIRECTORY) => Err(WharfError::new(Code::InvalidInput, format!("`{path}` is not a directory"))),
-        None if result.timed_out => Err(WharfError::new(Code::Timeout, format!("the operation on `{path}` timed out"))),
+        Some(shell::EXIT_MISSING) => Err(WharfError::new(
+            Code::InvalidInput,
+            format!("no such file or directory: `{path}`"),
+        )),
+        Some(shell::EXIT_DIRECTORY) => Err(WharfError::new(
+            Code::InvalidInput,
+            format!("`{path}` is a directory"),
+        )),
+        Some(shell::EXIT_NOT_REGULAR) => Err(WharfError::new(
+            Code::InvalidInput,
+            format!("`{path}` is not a regular file"),
+        )),
+        Some(shell::EXIT_NOT_DIRECTORY) => Err(WharfError::new(
+            Code::InvalidInput,
+            format!("`{path}` is not a directory"),
+        )),
+        None if result.timed_out => Err(WharfError::new(
+            Code::Timeout,
+            format!("the operation on `{path}` timed out"),
+        )),
         other => Err(WharfError::new(
             Code::ExecutionError,
             format!(
@@ -52,7 +69,13 @@ fn check_exit(result: &CommandResult, path: &str) -> Result<(), WharfError> {
 
 impl Sandbox<'_> {
     /// Runs a command; a sandbox the provider reports gone is 4007.
-    pub async fn exec(&self, command: String, stdin: Option<Vec<u8>>, timeout: Duration, max_output: u64) -> Result<CommandResult, WharfError> {
+    pub async fn exec(
+        &self,
+        command: String,
+        stdin: Option<Vec<u8>>,
+        timeout: Duration,
+        max_output: u64,
+    ) -> Result<CommandResult, WharfError> {
         if stdin.is_some() && !self.backend.has_feature("stdin") {
             return Err(WharfError::internal("this provider does not accept stdin"));
         }
@@ -64,14 +87,25 @@ impl Sandbox<'_> {
         };
         // The provider call itself gets a little longer than the command it runs.
         let call_timeout = timeout + Duration::from_secs(5);
-        let result = self.backend.run_command(self.session_id, self.handle, request, call_timeout).await?;
+        let result = self
+            .backend
+            .run_command(self.session_id, self.handle, request, call_timeout)
+            .await?;
         if result.sandbox_terminated {
-            return Err(WharfError::session_not_found("the session's sandbox is gone; create a new session"));
+            return Err(WharfError::session_not_found(
+                "the session's sandbox is gone; create a new session",
+            ));
         }
         Ok(result)
     }
 
-    async fn script(&self, script: String, stdin: Option<Vec<u8>>, max_output: u64, path: &str) -> Result<Vec<u8>, WharfError> {
+    async fn script(
+        &self,
+        script: String,
+        stdin: Option<Vec<u8>>,
+        max_output: u64,
+        path: &str,
+    ) -> Result<Vec<u8>, WharfError> {
         let result = self.exec(script, stdin, self.timeout, max_output).await?;
         check_exit(&result, path)?;
         Ok(result.stdout)
@@ -80,13 +114,32 @@ impl Sandbox<'_> {
     /// A whole file of at most [`shell::MAX_READ_BYTES`].
     pub async fn read(&self, path: &str) -> Result<Vec<u8>, WharfError> {
         if self.backend.has_feature("read-file") {
-            let chunk = self.backend.native_read(self.session_id, self.handle, path, 0, shell::MAX_READ_BYTES + 1, self.timeout).await?;
-            if chunk.total_size > shell::MAX_READ_BYTES || chunk.data.len() as u64 > shell::MAX_READ_BYTES {
+            let chunk = self
+                .backend
+                .native_read(
+                    self.session_id,
+                    self.handle,
+                    path,
+                    0,
+                    shell::MAX_READ_BYTES + 1,
+                    self.timeout,
+                )
+                .await?;
+            if chunk.total_size > shell::MAX_READ_BYTES
+                || chunk.data.len() as u64 > shell::MAX_READ_BYTES
+            {
                 return Err(too_large(path, Some(chunk.total_size)));
             }
             return Ok(chunk.data);
         }
-        let out = self.script(shell::read_script(path), None, shell::MAX_READ_BYTES + 1, path).await?;
+        let out = self
+            .script(
+                shell::read_script(path),
+                None,
+                shell::MAX_READ_BYTES + 1,
+                path,
+            )
+            .await?;
         if out.len() as u64 > shell::MAX_READ_BYTES {
             return Err(too_large(path, None));
         }
@@ -96,30 +149,56 @@ impl Sandbox<'_> {
     /// A file's size in bytes.
     pub async fn size(&self, path: &str) -> Result<u64, WharfError> {
         if self.backend.has_feature("read-file") {
-            let chunk = self.backend.native_read(self.session_id, self.handle, path, 0, 0, self.timeout).await?;
+            let chunk = self
+                .backend
+                .native_read(self.session_id, self.handle, path, 0, 0, self.timeout)
+                .await?;
             return Ok(chunk.total_size);
         }
-        let out = self.script(shell::size_script(path), None, 64, path).await?;
-        String::from_utf8_lossy(&out)
-            .trim()
-            .parse()
-            .map_err(|_| WharfError::new(Code::ExecutionError, format!("could not read the size of `{path}`")))
+        let out = self
+            .script(shell::size_script(path), None, 64, path)
+            .await?;
+        String::from_utf8_lossy(&out).trim().parse().map_err(|_| {
+            WharfError::new(
+                Code::ExecutionError,
+                format!("could not read the size of `{path}`"),
+            )
+        })
     }
 
     /// Slice `index` of [`shell::SLICE_BYTES`].
     pub async fn slice(&self, path: &str, index: u64) -> Result<Vec<u8>, WharfError> {
         if self.backend.has_feature("read-file") {
             let offset = index * shell::SLICE_BYTES;
-            let chunk = self.backend.native_read(self.session_id, self.handle, path, offset, shell::SLICE_BYTES, self.timeout).await?;
+            let chunk = self
+                .backend
+                .native_read(
+                    self.session_id,
+                    self.handle,
+                    path,
+                    offset,
+                    shell::SLICE_BYTES,
+                    self.timeout,
+                )
+                .await?;
             return Ok(chunk.data);
         }
-        self.script(shell::slice_script(path, index), None, shell::SLICE_BYTES, path).await
+        self.script(
+            shell::slice_script(path, index),
+            None,
+            shell::SLICE_BYTES,
+            path,
+        )
+        .await
     }
 
     /// Replaces a file's content.
     pub async fn write(&self, path: &str, content: Vec<u8>) -> Result<(), WharfError> {
         if self.backend.has_feature("write-file") {
-            return self.backend.native_write(self.session_id, self.handle, path, content, self.timeout).await;
+            return self
+                .backend
+                .native_write(self.session_id, self.handle, path, content, self.timeout)
+                .await;
         }
         self.write_over_shell(path, content, false).await
     }
@@ -129,18 +208,36 @@ impl Sandbox<'_> {
         self.write_over_shell(path, content, true).await
     }
 
-    async fn write_over_shell(&self, path: &str, content: Vec<u8>, append: bool) -> Result<(), WharfError> {
+    async fn write_over_shell(
+        &self,
+        path: &str,
+        content: Vec<u8>,
+        append: bool,
+    ) -> Result<(), WharfError> {
         if self.backend.has_feature("stdin") {
-            self.script(shell::write_stdin_script(path, append), Some(content), 4096, path).await?;
+            self.script(
+                shell::write_stdin_script(path, append),
+                Some(content),
+                4096,
+                path,
+            )
+            .await?;
             return Ok(());
         }
         let mut first = !append;
         if content.is_empty() && first {
-            self.script(shell::write_chunk_script(path, "", true), None, 4096, path).await?;
+            self.script(shell::write_chunk_script(path, "", true), None, 4096, path)
+                .await?;
         }
         for piece in content.chunks(shell::MAX_ARG_CHUNK) {
             let encoded = base64::engine::general_purpose::STANDARD.encode(piece);
-            self.script(shell::write_chunk_script(path, &encoded, first), None, 4096, path).await?;
+            self.script(
+                shell::write_chunk_script(path, &encoded, first),
+                None,
+                4096,
+                path,
+            )
+            .await?;
             first = false;
         }
         Ok(())
@@ -149,7 +246,10 @@ impl Sandbox<'_> {
     /// A directory's entries.
     pub async fn list(&self, path: &str) -> Result<Vec<Entry>, WharfError> {
         if self.backend.has_feature("list-dir") {
-            let entries = self.backend.native_list(self.session_id, self.handle, path, self.timeout).await?;
+            let entries = self
+                .backend
+                .native_list(self.session_id, self.handle, path, self.timeout)
+                .await?;
             return Ok(entries
                 .into_iter()
                 .map(|e| Entry {
@@ -165,7 +265,9 @@ impl Sandbox<'_> {
                 })
                 .collect());
         }
-        let out = self.script(shell::list_script(path), None, 16 << 20, path).await?;
+        let out = self
+            .script(shell::list_script(path), None, 16 << 20, path)
+            .await?;
         let mut entries = shell::parse_list(&out);
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)

@@ -2,7 +2,9 @@
 //! provider cannot enforce is refused by the provider (never a weaker sandbox than asked).
 
 use crate::error_code::{Code, WharfError};
-use crate::runtime::bindings::provider::exports::wharf::plugin::provider::{NetworkPolicy, SandboxSpec};
+use crate::runtime::bindings::provider::exports::wharf::plugin::provider::{
+    NetworkPolicy, SandboxSpec,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -58,14 +60,23 @@ pub fn schema() -> Value {
 }
 
 /// The spec to provision from a session config (`null` = defaults: no network).
-pub fn sandbox_spec(config: &Value, owner: Option<String>, max_lifetime_seconds: u64) -> Result<SandboxSpec, WharfError> {
+pub fn sandbox_spec(
+    config: &Value,
+    owner: Option<String>,
+    max_lifetime_seconds: u64,
+) -> Result<SandboxSpec, WharfError> {
     let c: SpecConfig = if config.is_null() {
         SpecConfig::default()
     } else {
-        serde_json::from_value(config.clone())
-            .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {e}")))?
+        serde_json::from_value(config.clone()).map_err(|e| {
+            WharfError::new(Code::InvalidType, format!("invalid sandbox config: {e}"))
+        })?
     };
-    let network = c.network.unwrap_or(NetworkConfig { block_network: true, allow_egress_to: vec![], allow_egress_to_cidrs: vec![] });
+    let network = c.network.unwrap_or(NetworkConfig {
+        block_network: true,
+        allow_egress_to: vec![],
+        allow_egress_to_cidrs: vec![],
+    });
     let lifetime = match (c.lifetime_seconds, max_lifetime_seconds) {
         (Some(asked), 0) => Some(asked),
         (Some(asked), max) => Some(asked.min(max.min(u32::MAX as u64) as u32)),
@@ -97,9 +108,19 @@ mod tests {
         let s = sandbox_spec(&Value::Null, None, 0).unwrap();
         assert!(s.network.block_network);
         assert_eq!(s.lifetime_seconds, None);
-        let s = sandbox_spec(&json!({"image": "x", "lifetime_seconds": 900}), Some("me".into()), 600).unwrap();
+        let s = sandbox_spec(
+            &json!({"image": "x", "lifetime_seconds": 900}),
+            Some("me".into()),
+            600,
+        )
+        .unwrap();
         assert_eq!(s.lifetime_seconds, Some(600));
         assert_eq!(s.owner.as_deref(), Some("me"));
-        assert_eq!(sandbox_spec(&json!({"bogus": 1}), None, 0).unwrap_err().code, Code::InvalidType);
+        assert_eq!(
+            sandbox_spec(&json!({"bogus": 1}), None, 0)
+                .unwrap_err()
+                .code,
+            Code::InvalidType
+        );
     }
 }

@@ -20,7 +20,11 @@ pub const MAX_ARG_CHUNK: usize = 100 * 1024;
 
 /// `'…'` with embedded quotes escaped; a relative path starting with `-` gets `./`.
 pub fn quote_path(path: &str) -> String {
-    let path = if path.starts_with('-') { format!("./{path}") } else { path.to_string() };
+    let path = if path.starts_with('-') {
+        format!("./{path}")
+    } else {
+        path.to_string()
+    };
     quote(&path)
 }
 
@@ -38,7 +42,11 @@ fn regular_file_check(p: &str) -> String {
 
 /// Prints at most `MAX_READ_BYTES + 1` bytes of a regular file.
 pub fn read_script(path: &str) -> String {
-    format!("{}head -c {} \"$p\"", regular_file_check(&quote_path(path)), MAX_READ_BYTES + 1)
+    format!(
+        "{}head -c {} \"$p\"",
+        regular_file_check(&quote_path(path)),
+        MAX_READ_BYTES + 1
+    )
 }
 
 /// Prints a regular file's size in bytes.
@@ -66,7 +74,11 @@ pub fn write_stdin_script(path: &str, append: bool) -> String {
 /// Writes one base64 chunk (no stdin available): `first` truncates, later ones append.
 pub fn write_chunk_script(path: &str, chunk_base64: &str, first: bool) -> String {
     let op = if first { ">" } else { ">>" };
-    let mkdir = if first { "mkdir -p \"$(dirname \"$p\")\" && " } else { "" };
+    let mkdir = if first {
+        "mkdir -p \"$(dirname \"$p\")\" && "
+    } else {
+        ""
+    };
     format!(
         "p={}; if [ -d \"$p\" ]; then exit {EXIT_DIRECTORY}; fi; {mkdir}printf '%s' {} | base64 -d {op} \"$p\"",
         quote_path(path),
@@ -117,14 +129,27 @@ pub fn parse_list(output: &[u8]) -> Vec<Entry> {
 
 /// Lines `offset..offset+limit` (1-based) of `text`, with the 1-based range returned and
 /// the total line count.
-pub fn select_lines(text: &str, offset: Option<u64>, limit: Option<u64>) -> (String, u64, u64, u64) {
+pub fn select_lines(
+    text: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+) -> (String, u64, u64, u64) {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let total = lines.len() as u64;
     let start = offset.unwrap_or(1).max(1);
     let take = limit.unwrap_or(u64::MAX);
-    let selected: String = lines.iter().skip((start - 1) as usize).take(take.min(total) as usize).copied().collect();
+    let selected: String = lines
+        .iter()
+        .skip((start - 1) as usize)
+        .take(take.min(total) as usize)
+        .copied()
+        .collect();
     let shown = selected.split_inclusive('\n').count() as u64;
-    let end = if shown == 0 { start.saturating_sub(1) } else { start + shown - 1 };
+    let end = if shown == 0 {
+        start.saturating_sub(1)
+    } else {
+        start + shown - 1
+    };
     (selected, start, end, total)
 }
 
@@ -145,7 +170,14 @@ mod tests {
         let out = b"file\x0012\x00a b.txt\x00directory\x000\x00sub\x00symlink\x000\x00l\x00";
         let entries = parse_list(out);
         assert_eq!(entries.len(), 3);
-        assert_eq!(entries[0], Entry { name: "a b.txt".into(), kind: "file".into(), size: 12 });
+        assert_eq!(
+            entries[0],
+            Entry {
+                name: "a b.txt".into(),
+                kind: "file".into(),
+                size: 12
+            }
+        );
         assert_eq!(entries[1].kind, "directory");
         assert!(parse_list(b"").is_empty());
     }
@@ -154,9 +186,18 @@ mod tests {
     fn line_ranges_are_one_based() {
         let text = "a\nb\nc\nd\n";
         assert_eq!(select_lines(text, None, None), (text.to_string(), 1, 4, 4));
-        assert_eq!(select_lines(text, Some(2), Some(2)), ("b\nc\n".to_string(), 2, 3, 4));
-        assert_eq!(select_lines(text, Some(4), Some(10)), ("d\n".to_string(), 4, 4, 4));
+        assert_eq!(
+            select_lines(text, Some(2), Some(2)),
+            ("b\nc\n".to_string(), 2, 3, 4)
+        );
+        assert_eq!(
+            select_lines(text, Some(4), Some(10)),
+            ("d\n".to_string(), 4, 4, 4)
+        );
         assert_eq!(select_lines(text, Some(9), None).0, "");
-        assert_eq!(select_lines("no newline", None, None), ("no newline".to_string(), 1, 1, 1));
+        assert_eq!(
+            select_lines("no newline", None, None),
+            ("no newline".to_string(), 1, 1, 1)
+        );
     }
 }

@@ -3,7 +3,12 @@
 use crate::runtime::loaded_backend::{SessionNeed, ToolAnnotations, ToolDescription};
 use serde_json::json;
 
-fn tool(action: &str, description: &str, schema: serde_json::Value, annotations: ToolAnnotations) -> ToolDescription {
+fn tool(
+    action: &str,
+    description: &str,
+    schema: serde_json::Value,
+    annotations: ToolAnnotations,
+) -> ToolDescription {
     ToolDescription {
         action: action.to_string(),
         description: description.to_string(),
@@ -14,8 +19,18 @@ fn tool(action: &str, description: &str, schema: serde_json::Value, annotations:
     }
 }
 
-const READ_ONLY: ToolAnnotations = ToolAnnotations { read_only: true, destructive: false, idempotent: true, open_world: false };
-const WRITES: ToolAnnotations = ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: false };
+const READ_ONLY: ToolAnnotations = ToolAnnotations {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+const WRITES: ToolAnnotations = ToolAnnotations {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: false,
+};
 
 /// The six tools every provider gets.
 pub fn tool_descriptions() -> Vec<ToolDescription> {

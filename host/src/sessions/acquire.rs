@@ -35,8 +35,16 @@ pub struct AcquireRequest {
 
 impl SessionManager {
     /// The session of (tenant, backend, key), created if there is none; `true` when created.
-    pub async fn acquire(&self, backend: &LoadedBackend, request: AcquireRequest) -> Result<(SessionRecord, bool), WharfError> {
-        let identity = SessionIdentity { tenant: request.tenant.clone(), backend: backend.name.to_string(), key: request.key.clone() };
+    pub async fn acquire(
+        &self,
+        backend: &LoadedBackend,
+        request: AcquireRequest,
+    ) -> Result<(SessionRecord, bool), WharfError> {
+        let identity = SessionIdentity {
+            tenant: request.tenant.clone(),
+            backend: backend.name.to_string(),
+            key: request.key.clone(),
+        };
         let lock = self.creation_lock(&identity)?;
         let result = {
             let _local = lock.lock().await;
@@ -47,8 +55,21 @@ impl SessionManager {
         let (record, created) = result?;
         if let Some(holder) = &request.holder {
             let until = (now_ms() + request.claim_ttl.as_millis() as u64) as i64;
-            if !self.store.claim(&record.id, request.owner.as_deref(), holder, until, now_ms() as i64).await? {
-                return Err(WharfError::new(Code::Conflict, format!("session `{}` is held by another holder", record.id)));
+            if !self
+                .store
+                .claim(
+                    &record.id,
+                    request.owner.as_deref(),
+                    holder,
+                    until,
+                    now_ms() as i64,
+                )
+                .await?
+            {
+                return Err(WharfError::new(
+                    Code::Conflict,
+                    format!("session `{}` is held by another holder", record.id),
+                ));
             }
         }
         Ok((record, created))
@@ -60,6 +81,16 @@ impl SessionManager {
         identity: &SessionIdentity,
         request: &AcquireRequest,
     ) -> Result<(SessionRecord, bool), WharfError> {
+        // Fast path: this node has the session cached; one cheap read confirms it is current.
+        if let Some(cached) = self.cache_find(identity)
+            && request
+                .owner
+                .as_ref()
+                .is_none_or(|mine| cached.owner.as_ref().is_none_or(|theirs| theirs == mine))
+            && matches!(self.store.session_generation(&cached.id).await?, Some((g, SessionState::Ready)) if g == cached.generation)
+        {
+            return Ok((cached, false));
+        }
         let give_up = Instant::now() + self.lease * 2;
         let mut wait = Duration::from_millis(20);
         loop {
@@ -80,13 +111,21 @@ impl SessionManager {
                 created_at_ms: now,
                 last_activity_ms: now,
                 idle_ttl_seconds: request.idle_ttl_seconds,
-                max_expires_at_ms: (request.max_lifetime_seconds > 0).then(|| now + request.max_lifetime_seconds * 1000),
+                max_expires_at_ms: (request.max_lifetime_seconds > 0)
+                    .then(|| now + request.max_lifetime_seconds * 1000),
                 generation: 0,
             };
             if self.store.insert_creating(&fresh).await? {
-                return self.initialize(backend, fresh, request).await.map(|r| (r, true));
+                return self
+                    .initialize(backend, fresh, request)
+                    .await
+                    .map(|r| (r, true));
             }
-            let Some(row) = self.store.find_session(&identity.tenant, &identity.backend, &identity.key).await? else {
+            let Some(row) = self
+                .store
+                .find_session(&identity.tenant, &identity.backend, &identity.key)
+                .await?
+            else {
                 continue;
             };
             match row.state {
@@ -94,9 +133,15 @@ impl SessionManager {
                     if let (Some(mine), Some(theirs)) = (&request.owner, &row.owner)
                         && mine != theirs
                     {
-                        return Err(WharfError::new(Code::Conflict, format!("session `{}` belongs to another owner", row.id)));
+                        return Err(WharfError::new(
+                            Code::Conflict,
+                            format!("session `{}` belongs to another owner", row.id),
+                        ));
                     }
-                    if self.cache_get(&row.id).is_some_and(|c| c.generation == row.generation) {
+                    if self
+                        .cache_get(&row.id)
+                        .is_some_and(|c| c.generation == row.generation)
+                    {
                         return Ok((row, false));
                     }
                     match self.adopt(backend, row).await? {
@@ -106,20 +151,30 @@ impl SessionManager {
                 }
                 SessionState::Creating | SessionState::Releasing if row.lease_until_ms < now => {
                     let lease_until = (now + self.lease.as_millis() as u64) as i64;
-                    if self.store.take_over(&row.id, row.state, &self.node, lease_until, now as i64).await? {
+                    if self
+                        .store
+                        .take_over(&row.id, row.state, &self.node, lease_until, now as i64)
+                        .await?
+                    {
                         let mut taken = row.clone();
                         taken.node = self.node.clone();
                         taken.generation += 1;
                         if row.state == SessionState::Creating {
                             tracing::info!(session = %row.id, from = %row.node, "taking over an expired creation");
-                            return self.initialize(backend, taken, request).await.map(|r| (r, true));
+                            return self
+                                .initialize(backend, taken, request)
+                                .await
+                                .map(|r| (r, true));
                         }
                         self.finish_release(backend, &taken).await?;
                     }
                 }
                 _ => {
                     if Instant::now() > give_up {
-                        return Err(WharfError::new(Code::Conflict, format!("session `{}` is busy on node `{}`", row.id, row.node)));
+                        return Err(WharfError::new(
+                            Code::Conflict,
+                            format!("session `{}` is busy on node `{}`", row.id, row.node),
+                        ));
                     }
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_millis(500));
@@ -130,37 +185,68 @@ impl SessionManager {
 
     /// Runs the backend's initialize for a `creating` row this node holds, then marks it
     /// ready. On failure the row is removed (the backend cleans up what it made).
-    async fn initialize(&self, backend: &LoadedBackend, row: SessionRecord, request: &AcquireRequest) -> Result<SessionRecord, WharfError> {
-        let data = match hooks::initialize(backend, &row, &request.config, request.max_lifetime_seconds).await {
-            Ok(data) => data,
-            Err(e) => {
-                self.store.delete_session(&row.id).await?;
-                return Err(e);
-            }
-        };
-        if !self.store.mark_ready(&row.id, &self.node, &data, now_ms() as i64).await? {
+    async fn initialize(
+        &self,
+        backend: &LoadedBackend,
+        row: SessionRecord,
+        request: &AcquireRequest,
+    ) -> Result<SessionRecord, WharfError> {
+        let data =
+            match hooks::initialize(backend, &row, &request.config, request.max_lifetime_seconds)
+                .await
+            {
+                Ok(data) => data,
+                Err(e) => {
+                    self.store.delete_session(&row.id).await?;
+                    return Err(e);
+                }
+            };
+        if !self
+            .store
+            .mark_ready(&row.id, &self.node, &data, now_ms() as i64)
+            .await?
+        {
             // Our lease ran out and another node took the row: undo what we made.
             let mut made = row.clone();
             made.data = data;
             let _ = hooks::cleanup(backend, &made).await;
-            return Err(WharfError::new(Code::Conflict, format!("lost the creation lease of session `{}`", row.id)));
+            return Err(WharfError::new(
+                Code::Conflict,
+                format!("lost the creation lease of session `{}`", row.id),
+            ));
         }
-        let ready = self.store.get_session(&row.id).await?.ok_or_else(|| WharfError::session_not_found("the new session vanished"))?;
+        let ready = self
+            .store
+            .get_session(&row.id)
+            .await?
+            .ok_or_else(|| WharfError::session_not_found("the new session vanished"))?;
         self.cache_put(&ready);
         Ok(ready)
     }
 
     /// Adopts a ready row this node has not seen: `discover` decides whether it is usable
     /// as stored, usable with repaired data, or gone (then the row is removed and `None`).
-    pub(crate) async fn adopt(&self, backend: &LoadedBackend, row: SessionRecord) -> Result<Option<SessionRecord>, WharfError> {
+    pub(crate) async fn adopt(
+        &self,
+        backend: &LoadedBackend,
+        row: SessionRecord,
+    ) -> Result<Option<SessionRecord>, WharfError> {
         match hooks::discover(backend, &row).await? {
             Discovery::Alive => {
                 self.cache_put(&row);
                 Ok(Some(row))
             }
-            Discovery::AliveWith(data) => match self.store.update_data(&row.id, row.generation, &data, now_ms() as i64).await? {
+            Discovery::AliveWith(data) => match self
+                .store
+                .update_data(&row.id, row.generation, &data, now_ms() as i64)
+                .await?
+            {
                 Some(_) => {
-                    let repaired = self.store.get_session(&row.id).await?.ok_or_else(|| WharfError::session_not_found("vanished"))?;
+                    let repaired = self
+                        .store
+                        .get_session(&row.id)
+                        .await?
+                        .ok_or_else(|| WharfError::session_not_found("vanished"))?;
                     self.cache_put(&repaired);
                     Ok(Some(repaired))
                 }
@@ -168,7 +254,9 @@ impl SessionManager {
             },
             Discovery::Gone => {
                 tracing::info!(session = %row.id, "session resources are gone; removing the stale record");
-                self.store.delete_session_at(&row.id, row.generation).await?;
+                self.store
+                    .delete_session_at(&row.id, row.generation)
+                    .await?;
                 self.cache_drop(&row.id);
                 Ok(None)
             }

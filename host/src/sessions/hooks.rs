@@ -9,10 +9,17 @@ use crate::sandbox_toolset::session_spec::sandbox_spec;
 use serde_json::{Value, json};
 
 /// Creates the session's resources; returns its data.
-pub async fn initialize(backend: &LoadedBackend, record: &SessionRecord, config: &Value, max_lifetime_seconds: u64) -> Result<Value, WharfError> {
+pub async fn initialize(
+    backend: &LoadedBackend,
+    record: &SessionRecord,
+    config: &Value,
+    max_lifetime_seconds: u64,
+) -> Result<Value, WharfError> {
     let timeout = backend.pool.settings().hook_timeout;
     if backend.is_resource_backend() {
-        backend.initialize(&record.id, &record.key, config, timeout).await
+        backend
+            .initialize(&record.id, &record.key, config, timeout)
+            .await
     } else {
         let spec = sandbox_spec(config, record.owner.clone(), max_lifetime_seconds)?;
         let handle = backend.create_sandbox(&record.id, spec, timeout).await?;
@@ -21,13 +28,24 @@ pub async fn initialize(backend: &LoadedBackend, record: &SessionRecord, config:
 }
 
 /// Whether a stored session's resources still exist.
-pub async fn discover(backend: &LoadedBackend, record: &SessionRecord) -> Result<Discovery, WharfError> {
+pub async fn discover(
+    backend: &LoadedBackend,
+    record: &SessionRecord,
+) -> Result<Discovery, WharfError> {
     let timeout = backend.pool.settings().hook_timeout;
     if backend.is_resource_backend() {
         backend.discover(&record.view(), timeout).await
     } else {
-        let Ok(handle) = sandbox_handle(record) else { return Ok(Discovery::Gone) };
-        Ok(if backend.sandbox_alive(&record.id, handle, timeout).await? { Discovery::Alive } else { Discovery::Gone })
+        let Ok(handle) = sandbox_handle(record) else {
+            return Ok(Discovery::Gone);
+        };
+        Ok(
+            if backend.sandbox_alive(&record.id, handle, timeout).await? {
+                Discovery::Alive
+            } else {
+                Discovery::Gone
+            },
+        )
     }
 }
 

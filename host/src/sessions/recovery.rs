@@ -18,10 +18,17 @@ pub struct RecoveryReport {
 
 impl SessionManager {
     /// Recovers the stored sessions of `backend`; returns the adopted ready sessions too.
-    pub async fn recover(&self, backend: &LoadedBackend) -> Result<(RecoveryReport, Vec<SessionRecord>), WharfError> {
+    pub async fn recover(
+        &self,
+        backend: &LoadedBackend,
+    ) -> Result<(RecoveryReport, Vec<SessionRecord>), WharfError> {
         let mut report = RecoveryReport::default();
         let mut adopted = Vec::new();
-        for row in self.store.list_sessions(None, Some(&backend.name), None).await? {
+        for row in self
+            .store
+            .list_sessions(None, Some(&backend.name), None)
+            .await?
+        {
             let now = now_ms();
             match row.state {
                 SessionState::Ready => match self.adopt(backend, row.clone()).await {
@@ -30,21 +37,39 @@ impl SessionManager {
                         adopted.push(record);
                     }
                     Ok(None) => report.removed.push(row.id.clone()),
-                    Err(e) => tracing::warn!(session = %row.id, "could not check a stored session: {}", e.message),
+                    Err(e) => {
+                        tracing::warn!(session = %row.id, "could not check a stored session: {}", e.message)
+                    }
                 },
                 // It never became ready, so nobody holds it; what it made is an orphan for
                 // the reaper.
                 SessionState::Creating
-                    if row.lease_until_ms < now && self.store.delete_session_at(&row.id, row.generation).await? =>
+                    if row.lease_until_ms < now
+                        && self
+                            .store
+                            .delete_session_at(&row.id, row.generation)
+                            .await? =>
                 {
                     report.removed.push(row.id.clone());
                 }
                 SessionState::Releasing if row.lease_until_ms < now => {
                     let lease_until = (now + self.lease.as_millis() as u64) as i64;
-                    if self.store.take_over(&row.id, SessionState::Releasing, &self.node, lease_until, now as i64).await? {
+                    if self
+                        .store
+                        .take_over(
+                            &row.id,
+                            SessionState::Releasing,
+                            &self.node,
+                            lease_until,
+                            now as i64,
+                        )
+                        .await?
+                    {
                         match self.finish_release(backend, &row).await {
                             Ok(()) => report.removed.push(row.id.clone()),
-                            Err(e) => tracing::warn!(session = %row.id, "finishing a release failed: {}", e.message),
+                            Err(e) => {
+                                tracing::warn!(session = %row.id, "finishing a release failed: {}", e.message)
+                            }
                         }
                     }
                 }

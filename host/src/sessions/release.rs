@@ -14,14 +14,32 @@ const CLEANUP_ATTEMPTS: u32 = 4;
 impl SessionManager {
     /// Releases a ready session. With `idle_before`, only if it was not used since (idle
     /// expiry). False when another caller or node released or used it first.
-    pub async fn release(&self, backend: Option<&LoadedBackend>, record: &SessionRecord, idle_before: Option<u64>) -> Result<bool, WharfError> {
+    pub async fn release(
+        &self,
+        backend: Option<&LoadedBackend>,
+        record: &SessionRecord,
+        idle_before: Option<u64>,
+    ) -> Result<bool, WharfError> {
         let lock = self.call_lock(&record.id)?;
         let _no_calls = lock.lock().await;
         let lease_until = (now_ms() + self.lease.as_millis() as u64) as i64;
-        if !self.store.begin_release(&record.id, &self.node, lease_until, idle_before.map(|t| t as i64)).await? {
+        if !self
+            .store
+            .begin_release(
+                &record.id,
+                &self.node,
+                lease_until,
+                idle_before.map(|t| t as i64),
+            )
+            .await?
+        {
             return Ok(false);
         }
-        let current = self.store.get_session(&record.id).await?.unwrap_or_else(|| record.clone());
+        let current = self
+            .store
+            .get_session(&record.id)
+            .await?
+            .unwrap_or_else(|| record.clone());
         match backend {
             Some(backend) => self.finish_release(backend, &current).await?,
             None => {
@@ -33,7 +51,11 @@ impl SessionManager {
     }
 
     /// Runs cleanup for a row this node holds as `releasing`, then deletes it.
-    pub(crate) async fn finish_release(&self, backend: &LoadedBackend, row: &SessionRecord) -> Result<(), WharfError> {
+    pub(crate) async fn finish_release(
+        &self,
+        backend: &LoadedBackend,
+        row: &SessionRecord,
+    ) -> Result<(), WharfError> {
         let mut attempt = 0;
         loop {
             match hooks::cleanup(backend, row).await {
@@ -46,7 +68,10 @@ impl SessionManager {
                 Err(e) => {
                     return Err(WharfError::new(
                         e.code,
-                        format!("cleanup of session `{}` failed; it stays recorded so its resources are not forgotten: {}", row.id, e.message),
+                        format!(
+                            "cleanup of session `{}` failed; it stays recorded so its resources are not forgotten: {}",
+                            row.id, e.message
+                        ),
                     ));
                 }
             }

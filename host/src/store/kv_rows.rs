@@ -24,19 +24,32 @@ impl KvScope {
 
 impl StateStore {
     /// One value.
-    pub async fn kv_get(&self, backend: &str, scope: &KvScope, key: &str) -> Result<Option<Vec<u8>>, WharfError> {
-        let row = sqlx::query("SELECT v FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k = $3")
-            .bind(backend)
-            .bind(scope.column())
-            .bind(key)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(unavailable)?;
-        row.map(|r| r.try_get::<Vec<u8>, _>("v").map_err(unavailable)).transpose()
+    pub async fn kv_get(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, WharfError> {
+        let row =
+            sqlx::query("SELECT v FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k = $3")
+                .bind(backend)
+                .bind(scope.column())
+                .bind(key)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(unavailable)?;
+        row.map(|r| r.try_get::<Vec<u8>, _>("v").map_err(unavailable))
+            .transpose()
     }
 
     /// Sets a value.
-    pub async fn kv_set(&self, backend: &str, scope: &KvScope, key: &str, value: &[u8]) -> Result<(), WharfError> {
+    pub async fn kv_set(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+        value: &[u8],
+    ) -> Result<(), WharfError> {
         sqlx::query(
             "INSERT INTO wharf_kv (backend, scope, k, v) VALUES ($1, $2, $3, $4)
              ON CONFLICT (backend, scope, k) DO UPDATE SET v = excluded.v",
@@ -52,7 +65,12 @@ impl StateStore {
     }
 
     /// Deletes a value (absent is fine).
-    pub async fn kv_delete(&self, backend: &str, scope: &KvScope, key: &str) -> Result<(), WharfError> {
+    pub async fn kv_delete(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+    ) -> Result<(), WharfError> {
         sqlx::query("DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k = $3")
             .bind(backend)
             .bind(scope.column())
@@ -64,13 +82,19 @@ impl StateStore {
     }
 
     /// Keys starting with `prefix`, sorted.
-    pub async fn kv_keys(&self, backend: &str, scope: &KvScope, prefix: &str) -> Result<Vec<String>, WharfError> {
-        let rows = sqlx::query("SELECT k FROM wharf_kv WHERE backend = $1 AND scope = $2 ORDER BY k")
-            .bind(backend)
-            .bind(scope.column())
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
+    pub async fn kv_keys(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        prefix: &str,
+    ) -> Result<Vec<String>, WharfError> {
+        let rows =
+            sqlx::query("SELECT k FROM wharf_kv WHERE backend = $1 AND scope = $2 ORDER BY k")
+                .bind(backend)
+                .bind(scope.column())
+                .fetch_all(self.pool())
+                .await
+                .map_err(unavailable)?;
         let mut keys = Vec::new();
         for row in rows {
             let k: String = row.try_get("k").map_err(unavailable)?;

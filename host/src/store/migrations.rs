@@ -49,7 +49,9 @@ fn kv(engine: StoreEngine) -> String {
 /// Creates the tables (and, on SQLite, switches the file to WAL).
 pub async fn run(store: &StateStore) -> Result<()> {
     if store.engine == StoreEngine::Sqlite {
-        sqlx::query("PRAGMA journal_mode=WAL").execute(store.pool()).await?;
+        sqlx::query("PRAGMA journal_mode=WAL")
+            .execute(store.pool())
+            .await?;
     }
     for statement in [SESSIONS.to_string(), NODES.to_string(), kv(store.engine)] {
         sqlx::query(&statement).execute(store.pool()).await?;

@@ -7,7 +7,12 @@ use sqlx::Row;
 
 impl StateStore {
     /// Records that `node` is alive until `lease_until` (ms).
-    pub async fn heartbeat(&self, node: &str, lease_until: i64, now: i64) -> Result<(), WharfError> {
+    pub async fn heartbeat(
+        &self,
+        node: &str,
+        lease_until: i64,
+        now: i64,
+    ) -> Result<(), WharfError> {
         sqlx::query(
             "INSERT INTO wharf_nodes (id, lease_until, started_at) VALUES ($1, $2, $3)
              ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until",
@@ -23,9 +28,17 @@ impl StateStore {
 
     /// Every node this store has heard of, with the end of its lease (ms).
     pub async fn known_nodes(&self) -> Result<std::collections::HashMap<String, i64>, WharfError> {
-        let rows = sqlx::query("SELECT id, lease_until FROM wharf_nodes").fetch_all(self.pool()).await.map_err(unavailable)?;
+        let rows = sqlx::query("SELECT id, lease_until FROM wharf_nodes")
+            .fetch_all(self.pool())
+            .await
+            .map_err(unavailable)?;
         rows.iter()
-            .map(|r| Ok((r.try_get::<String, _>("id").map_err(unavailable)?, r.try_get::<i64, _>("lease_until").map_err(unavailable)?)))
+            .map(|r| {
+                Ok((
+                    r.try_get::<String, _>("id").map_err(unavailable)?,
+                    r.try_get::<i64, _>("lease_until").map_err(unavailable)?,
+                ))
+            })
             .collect()
     }
 }

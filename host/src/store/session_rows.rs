@@ -53,8 +53,12 @@ fn record(row: &AnyRow) -> Result<SessionRecord, WharfError> {
         key: get_s("skey")?,
         state: SessionState::parse(&get_s("state")?),
         data: serde_json::from_str(&data).unwrap_or(Value::Null),
-        owner: row.try_get::<Option<String>, _>("owner").map_err(unavailable)?,
-        holder: row.try_get::<Option<String>, _>("holder").map_err(unavailable)?,
+        owner: row
+            .try_get::<Option<String>, _>("owner")
+            .map_err(unavailable)?,
+        holder: row
+            .try_get::<Option<String>, _>("holder")
+            .map_err(unavailable)?,
         holder_until_ms: get_i("holder_until")?.max(0) as u64,
         plugin_version: get_s("plugin_version")?,
         node: get_s("node")?,
@@ -62,7 +66,10 @@ fn record(row: &AnyRow) -> Result<SessionRecord, WharfError> {
         created_at_ms: get_i("created_at")?.max(0) as u64,
         last_activity_ms: get_i("last_activity")?.max(0) as u64,
         idle_ttl_seconds: get_i("idle_ttl")?.max(0) as u64,
-        max_expires_at_ms: row.try_get::<Option<i64>, _>("max_expires_at").map_err(unavailable)?.map(|v| v.max(0) as u64),
+        max_expires_at_ms: row
+            .try_get::<Option<i64>, _>("max_expires_at")
+            .map_err(unavailable)?
+            .map(|v| v.max(0) as u64),
         generation: get_i("generation")?.max(0) as u64,
     })
 }
@@ -98,29 +105,41 @@ impl StateStore {
     }
 
     /// The row of an identity.
-    pub async fn find_session(&self, tenant: &str, backend: &str, key: &str) -> Result<Option<SessionRecord>, WharfError> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM wharf_sessions WHERE tenant = $1 AND backend = $2 AND skey = $3"))
-            .bind(tenant)
-            .bind(backend)
-            .bind(key)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(unavailable)?;
+    pub async fn find_session(
+        &self,
+        tenant: &str,
+        backend: &str,
+        key: &str,
+    ) -> Result<Option<SessionRecord>, WharfError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_sessions WHERE tenant = $1 AND backend = $2 AND skey = $3"
+        ))
+        .bind(tenant)
+        .bind(backend)
+        .bind(key)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(unavailable)?;
         row.as_ref().map(record).transpose()
     }
 
     /// A row by id.
     pub async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, WharfError> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM wharf_sessions WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(unavailable)?;
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_sessions WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(unavailable)?;
         row.as_ref().map(record).transpose()
     }
 
     /// The generation of a row (a cheap freshness check for caches).
-    pub async fn session_generation(&self, id: &str) -> Result<Option<(u64, SessionState)>, WharfError> {
+    pub async fn session_generation(
+        &self,
+        id: &str,
+    ) -> Result<Option<(u64, SessionState)>, WharfError> {
         let row = sqlx::query("SELECT generation, state FROM wharf_sessions WHERE id = $1")
             .bind(id)
             .fetch_optional(self.pool())
@@ -130,14 +149,22 @@ impl StateStore {
             Some(r) => {
                 let generation: i64 = r.try_get("generation").map_err(unavailable)?;
                 let state: String = r.try_get("state").map_err(unavailable)?;
-                Ok(Some((generation.max(0) as u64, SessionState::parse(&state))))
+                Ok(Some((
+                    generation.max(0) as u64,
+                    SessionState::parse(&state),
+                )))
             }
             None => Ok(None),
         }
     }
 
     /// Rows, optionally filtered by tenant, backend and key.
-    pub async fn list_sessions(&self, tenant: Option<&str>, backend: Option<&str>, key: Option<&str>) -> Result<Vec<SessionRecord>, WharfError> {
+    pub async fn list_sessions(
+        &self,
+        tenant: Option<&str>,
+        backend: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<Vec<SessionRecord>, WharfError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM wharf_sessions
              WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR backend = $2) AND ($3 = '' OR skey = $3)
@@ -153,7 +180,13 @@ impl StateStore {
     }
 
     /// `creating` → `ready` with the initialized data, only by the lease holder.
-    pub async fn mark_ready(&self, id: &str, node: &str, data: &Value, now: i64) -> Result<bool, WharfError> {
+    pub async fn mark_ready(
+        &self,
+        id: &str,
+        node: &str,
+        data: &Value,
+        now: i64,
+    ) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET state = 'ready', data = $1, last_activity = $2, lease_until = 0,
                     generation = generation + 1
@@ -170,7 +203,14 @@ impl StateStore {
     }
 
     /// Takes over a `creating` or `releasing` row whose lease ran out; true when taken.
-    pub async fn take_over(&self, id: &str, state: SessionState, node: &str, lease_until: i64, now: i64) -> Result<bool, WharfError> {
+    pub async fn take_over(
+        &self,
+        id: &str,
+        state: SessionState,
+        node: &str,
+        lease_until: i64,
+        now: i64,
+    ) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET node = $1, lease_until = $2, generation = generation + 1
              WHERE id = $3 AND state = $4 AND lease_until < $5",
@@ -188,7 +228,11 @@ impl StateStore {
 
     /// Deletes a row (any state).
     pub async fn delete_session(&self, id: &str) -> Result<(), WharfError> {
-        sqlx::query("DELETE FROM wharf_sessions WHERE id = $1").bind(id).execute(self.pool()).await.map_err(unavailable)?;
+        sqlx::query("DELETE FROM wharf_sessions WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
         Ok(())
     }
 
@@ -204,7 +248,13 @@ impl StateStore {
     }
 
     /// Writes new session data if the row is still at `generation`; the new generation.
-    pub async fn update_data(&self, id: &str, generation: u64, data: &Value, now: i64) -> Result<Option<u64>, WharfError> {
+    pub async fn update_data(
+        &self,
+        id: &str,
+        generation: u64,
+        data: &Value,
+        now: i64,
+    ) -> Result<Option<u64>, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET data = $1, last_activity = $2, generation = generation + 1
              WHERE id = $3 AND generation = $4 AND state = 'ready'",
@@ -221,18 +271,26 @@ impl StateStore {
 
     /// Records activity (extends the idle TTL); false when the row is gone.
     pub async fn touch(&self, id: &str, now: i64) -> Result<bool, WharfError> {
-        let done = sqlx::query("UPDATE wharf_sessions SET last_activity = $1 WHERE id = $2 AND state = 'ready'")
-            .bind(now)
-            .bind(id)
-            .execute(self.pool())
-            .await
-            .map_err(unavailable)?;
+        let done = sqlx::query(
+            "UPDATE wharf_sessions SET last_activity = $1 WHERE id = $2 AND state = 'ready'",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
         Ok(done.rows_affected() == 1)
     }
 
     /// `ready` → `releasing` under a lease. With `idle_before`, only if nothing touched the
     /// session since then (an idle expiry must not release a session another node just used).
-    pub async fn begin_release(&self, id: &str, node: &str, lease_until: i64, idle_before: Option<i64>) -> Result<bool, WharfError> {
+    pub async fn begin_release(
+        &self,
+        id: &str,
+        node: &str,
+        lease_until: i64,
+        idle_before: Option<i64>,
+    ) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET state = 'releasing', node = $1, lease_until = $2, generation = generation + 1
              WHERE id = $3 AND state = 'ready' AND ($4 < 0 OR last_activity <= $4)",
@@ -249,7 +307,14 @@ impl StateStore {
 
     /// Sets the holder claim if it is free, expired or already this holder's, and the owner
     /// matches; true when claimed.
-    pub async fn claim(&self, id: &str, owner: Option<&str>, holder: &str, until: i64, now: i64) -> Result<bool, WharfError> {
+    pub async fn claim(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        holder: &str,
+        until: i64,
+        now: i64,
+    ) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET holder = $1, holder_until = $2
              WHERE id = $3 AND state = 'ready'

@@ -6,7 +6,8 @@
 use serde::Deserialize;
 use wharf_sdk::host::{container, exec};
 use wharf_sdk::{
-    Capabilities, CommandRequest, CommandResult, Provider, ProviderFeatures, ProviderInfo, SandboxSpec, ToolError, Value,
+    Capabilities, CommandRequest, CommandResult, Provider, ProviderFeatures, ProviderInfo,
+    SandboxSpec, ToolError, Value,
 };
 
 /// The operator's config.
@@ -25,7 +26,12 @@ struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { image: "wharf-sandbox:test".into(), workdir: "/work".into(), read_only_root: false, pids_limit: 256 }
+        Self {
+            image: "wharf-sandbox:test".into(),
+            workdir: "/work".into(),
+            read_only_root: false,
+            pids_limit: 256,
+        }
     }
 }
 
@@ -46,7 +52,14 @@ fn is_missing(err: &ToolError) -> bool {
 }
 
 impl DockerProvider {
-    fn exec(&self, sandbox: &str, command: String, stdin: Option<Vec<u8>>, timeout_ms: u32, max_output: u32) -> Result<exec::ExecOutput, ToolError> {
+    fn exec(
+        &self,
+        sandbox: &str,
+        command: String,
+        stdin: Option<Vec<u8>>,
+        timeout_ms: u32,
+        max_output: u32,
+    ) -> Result<exec::ExecOutput, ToolError> {
         Ok(exec::run(&exec::ExecRequest {
             container: sandbox.to_string(),
             command: exec::Command::Shell(command),
@@ -66,31 +79,55 @@ impl Provider for DockerProvider {
     }
 
     fn info() -> ProviderInfo {
-        ProviderInfo::new("docker", "0.1.0", "One container per sandbox on the host's Docker engine.")
-            .features(ProviderFeatures::WRITE_FILE | ProviderFeatures::STDIN)
-            .requires(Capabilities { images: vec!["wharf-sandbox:*".into()], networks: vec!["bridge".into()], ..Default::default() })
+        ProviderInfo::new(
+            "docker",
+            "0.1.0",
+            "One container per sandbox on the host's Docker engine.",
+        )
+        .features(ProviderFeatures::WRITE_FILE | ProviderFeatures::STDIN)
+        .requires(Capabilities {
+            images: vec!["wharf-sandbox:*".into()],
+            networks: vec!["bridge".into()],
+            ..Default::default()
+        })
     }
 
     fn warmup(&mut self, config: Value) -> Result<(), ToolError> {
-        self.config = if config.is_null() { Config::default() } else { serde_json::from_value(config)? };
+        self.config = if config.is_null() {
+            Config::default()
+        } else {
+            serde_json::from_value(config)?
+        };
         Ok(())
     }
 
     fn create(&mut self, spec: SandboxSpec) -> Result<String, ToolError> {
-        if !spec.network.allow_egress_to.is_empty() || !spec.network.allow_egress_to_cidrs.is_empty() {
+        if !spec.network.allow_egress_to.is_empty()
+            || !spec.network.allow_egress_to_cidrs.is_empty()
+        {
             return Err(ToolError::new(
                 4030,
                 "this provider cannot enforce an egress allowlist; ask for block_network or an open network",
             ));
         }
-        let network = if spec.network.block_network { container::Network::None } else { container::Network::Bridge };
-        let workdir = spec.workdir.clone().unwrap_or_else(|| self.config.workdir.clone());
+        let network = if spec.network.block_network {
+            container::Network::None
+        } else {
+            container::Network::Bridge
+        };
+        let workdir = spec
+            .workdir
+            .clone()
+            .unwrap_or_else(|| self.config.workdir.clone());
         let mut labels = Vec::new();
         if let Some(owner) = &spec.owner {
             labels.push(("sandbox.owner".to_string(), owner.clone()));
         }
         let info = container::create(&container::ContainerSpec {
-            image: spec.image.clone().unwrap_or_else(|| self.config.image.clone()),
+            image: spec
+                .image
+                .clone()
+                .unwrap_or_else(|| self.config.image.clone()),
             command: Some(vec!["/bin/sh".into(), "-c".into(), IDLE_COMMAND.into()]),
             env: spec.env,
             workdir: Some(workdir),
@@ -109,8 +146,18 @@ impl Provider for DockerProvider {
         Ok(info.id)
     }
 
-    fn run_command(&mut self, sandbox: &str, request: CommandRequest) -> Result<CommandResult, ToolError> {
-        match self.exec(sandbox, request.command, request.stdin, request.timeout_ms, request.max_output_bytes) {
+    fn run_command(
+        &mut self,
+        sandbox: &str,
+        request: CommandRequest,
+    ) -> Result<CommandResult, ToolError> {
+        match self.exec(
+            sandbox,
+            request.command,
+            request.stdin,
+            request.timeout_ms,
+            request.max_output_bytes,
+        ) {
             Ok(out) => Ok(CommandResult {
                 exit_code: out.exit_code,
                 stdout: out.stdout,
@@ -144,7 +191,9 @@ impl Provider for DockerProvider {
     }
 
     fn is_alive(&mut self, sandbox: &str) -> Result<bool, ToolError> {
-        Ok(matches!(container::inspect(sandbox)?, Some(info) if info.state == container::ContainerState::Running))
+        Ok(
+            matches!(container::inspect(sandbox)?, Some(info) if info.state == container::ContainerState::Running),
+        )
     }
 
     fn write_file(&mut self, sandbox: &str, path: &str, content: Vec<u8>) -> Result<(), ToolError> {
@@ -152,8 +201,15 @@ impl Provider for DockerProvider {
             return Ok(());
         }
         // Relative paths, and directories that do not exist yet, go through the shell.
-        let p = if path.starts_with('-') { format!("./{path}") } else { path.to_string() };
-        let script = format!("p={}; mkdir -p \"$(dirname \"$p\")\" && cat > \"$p\"", quote(&p));
+        let p = if path.starts_with('-') {
+            format!("./{path}")
+        } else {
+            path.to_string()
+        };
+        let script = format!(
+            "p={}; mkdir -p \"$(dirname \"$p\")\" && cat > \"$p\"",
+            quote(&p)
+        );
         let out = self.exec(sandbox, script, Some(content), 120_000, 4096)?;
         match out.exit_code {
             Some(0) => Ok(()),

@@ -2,7 +2,9 @@
 //! fetch a URL), so tests can check what a backend is and is not allowed to do. For tests.
 
 use wharf_sdk::host::{container, exec};
-use wharf_sdk::{Backend, BackendInfo, Call, Capabilities, Deserialize, JsonSchema, Serialize, ToolError, Tools};
+use wharf_sdk::{
+    Backend, BackendInfo, Call, Capabilities, Deserialize, JsonSchema, Serialize, ToolError, Tools,
+};
 
 struct Probe;
 
@@ -44,14 +46,22 @@ fn fetch(url: &str) -> Result<Fetched, ToolError> {
     let response = waki::Client::new().get(url).send().map_err(|e| {
         let text = format!("{e:?}");
         if text.contains("HttpRequestDenied") || text.contains("DestinationIpProhibited") {
-            ToolError::new(4030, format!("outbound HTTP to {url} is not granted: {text}"))
+            ToolError::new(
+                4030,
+                format!("outbound HTTP to {url} is not granted: {text}"),
+            )
         } else {
             ToolError::execution(format!("fetching {url} failed: {text}"))
         }
     })?;
     let status = response.status_code();
-    let body = response.body().map_err(|e| ToolError::execution(format!("reading the body failed: {e:?}")))?;
-    Ok(Fetched { status, body: String::from_utf8_lossy(&body).into_owned() })
+    let body = response
+        .body()
+        .map_err(|e| ToolError::execution(format!("reading the body failed: {e:?}")))?;
+    Ok(Fetched {
+        status,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 impl Backend for Probe {
@@ -60,8 +70,16 @@ impl Backend for Probe {
     }
 
     fn info() -> BackendInfo {
-        BackendInfo::new("probe", "0.1.0", "Calls host imports on request. For tests.")
-            .requires(Capabilities { images: vec!["wharf-sandbox:*".into()], http_hosts: vec!["*:*".into()], ..Default::default() })
+        BackendInfo::new(
+            "probe",
+            "0.1.0",
+            "Calls host imports on request. For tests.",
+        )
+        .requires(Capabilities {
+            images: vec!["wharf-sandbox:*".into()],
+            http_hosts: vec!["*:*".into()],
+            ..Default::default()
+        })
     }
 
     fn tools() -> Tools<Self> {

@@ -3,8 +3,8 @@
 //! host, so any instance can serve any session.
 
 use wharf_sdk::{
-    Backend, BackendInfo, Call, Deserialize, Discovery, JsonSchema, NoArgs, Serialize, Session, SessionNeed,
-    ToolError, Tools, Value,
+    Backend, BackendInfo, Call, Deserialize, Discovery, JsonSchema, NoArgs, Serialize, Session,
+    SessionNeed, ToolError, Tools, Value,
 };
 
 struct Scratchpad;
@@ -50,12 +50,25 @@ impl Backend for Scratchpad {
     }
 
     fn info() -> BackendInfo {
-        BackendInfo::new("scratchpad", "0.1.0", "A notepad per session, kept by the host.")
-            .session_config::<SessionConfig>()
+        BackendInfo::new(
+            "scratchpad",
+            "0.1.0",
+            "A notepad per session, kept by the host.",
+        )
+        .session_config::<SessionConfig>()
     }
 
-    fn initialize(&mut self, _session_id: &str, key: &str, config: Value) -> Result<Value, ToolError> {
-        let config: SessionConfig = if config.is_null() { SessionConfig::default() } else { serde_json::from_value(config)? };
+    fn initialize(
+        &mut self,
+        _session_id: &str,
+        key: &str,
+        config: Value,
+    ) -> Result<Value, ToolError> {
+        let config: SessionConfig = if config.is_null() {
+            SessionConfig::default()
+        } else {
+            serde_json::from_value(config)?
+        };
         let pad = Pad {
             title: config.title.unwrap_or_else(|| format!("notes of {key}")),
             owner_key: key.to_string(),
@@ -75,27 +88,42 @@ impl Backend for Scratchpad {
 
     fn tools() -> Tools<Self> {
         Tools::new()
-            .tool("write", "Append a note to this session's pad.", |_: &mut Self, a: WriteArgs, call: &mut Call| {
-                let mut pad = pad_of(call)?;
-                if pad.notes.len() >= pad.max_notes {
-                    return Err(ToolError::business(format!("the pad is full ({} notes)", pad.max_notes)));
-                }
-                pad.notes.push(a.note);
-                let count = pad.notes.len();
-                call.set_session_data(serde_json::to_value(pad)?);
-                Ok(WriteResult { count })
-            })
+            .tool(
+                "write",
+                "Append a note to this session's pad.",
+                |_: &mut Self, a: WriteArgs, call: &mut Call| {
+                    let mut pad = pad_of(call)?;
+                    if pad.notes.len() >= pad.max_notes {
+                        return Err(ToolError::business(format!(
+                            "the pad is full ({} notes)",
+                            pad.max_notes
+                        )));
+                    }
+                    pad.notes.push(a.note);
+                    let count = pad.notes.len();
+                    call.set_session_data(serde_json::to_value(pad)?);
+                    Ok(WriteResult { count })
+                },
+            )
             .session(SessionNeed::Required)
-            .tool("read", "Read this session's pad.", |_: &mut Self, _: NoArgs, call: &mut Call| pad_of(call))
+            .tool(
+                "read",
+                "Read this session's pad.",
+                |_: &mut Self, _: NoArgs, call: &mut Call| pad_of(call),
+            )
             .session(SessionNeed::Required)
             .read_only()
-            .tool("clear", "Remove every note.", |_: &mut Self, _: NoArgs, call: &mut Call| {
-                let mut pad = pad_of(call)?;
-                let removed = pad.notes.len();
-                pad.notes.clear();
-                call.set_session_data(serde_json::to_value(pad)?);
-                Ok(removed)
-            })
+            .tool(
+                "clear",
+                "Remove every note.",
+                |_: &mut Self, _: NoArgs, call: &mut Call| {
+                    let mut pad = pad_of(call)?;
+                    let removed = pad.notes.len();
+                    pad.notes.clear();
+                    call.set_session_data(serde_json::to_value(pad)?);
+                    Ok(removed)
+                },
+            )
             .session(SessionNeed::Required)
             .destructive()
     }

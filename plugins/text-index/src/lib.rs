@@ -2,16 +2,36 @@
 //! and searched by every call.
 
 use std::collections::HashMap;
-use wharf_sdk::{Backend, BackendInfo, Call, Deserialize, JsonSchema, NoArgs, Serialize, ToolError, Tools, Value};
+use wharf_sdk::{
+    Backend, BackendInfo, Call, Deserialize, JsonSchema, NoArgs, Serialize, ToolError, Tools, Value,
+};
 
 /// Documents indexed when the operator gives none.
 const BUILT_IN: &[(&str, &str)] = &[
-    ("wasmtime", "Wasmtime is a fast and secure runtime for WebAssembly components and modules"),
-    ("docker", "Docker runs containers from images; a container is an isolated process tree"),
-    ("wharf", "Wharf loads backends shipped as WebAssembly components and serves their tools to agents"),
-    ("mcp", "The Model Context Protocol lets agents list tools and call them over streamable HTTP"),
-    ("sqlite", "SQLite is an embedded database engine stored in a single file"),
-    ("postgres", "PostgreSQL is a database server that several processes and nodes can share"),
+    (
+        "wasmtime",
+        "Wasmtime is a fast and secure runtime for WebAssembly components and modules",
+    ),
+    (
+        "docker",
+        "Docker runs containers from images; a container is an isolated process tree",
+    ),
+    (
+        "wharf",
+        "Wharf loads backends shipped as WebAssembly components and serves their tools to agents",
+    ),
+    (
+        "mcp",
+        "The Model Context Protocol lets agents list tools and call them over streamable HTTP",
+    ),
+    (
+        "sqlite",
+        "SQLite is an embedded database engine stored in a single file",
+    ),
+    (
+        "postgres",
+        "PostgreSQL is a database server that several processes and nodes can share",
+    ),
 ];
 
 /// Operator config: extra documents to index.
@@ -36,7 +56,9 @@ struct TextIndex {
 }
 
 fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_lowercase)
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(str::to_lowercase)
 }
 
 impl TextIndex {
@@ -65,7 +87,11 @@ impl TextIndex {
         }
         let mut hits: Vec<Hit> = scores
             .into_iter()
-            .map(|(d, score)| Hit { id: self.docs[d].id.clone(), text: self.docs[d].text.clone(), score })
+            .map(|(d, score)| Hit {
+                id: self.docs[d].id.clone(),
+                text: self.docs[d].text.clone(),
+                score,
+            })
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         hits.truncate(top_k);
@@ -107,15 +133,26 @@ impl Backend for TextIndex {
     }
 
     fn info() -> BackendInfo {
-        BackendInfo::new("text-index", "0.1.0", "A small full-text index built at warmup and searched per call.")
-            .config::<Config>()
+        BackendInfo::new(
+            "text-index",
+            "0.1.0",
+            "A small full-text index built at warmup and searched per call.",
+        )
+        .config::<Config>()
     }
 
     fn warmup(&mut self, config: Value) -> Result<(), ToolError> {
-        let config: Config = if config.is_null() { Config::default() } else { serde_json::from_value(config)? };
+        let config: Config = if config.is_null() {
+            Config::default()
+        } else {
+            serde_json::from_value(config)?
+        };
         *self = Self::default();
         for (id, text) in BUILT_IN {
-            self.add(Document { id: (*id).into(), text: (*text).into() });
+            self.add(Document {
+                id: (*id).into(),
+                text: (*text).into(),
+            });
         }
         for doc in config.documents {
             self.add(doc);
@@ -127,20 +164,36 @@ impl Backend for TextIndex {
 
     fn tools() -> Tools<Self> {
         Tools::new()
-            .tool("search", "Search the index; hits ranked by TF-IDF.", |idx: &mut Self, a: SearchArgs, _: &mut Call| {
-                if !idx.warmed {
-                    return Err(ToolError::execution("the index was not built: warmup did not run"));
-                }
-                let hits = idx.search(&a.query, a.top_k as usize);
-                if hits.is_empty() {
-                    return Err(ToolError::no_results(format!("nothing matches `{}`", a.query)));
-                }
-                Ok(hits)
-            })
+            .tool(
+                "search",
+                "Search the index; hits ranked by TF-IDF.",
+                |idx: &mut Self, a: SearchArgs, _: &mut Call| {
+                    if !idx.warmed {
+                        return Err(ToolError::execution(
+                            "the index was not built: warmup did not run",
+                        ));
+                    }
+                    let hits = idx.search(&a.query, a.top_k as usize);
+                    if hits.is_empty() {
+                        return Err(ToolError::no_results(format!(
+                            "nothing matches `{}`",
+                            a.query
+                        )));
+                    }
+                    Ok(hits)
+                },
+            )
             .read_only()
-            .tool("stats", "Number of documents and distinct terms.", |idx: &mut Self, _: NoArgs, _: &mut Call| {
-                Ok(Stats { documents: idx.docs.len(), terms: idx.postings.len() })
-            })
+            .tool(
+                "stats",
+                "Number of documents and distinct terms.",
+                |idx: &mut Self, _: NoArgs, _: &mut Call| {
+                    Ok(Stats {
+                        documents: idx.docs.len(),
+                        terms: idx.postings.len(),
+                    })
+                },
+            )
             .read_only()
     }
 }
