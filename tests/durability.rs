@@ -443,7 +443,14 @@ async fn owner_and_holder_claims() {
             .await;
         assert_eq!(same_holder.code(), 0, "{engine}: w1 re-attaches");
         // Releasing someone else's claim does nothing; releasing your own frees the session.
-        assert!(!h.wharf.release_claim("anonymous", &id, "w2").await.unwrap());
+        let not_mine = h
+            .delete(&format!("/v1/sessions/{id}/claim?holder=w2"))
+            .await;
+        assert_eq!(
+            not_mine.body["data"]["released"], false,
+            "{engine}: {}",
+            not_mine.body
+        );
         assert_eq!(
             h.post(
                 "/v1/sessions",
@@ -453,7 +460,12 @@ async fn owner_and_holder_claims() {
             .code(),
             4090
         );
-        assert!(h.wharf.release_claim("anonymous", &id, "w1").await.unwrap());
+        assert_eq!(
+            h.delete(&format!("/v1/sessions/{id}/claim?holder=w1"))
+                .await
+                .body["data"]["released"],
+            true
+        );
         let now_w2 = h
             .post(
                 "/v1/sessions",
@@ -628,4 +640,114 @@ async fn sigterm_exits_cleanly_and_keeps_sessions() {
         "the session outlived the process"
     );
     assert_eq!(again["data"]["data"]["notes"], json!(["n"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kv_state_outlives_instances_and_hosts_and_has_quotas() {
+    let dir = tempfile::tempdir().unwrap();
+    for (engine, store) in store_urls(dir.path()) {
+        let first = start_with(vec![("probe", bundled("probe"))], |s| {
+            s.store_url = Some(store.clone())
+        })
+        .await;
+        let set = first
+            .call(
+                "probe:kv",
+                json!({"scope": "backend", "key": "greeting", "value": "hello"}),
+            )
+            .await;
+        assert_eq!(
+            set.body["data"]["result"]["value"], "hello",
+            "{engine}: {}",
+            set.body
+        );
+        let second = start_with(vec![("probe", bundled("probe"))], |s| {
+            s.store_url = Some(store.clone())
+        })
+        .await;
+        let got = second
+            .call("probe:kv", json!({"scope": "backend", "key": "greeting"}))
+            .await;
+        assert_eq!(
+            got.body["data"]["result"]["value"], "hello",
+            "{engine}: another host sees it"
+        );
+        assert_eq!(got.body["data"]["result"]["keys"], json!(["greeting"]));
+
+        let no_session = second
+            .call("probe:kv", json!({"scope": "session", "key": "k"}))
+            .await;
+        assert_eq!(no_session.code(), 4007, "{engine}: {}", no_session.body);
+        let a = second
+            .post("/v1/sessions", json!({"backend": "probe", "key": "a"}))
+            .await
+            .body["data"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let b = second
+            .post("/v1/sessions", json!({"backend": "probe", "key": "b"}))
+            .await
+            .body["data"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        second
+            .call_in(
+                &a,
+                "probe:kv",
+                json!({"scope": "session", "key": "mine", "value": "a-data"}),
+            )
+            .await;
+        let from_b = second
+            .call_in(&b, "probe:kv", json!({"scope": "session", "key": "mine"}))
+            .await;
+        assert!(
+            from_b.body["data"]["result"]["value"].is_null(),
+            "{engine}: sessions do not see each other's state"
+        );
+        let from_a = first
+            .call_in(&a, "probe:kv", json!({"scope": "session", "key": "mine"}))
+            .await;
+        assert_eq!(
+            from_a.body["data"]["result"]["value"], "a-data",
+            "{engine}: {}",
+            from_a.body
+        );
+        second.delete(&format!("/v1/sessions/{a}")).await;
+        let again = second
+            .post("/v1/sessions", json!({"backend": "probe", "key": "a"}))
+            .await
+            .body["data"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let dropped = second
+            .call_in(
+                &again,
+                "probe:kv",
+                json!({"scope": "session", "key": "mine"}),
+            )
+            .await;
+        assert!(
+            dropped.body["data"]["result"]["value"].is_null(),
+            "{engine}: released with its session"
+        );
+
+        let too_big = second
+            .call(
+                "probe:kv",
+                json!({"scope": "backend", "key": "big", "value": "x", "repeat": 70_000}),
+            )
+            .await;
+        assert_eq!(too_big.code(), 4000, "{engine}: {}", too_big.body);
+        assert!(
+            too_big.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most"),
+            "{}",
+            too_big.body
+        );
+    }
 }

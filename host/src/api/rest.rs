@@ -95,6 +95,10 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
         .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
         .route("/v1/sessions/{id}/refresh", post(refresh_session))
         .route(
+            "/v1/sessions/{id}/claim",
+            axum::routing::delete(release_claim),
+        )
+        .route(
             "/v1/sessions/{id}/files",
             get(crate::api::files::download).put(crate::api::files::upload),
         )
@@ -263,6 +267,25 @@ async fn refresh_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>
             .refresh_session(ANONYMOUS_TENANT, &id)
             .await
             .map(|s| session_json(&s)),
+    )
+}
+
+#[derive(Deserialize)]
+struct Holder {
+    holder: String,
+}
+
+async fn release_claim(
+    State(wharf): State<Arc<Wharf>>,
+    Path(id): Path<String>,
+    Query(h): Query<Holder>,
+) -> Envelope {
+    let t = Timer::start();
+    t.reply(
+        wharf
+            .release_claim(ANONYMOUS_TENANT, &id, &h.holder)
+            .await
+            .map(|released| json!({ "id": id, "released": released })),
     )
 }
 

@@ -1,7 +1,7 @@
 //! `probe`: exposes the host imports as tools (create / inspect / exec / remove a container,
 //! fetch a URL), so tests can check what a backend is and is not allowed to do. For tests.
 
-use wharf_sdk::host::{container, exec};
+use wharf_sdk::host::{container, exec, kv};
 use wharf_sdk::{
     Backend, BackendInfo, Call, Capabilities, Deserialize, JsonSchema, Serialize, ToolError, Tools,
 };
@@ -29,6 +29,27 @@ struct IdArgs {
 struct ExecArgs {
     id: String,
     command: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct KvArgs {
+    /// `backend` or `session`.
+    scope: String,
+    key: String,
+    /// Set when given; otherwise read.
+    #[serde(default)]
+    value: Option<String>,
+    /// Repeat the value this many times (to test quotas).
+    #[serde(default)]
+    repeat: Option<usize>,
+}
+
+fn scope(name: &str) -> Result<kv::Scope, ToolError> {
+    match name {
+        "backend" => Ok(kv::Scope::Backend),
+        "session" => Ok(kv::Scope::Session),
+        other => Err(ToolError::invalid_input(format!("unknown scope `{other}`"))),
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -134,6 +155,16 @@ impl Backend for Probe {
                 Ok(container::list_owned(None)?.into_iter().map(|c| c.id).collect::<Vec<_>>())
             })
             .tool("fetch", "GET a URL through wasi:http.", |_: &mut Self, a: FetchArgs, _: &mut Call| fetch(&a.url))
+            .tool("kv", "Set (with `value`) or get a key; returns the value and the scope's keys.", |_: &mut Self, a: KvArgs, _: &mut Call| {
+                let s = scope(&a.scope)?;
+                if let Some(v) = &a.value {
+                    kv::set(s, &a.key, v.repeat(a.repeat.unwrap_or(1)).as_bytes())?;
+                }
+                let value = kv::get(s, &a.key)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+                let keys = kv::list_keys(s, "")?;
+                Ok(wharf_sdk::json!({ "value": value, "keys": keys }))
+            })
+            .session(wharf_sdk::SessionNeed::Optional)
     }
 }
 
