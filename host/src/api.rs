@@ -1,5 +1,8 @@
 //! The HTTP interfaces: the envelope every reply uses, and the REST routes.
 
+pub mod admin;
+pub mod auth;
+pub mod compat;
 pub mod envelope;
 pub mod files;
 pub mod mcp;

@@ -32,12 +32,23 @@ pub enum Command {
         /// Data directory: compile cache and state (overrides the config).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Serve without tokens on a non-loopback address.
+        #[arg(long)]
+        insecure: bool,
+        /// Watch this directory: `NAME.wasm` (with an optional `NAME.toml`) is loaded as
+        /// `NAME`, replaced when the file changes and unloaded when it goes. Without
+        /// `--config`, only these backends are served (not the bundled examples).
+        #[arg(long)]
+        plugins: Option<PathBuf>,
     },
     /// List the tools of a running server.
     Tools {
         /// The server.
         #[arg(long, env = "WHARF_URL", default_value = "http://127.0.0.1:7420")]
         url: String,
+        /// Bearer token.
+        #[arg(long, env = "WHARF_TOKEN", hide_env_values = true)]
+        token: Option<String>,
     },
     /// Call a tool on a running server.
     Call {
@@ -52,6 +63,9 @@ pub enum Command {
         /// The server.
         #[arg(long, env = "WHARF_URL", default_value = "http://127.0.0.1:7420")]
         url: String,
+        /// Bearer token.
+        #[arg(long, env = "WHARF_TOKEN", hide_env_values = true)]
+        token: Option<String>,
     },
     /// Show what a component is: world, WIT version, tools with schemas, capabilities.
     Inspect {
@@ -83,6 +97,7 @@ pub fn serve_config(
                         limits: Limits::default(),
                         sessions: SessionLimits::default(),
                         grants: Default::default(),
+                        sha256: None,
                     },
                 );
             }
@@ -105,10 +120,21 @@ pub async fn run(cli: Cli) -> Result<()> {
             config,
             listen,
             data_dir,
+            insecure,
+            plugins,
         } => {
-            let cfg = serve_config(config, listen, data_dir)?;
+            let bare = config.is_none();
+            let mut cfg = serve_config(config, listen, data_dir)?;
+            if bare && plugins.is_some() {
+                cfg.backends.clear();
+            }
+            crate::server::check_exposure(cfg.server.listen, &cfg.server.auth, insecure)?;
             let started = std::time::Instant::now();
             let wharf = Wharf::from_config(&cfg).await?;
+            let _watcher = match plugins {
+                Some(dir) => Some(crate::hot_reload::watch(wharf.clone(), dir).await?),
+                None => None,
+            };
             let server = BoundServer::bind(wharf.clone(), cfg.server.listen).await?;
             let addr = server.local_addr()?;
             let names: Vec<String> = wharf
@@ -124,8 +150,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             );
             server.serve(termination_signal()).await
         }
-        Command::Tools { url } => {
-            let reply = http_json(reqwest::Client::new().get(format!("{url}/v1/tools"))).await?;
+        Command::Tools { url, token } => {
+            let reply = http_json(with_token(reqwest::Client::new().get(format!("{url}/v1/tools")), token)).await?;
+            if reply["code"].as_u64() != Some(0) {
+                bail!("{} ({})", reply["message"].as_str().unwrap_or("the server refused"), reply["code"]);
+            }
             for tool in reply["data"]["tools"].as_array().into_iter().flatten() {
                 println!(
                     "{:<28} {}",
@@ -140,17 +169,17 @@ pub async fn run(cli: Cli) -> Result<()> {
             args,
             session,
             url,
+            token,
         } => {
             let args: Value = serde_json::from_str(&args).context("--args is not valid JSON")?;
             let mut body = json!({ "tool": tool, "args": args });
             if let Some(session) = session {
                 body["session_id"] = json!(session);
             }
-            let reply = http_json(
-                reqwest::Client::new()
-                    .post(format!("{url}/v1/call"))
-                    .json(&body),
-            )
+            let reply = http_json(with_token(
+                reqwest::Client::new().post(format!("{url}/v1/call")).json(&body),
+                token,
+            ))
             .await?;
             println!("{}", serde_json::to_string_pretty(&reply)?);
             if reply["code"].as_u64() != Some(0) {
@@ -169,6 +198,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&description)?);
             Ok(())
         }
+    }
+}
+
+fn with_token(request: reqwest::RequestBuilder, token: Option<String>) -> reqwest::RequestBuilder {
+    match token {
+        Some(token) => request.bearer_auth(token),
+        None => request,
     }
 }
 

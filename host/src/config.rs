@@ -21,6 +21,9 @@ pub struct WharfConfig {
     /// The state store (`[store] url = "postgres://…"`).
     #[serde(default)]
     pub store: StoreConfig,
+    /// Bearer tokens (`[[auth.tokens]]`).
+    #[serde(default)]
+    pub auth: AuthConfig,
 }
 
 /// `[store]`.
@@ -50,6 +53,87 @@ pub struct ServerConfig {
     /// The state store: `sqlite://PATH` or `postgres://…`; the SQLite file `wharf.db`
     /// in the data dir when unset.
     pub store_url: Option<String>,
+    /// Bearer tokens (`[[server.auth.tokens]]`, or `[[auth.tokens]]` at the top level).
+    pub auth: AuthConfig,
+}
+
+/// Tokens and what they may do.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The tokens; none means open (loopback only, unless `--insecure`).
+    #[serde(default)]
+    pub tokens: Vec<TokenConfig>,
+}
+
+impl AuthConfig {
+    /// Whether any token has the admin scope (admin routes exist only then).
+    pub fn admin_enabled(&self) -> bool {
+        self.tokens.iter().any(|t| t.scopes.contains(&TokenScope::Admin))
+    }
+}
+
+/// A scope a token grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenScope {
+    /// List backends, tools and own sessions.
+    Read,
+    /// Call tools, manage own sessions.
+    Call,
+    /// Load and unload backends; see every session.
+    Admin,
+}
+
+impl TokenScope {
+    /// The scope's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Read => "read",
+            TokenScope::Call => "call",
+            TokenScope::Admin => "admin",
+        }
+    }
+}
+
+/// One bearer token. Its value comes from the config (usually `${ENV}`) or a file, and is
+/// never logged.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// The token's name: its tenant, and what logs show.
+    pub name: String,
+    /// The secret (use `${VAR}`).
+    #[serde(default)]
+    pub value: Option<String>,
+    /// A file holding the secret.
+    #[serde(default)]
+    pub value_file: Option<PathBuf>,
+    /// Scopes.
+    pub scopes: Vec<TokenScope>,
+    /// Backends it may see and use (all when absent).
+    #[serde(default)]
+    pub backends: Option<Vec<String>>,
+    /// `backend:action` tools it may call (all when absent).
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+}
+
+impl TokenConfig {
+    /// The secret, from `value` or `value_file`.
+    pub fn resolved_value(&self) -> Option<String> {
+        match (&self.value, &self.value_file) {
+            (Some(v), _) if !v.is_empty() => Some(v.clone()),
+            (_, Some(path)) => std::fs::read_to_string(path).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for TokenConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenConfig").field("name", &self.name).field("value", &"***").field("scopes", &self.scopes).finish()
+    }
 }
 
 impl Default for ServerConfig {
@@ -61,6 +145,7 @@ impl Default for ServerConfig {
             default_call_timeout_ms: 30_000,
             docker_host: None,
             store_url: None,
+            auth: AuthConfig::default(),
         }
     }
 }
@@ -86,10 +171,67 @@ pub struct BackendConfig {
     /// What the backend may use: images, mounts, networks, outbound HTTP.
     #[serde(default)]
     pub grants: crate::policy::Grants,
+    /// The `.wasm`'s expected sha256 (hex); a file that does not match is refused.
+    #[serde(default)]
+    pub sha256: Option<String>,
 }
 
 fn yes() -> bool {
     true
+}
+
+impl BackendConfig {
+    /// A backend at `path` with every other setting at its default.
+    pub fn at(path: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            enabled: true,
+            config: None,
+            limits: Limits::default(),
+            sessions: SessionLimits::default(),
+            grants: Default::default(),
+            sha256: None,
+        }
+    }
+
+    /// Parses a plugins-dir sidecar (`NAME.toml`: the keys of a `[backends.NAME]` table,
+    /// `path` excepted) for the component at `path`, expanding `${VAR}` through `env`.
+    pub fn from_sidecar(
+        text: &str,
+        path: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
+        let mut value: toml::Value = toml::from_str(text).context("invalid TOML")?;
+        expand_env(&mut value, &env)?;
+        let Some(table) = value.as_table_mut() else {
+            bail!("expected a table");
+        };
+        if table.contains_key("path") {
+            bail!("`path` is not allowed here: the component is the `.wasm` beside this file");
+        }
+        table.insert("path".into(), toml::Value::String(path.into()));
+        let config: BackendConfig = value.try_into().context("invalid backend settings")?;
+        if config.limits.pool_max == 0 || config.limits.pool_min > config.limits.pool_max {
+            bail!("limits need 1 <= pool_max and pool_min <= pool_max");
+        }
+        config.grants.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(config)
+    }
+
+    /// Refuses `wasm` when a pinned `sha256` does not match it.
+    pub fn check_sha256(&self, wasm: &[u8]) -> Result<()> {
+        use sha2::{Digest, Sha256};
+        if let Some(expected) = &self.sha256 {
+            let actual = hex::encode(Sha256::digest(wasm));
+            if !expected.trim().eq_ignore_ascii_case(&actual) {
+                bail!(
+                    "integrity check failed: the component's sha256 is {actual}, but the configuration pins {}",
+                    expected.trim()
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Resource limits of one backend.
@@ -168,6 +310,14 @@ impl WharfConfig {
         let mut config: WharfConfig = value.try_into().context("invalid configuration")?;
         if config.server.store_url.is_none() {
             config.server.store_url = config.store.url.clone();
+        }
+        if config.server.auth.tokens.is_empty() {
+            config.server.auth = config.auth.clone();
+        }
+        for token in &config.server.auth.tokens {
+            if token.resolved_value().is_none() {
+                bail!("token `{}` has no value (set `value` or a readable `value_file`)", token.name);
+            }
         }
         for (name, backend) in &config.backends {
             if backend.limits.pool_max == 0 || backend.limits.pool_min > backend.limits.pool_max {

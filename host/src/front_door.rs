@@ -1,16 +1,18 @@
 //! The one front door the API layer calls: loaded backends, tool resolution, argument
 //! validation, sessions, and calls. Nothing above this module touches wasmtime.
 
+mod hot_swap;
 mod session_routes;
 
+pub use hot_swap::{Deployed, PendingUpgrade, Rejection, requires_beyond};
+
 use crate::bundled;
-use crate::config::{BackendConfig, ServerConfig, WharfConfig, toml_to_json};
+use crate::config::{BackendConfig, ServerConfig, WharfConfig};
 use crate::error_code::WharfError;
 use crate::runtime::WharfEngine;
 use crate::runtime::bindings;
 use crate::runtime::compile_cache::CompileCache;
 use crate::runtime::host_state::{HostServices, HostState};
-use crate::runtime::instance_pool::PoolSettings;
 use crate::runtime::loaded_backend::{
     self, LoadedBackend, SessionNeed, ToolCall, ToolDescription, ToolResult,
 };
@@ -118,6 +120,7 @@ pub struct Wharf {
     services: Arc<HostServices>,
     node_id: String,
     server: ServerConfig,
+    lifecycle: hot_swap::Lifecycle,
     myself: Weak<Wharf>,
 }
 
@@ -190,6 +193,7 @@ impl Wharf {
             shutdown: tokio_util::sync::CancellationToken::new(),
             sessions: SessionManager::new(store, node_id.clone(), SESSION_LEASE),
             server,
+            lifecycle: Default::default(),
             myself: myself.clone(),
         });
         wharf.start_heartbeat();
@@ -246,78 +250,19 @@ impl Wharf {
         self.load_backend_bytes(name, wasm, config).await
     }
 
-    /// Like [`Wharf::load_backend`], from bytes.
+    /// Like [`Wharf::load_backend`], from bytes. The replaced version (if any) finishes
+    /// its calls in flight and is drained in the background; no approval is asked (the
+    /// operator's own config or code is loading it, unlike [`Wharf::deploy`]).
     pub async fn load_backend_bytes(
         &self,
         name: &str,
         wasm: Arc<Vec<u8>>,
         config: BackendConfig,
     ) -> Result<Arc<LoadedBackend>> {
-        anyhow::ensure!(
-            !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
-            "backend name `{name}` must be letters, digits, `-` or `_`"
-        );
-        let compiled =
-            loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, wasm).await?;
-        let limits = &config.limits;
-        let memory_limit =
-            (limits.memory_mb << 20).min(crate::runtime::engine::MAX_MEMORY_BYTES) as usize;
-        let settings = PoolSettings {
-            min: limits.pool_min,
-            max: limits.pool_max,
-            retire_after_calls: limits.retire_after_calls.max(1),
-            memory_high_water_bytes: ((limits.memory_high_water_mb << 20) as usize)
-                .min(memory_limit),
-            memory_limit_bytes: memory_limit,
-            queue_timeout: Duration::from_millis(limits.queue_timeout_ms),
-            hook_timeout: Duration::from_millis(limits.call_timeout_ms),
-        };
-        let warmup_config = config
-            .config
-            .as_ref()
-            .map(toml_to_json)
-            .unwrap_or(Value::Null);
-        let grants = Arc::new(config.grants.clone());
-        let loaded = Arc::new(
-            LoadedBackend::start(
-                name,
-                compiled,
-                settings,
-                warmup_config,
-                grants,
-                self.services.clone(),
-            )
-            .await?,
-        );
-        tracing::info!(
-            backend = name,
-            version = %loaded.description.version,
-            tools = loaded.description.tools.len(),
-            cache = ?loaded.cache,
-            compile_ms = loaded.compile_time.as_millis() as u64,
-            "backend loaded"
-        );
-        let previous = {
-            let mut backends = self
-                .backends
-                .write()
-                .map_err(|_| anyhow::anyhow!("backend table lock poisoned"))?;
-            backends.insert(
-                name.to_string(),
-                BackendEntry {
-                    loaded: loaded.clone(),
-                    config,
-                },
-            )
-        };
-        self.rebuild_tool_index();
-        if let Some(previous) = previous {
-            previous.loaded.drain().await;
+        match self.install(name, wasm, config, false).await? {
+            Deployed::Active(loaded) => Ok(loaded),
+            Deployed::Pending(_) => Err(anyhow::anyhow!("backend `{name}` is pending approval")),
         }
-        Ok(loaded)
     }
 
     /// Compiles and describes a component without loading it (for `wharf inspect`).
@@ -330,19 +275,6 @@ impl Wharf {
         )
         .await?;
         Ok(compiled.description)
-    }
-
-    /// Unloads a backend: new calls answer 5011, idle instances get `shutdown`.
-    pub async fn unload_backend(&self, name: &str) -> Result<bool, WharfError> {
-        let removed = self.backends.write().map_err(|_| poisoned())?.remove(name);
-        self.rebuild_tool_index();
-        match removed {
-            Some(entry) => {
-                entry.loaded.drain().await;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
     }
 
     /// Every loaded backend, by name.
@@ -426,9 +358,14 @@ impl Wharf {
                     ))),
                 }
             }
-            Resolution::Unknown => Err(WharfError::invalid_request(format!(
-                "unknown tool `{requested}`; GET /v1/tools lists them"
-            ))),
+            Resolution::Unknown => match self.unloaded_backend_in(requested) {
+                Some(name) => Err(WharfError::backend_unavailable(format!(
+                    "backend `{name}` is not loaded (it was unloaded)"
+                ))),
+                None => Err(WharfError::invalid_request(format!(
+                    "unknown tool `{requested}`; GET /v1/tools lists them"
+                ))),
+            },
             Resolution::Ambiguous(candidates) => Err(WharfError::invalid_request(format!(
                 "tool name `{requested}` is ambiguous: {}",
                 candidates.join(", ")
@@ -439,6 +376,34 @@ impl Wharf {
 
     /// Runs a tool for `tenant`.
     pub async fn call(
+        &self,
+        tenant: &str,
+        request: CallRequest,
+        trace_id: Option<String>,
+    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        let started = std::time::Instant::now();
+        let args = crate::redact::redact(&request.args);
+        let outcome = self.call_unaudited(tenant, request, trace_id.clone()).await;
+        let (code, tool, backend, session) = match &outcome {
+            Ok(o) => (0, Some(o.tool.clone()), Some(o.backend.clone()), o.session_id.clone()),
+            Err((e, place)) => (e.code.as_u32(), place.tool.clone(), place.backend.clone(), place.session_id.clone()),
+        };
+        tracing::info!(
+            target: "wharf::audit",
+            event = "tool_call",
+            tenant,
+            tool = tool.as_deref().unwrap_or("-"),
+            backend = backend.as_deref().unwrap_or("-"),
+            session = session.as_deref().unwrap_or("-"),
+            duration_ms = started.elapsed().as_millis() as u64,
+            code,
+            trace_id = trace_id.as_deref().unwrap_or("-"),
+            %args,
+        );
+        outcome
+    }
+
+    async fn call_unaudited(
         &self,
         tenant: &str,
         request: CallRequest,
@@ -461,7 +426,10 @@ impl Wharf {
         };
         self.call_resolved(tenant, &backend, tool, request, trace_id)
             .await
-            .map_err(|e| (e, place.clone()))
+            .map_err(|e| {
+                let e = self.explain_session_error(e, place.session_id.as_deref());
+                (e, place.clone())
+            })
     }
 
     async fn call_resolved(
@@ -553,5 +521,6 @@ impl Wharf {
         for backend in self.backends() {
             backend.drain().await;
         }
+        self.drain_pending().await;
     }
 }

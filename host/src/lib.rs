@@ -14,6 +14,7 @@ pub mod config;
 pub mod docker;
 pub mod error_code;
 pub mod front_door;
+pub mod hot_reload;
 pub mod imports;
 pub mod policy;
 pub mod redact;

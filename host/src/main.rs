@@ -11,6 +11,7 @@ async fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| EnvFilter::new("info,cranelift=warn,wasmtime=warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match wharf::cli::run(wharf::cli::Cli::parse()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,

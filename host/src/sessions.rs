@@ -220,7 +220,8 @@ impl SessionManager {
     /// A ready session of `tenant`, fresh: the cached record when its generation is still
     /// the store's, else re-read.
     pub async fn get(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
-        if let Some(cached) = self.cache_get(id).filter(|r| r.tenant == tenant) {
+        let visible = |r: &SessionRecord| tenant == crate::api::auth::ANY_TENANT || r.tenant == tenant;
+        if let Some(cached) = self.cache_get(id).filter(visible) {
             match self.store.session_generation(id).await? {
                 Some((generation, SessionState::Ready)) if generation == cached.generation => {
                     return Ok(cached);
@@ -259,7 +260,8 @@ impl SessionManager {
         backend: Option<&str>,
         key: Option<&str>,
     ) -> Result<Vec<SessionRecord>, WharfError> {
-        self.store.list_sessions(Some(tenant), backend, key).await
+        let tenant = (tenant != crate::api::auth::ANY_TENANT).then_some(tenant);
+        self.store.list_sessions(tenant, backend, key).await
     }
 
     /// Extends the idle TTL from now.

@@ -41,6 +41,7 @@ pub fn bundled(name: &str) -> BackendConfig {
         limits: Limits::default(),
         sessions: SessionLimits::default(),
         grants: Default::default(),
+        sha256: None,
     }
 }
 

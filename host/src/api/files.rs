@@ -3,7 +3,9 @@
 
 use crate::api::envelope::{Envelope, Meta};
 use crate::error_code::WharfError;
-use crate::front_door::{ANONYMOUS_TENANT, Wharf};
+use crate::api::auth::Caller;
+use crate::config::TokenScope;
+use crate::front_door::Wharf;
 use crate::sandbox_toolset::file_ops::Sandbox;
 use crate::sandbox_toolset::shell::SLICE_BYTES;
 use axum::body::Body;
@@ -27,13 +29,30 @@ fn failure(err: WharfError) -> Response {
     Envelope::error(err, Meta::default()).into_response()
 }
 
+async fn sandbox_for(
+    wharf: &Wharf,
+    caller: &Caller,
+    id: &str,
+) -> Result<
+    (
+        Arc<crate::runtime::loaded_backend::LoadedBackend>,
+        crate::sessions::SessionRecord,
+        tokio::sync::OwnedMutexGuard<()>,
+    ),
+    WharfError,
+> {
+    caller.require(TokenScope::Call)?;
+    wharf.sandbox_session(caller.session_tenant(), id).await
+}
+
 /// Streams a file out of the sandbox, slice by slice.
 pub async fn download(
     State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<FilePath>,
 ) -> Response {
-    let (backend, record, guard) = match wharf.sandbox_session(ANONYMOUS_TENANT, &id).await {
+    let (backend, record, guard) = match sandbox_for(&wharf, &caller, &id).await {
         Ok(s) => s,
         Err(e) => return failure(e),
     };
@@ -90,12 +109,13 @@ pub async fn download(
 /// Streams a request body into a file in the sandbox.
 pub async fn upload(
     State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<FilePath>,
     body: Body,
 ) -> Response {
     let started = std::time::Instant::now();
-    let (backend, record, _guard) = match wharf.sandbox_session(ANONYMOUS_TENANT, &id).await {
+    let (backend, record, _guard) = match sandbox_for(&wharf, &caller, &id).await {
         Ok(s) => s,
         Err(e) => return failure(e),
     };

@@ -132,12 +132,15 @@ impl ServerHandler for WharfMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let caller = call::caller_of(&self.wharf, &context)
+            .map_err(|e| ErrorData::invalid_request(e.message, None))?;
         let tools = self
             .wharf
             .tools()
             .iter()
+            .filter(|(name, _, _)| caller.may_use(&name.backend, Some(&name.action)))
             .map(|(name, _, tool)| mcp_tool(name, tool))
             .collect();
         Ok(ListToolsResult {

@@ -2,7 +2,10 @@
 
 use crate::api::envelope::{Envelope, Meta};
 use crate::error_code::{Code, WharfError};
-use crate::front_door::{ANONYMOUS_TENANT, CallRequest, SessionRequest, Wharf};
+use crate::api::auth::Caller;
+use tracing::Instrument;
+use crate::config::TokenScope;
+use crate::front_door::{CallRequest, SessionRequest, Wharf};
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::sessions::SessionRecord;
 use axum::Router;
@@ -103,7 +106,17 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
             get(crate::api::files::download).put(crate::api::files::upload),
         )
         .route("/v1/call", post(call))
-        .route_service("/mcp", crate::api::mcp::service(wharf.clone()))
+        .route_service(
+            "/mcp",
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn_with_state(
+                    (wharf.clone(), TokenScope::Read),
+                    crate::api::auth::require_scope,
+                ))
+                .service(crate::api::mcp::service(wharf.clone())),
+        )
+        .merge(crate::api::compat::router())
+        .merge(crate::api::admin::router(&wharf))
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(wharf)
@@ -157,17 +170,30 @@ pub fn backend_json(b: &LoadedBackend) -> Value {
     })
 }
 
-async fn list_backends(State(wharf): State<Arc<Wharf>>) -> Envelope {
+async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
     let t = Timer::start();
-    let list: Vec<Value> = wharf.backends().iter().map(|b| backend_json(b)).collect();
-    t.reply(Ok(json!({ "backends": list })))
+    if let Err(e) = caller.require(TokenScope::Read) {
+        return t.reply(Err(e));
+    }
+    let list: Vec<Value> = wharf
+        .backends()
+        .iter()
+        .filter(|b| caller.may_use(&b.name, None))
+        .map(|b| crate::api::admin::backend_entry(&wharf, b))
+        .collect();
+    let rejected = crate::api::admin::rejected(&wharf, &caller);
+    t.reply(Ok(json!({ "backends": list, "rejected": rejected })))
 }
 
-async fn list_tools(State(wharf): State<Arc<Wharf>>) -> Envelope {
+async fn list_tools(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
     let t = Timer::start();
+    if let Err(e) = caller.require(TokenScope::Read) {
+        return t.reply(Err(e));
+    }
     let tools: Vec<Value> = wharf
         .tools()
         .into_iter()
+        .filter(|(name, _, _)| caller.may_use(&name.backend, Some(&name.action)))
         .map(|(name, version, tool)| {
             json!({
                 "name": name.canonical(),
@@ -203,12 +229,15 @@ fn session_json(s: &SessionRecord) -> Value {
 
 async fn create_session(
     State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
     let t = Timer::start();
     let result = async {
+        caller.require(TokenScope::Call)?;
         let request: SessionRequest = parse_body(body)?;
-        let (record, created) = wharf.create_session(ANONYMOUS_TENANT, request).await?;
+        caller.require_tool(&request.backend, None)?;
+        let (record, created) = wharf.create_session(&caller.tenant, request).await?;
         let mut v = session_json(&record);
         v["created"] = json!(created);
         Ok(v)
@@ -236,12 +265,16 @@ struct SessionFilter {
 
 async fn list_sessions(
     State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
     Query(filter): Query<SessionFilter>,
 ) -> Envelope {
     let t = Timer::start();
+    if let Err(e) = caller.require(TokenScope::Read) {
+        return t.reply(Err(e));
+    }
     let result = wharf
         .sessions(
-            ANONYMOUS_TENANT,
+            caller.session_tenant(),
             filter.backend.as_deref(),
             filter.key.as_deref(),
         )
@@ -250,21 +283,35 @@ async fn list_sessions(
     t.reply(result)
 }
 
-async fn get_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
+async fn get_session(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Envelope {
     let t = Timer::start();
+    if let Err(e) = caller.require(TokenScope::Read) {
+        return t.reply(Err(e));
+    }
     t.reply(
         wharf
-            .session(ANONYMOUS_TENANT, &id)
+            .session(caller.session_tenant(), &id)
             .await
             .map(|s| session_json(&s)),
     )
 }
 
-async fn refresh_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
+async fn refresh_session(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Envelope {
     let t = Timer::start();
+    if let Err(e) = caller.require(TokenScope::Call) {
+        return t.reply(Err(e));
+    }
     t.reply(
         wharf
-            .refresh_session(ANONYMOUS_TENANT, &id)
+            .refresh_session(caller.session_tenant(), &id)
             .await
             .map(|s| session_json(&s)),
     )
@@ -277,36 +324,57 @@ struct Holder {
 
 async fn release_claim(
     State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(h): Query<Holder>,
 ) -> Envelope {
     let t = Timer::start();
+    if let Err(e) = caller.require(TokenScope::Call) {
+        return t.reply(Err(e));
+    }
     t.reply(
         wharf
-            .release_claim(ANONYMOUS_TENANT, &id, &h.holder)
+            .release_claim(caller.session_tenant(), &id, &h.holder)
             .await
             .map(|released| json!({ "id": id, "released": released })),
     )
 }
 
-async fn delete_session(State(wharf): State<Arc<Wharf>>, Path(id): Path<String>) -> Envelope {
+async fn delete_session(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Envelope {
     let t = Timer::start();
+    if let Err(e) = caller.require(TokenScope::Call) {
+        return t.reply(Err(e));
+    }
     t.reply(
         wharf
-            .delete_session(ANONYMOUS_TENANT, &id)
+            .delete_session(caller.session_tenant(), &id)
             .await
             .map(|deleted| json!({ "id": id, "deleted": deleted })),
     )
 }
 
-async fn call(State(wharf): State<Arc<Wharf>>, body: Result<Bytes, BytesRejection>) -> Envelope {
+async fn call(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
     let t = Timer::start();
-    let request: CallRequest = match parse_body(body) {
+    let request: CallRequest = match caller.require(TokenScope::Call).and_then(|()| parse_body(body)) {
         Ok(r) => r,
         Err(e) => return t.reply(Err(e)),
     };
+    if let Ok((backend, action)) = wharf.resolve_tool(&request.tool)
+        && let Err(e) = caller.require_tool(&backend.name, Some(&action))
+    {
+        return t.reply(Err(e));
+    }
     match wharf
-        .call(ANONYMOUS_TENANT, request, Some(t.trace_id.clone()))
+        .call(caller.session_tenant(), request, Some(t.trace_id.clone()))
+        .instrument(tracing::info_span!("caller", token = %caller.name))
         .await
     {
         Ok(outcome) => {

@@ -127,7 +127,7 @@ impl HostState {
             .create(&owner, &docker_spec)
             .await
             .map_err(docker_error)?;
-        tracing::info!(backend = %owner.backend, session = ?owner.session, container = %info.id, image = %info.image, "container created");
+        tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = ?owner.session, container = %info.id, image = %info.image);
         Ok(info_to_wit(info))
     }
 }
@@ -159,7 +159,7 @@ impl Host for HostState {
             Ok(d) => {
                 let r = d.remove(&owner, &id).await.map_err(docker_error);
                 if r.is_ok() {
-                    tracing::info!(backend = %owner.backend, container = %id, "container removed");
+                    tracing::info!(target: "wharf::audit", event = "container_remove", backend = %owner.backend, session = ?owner.session, container = %id);
                 }
                 r
             }

@@ -31,6 +31,7 @@ impl Host for HostState {
             })
             .unwrap_or(u32::MAX);
         let owner = self.owner();
+        let container = request.container.clone();
         let req = docker::ExecRequest {
             container: request.container,
             command: match request.command {
@@ -46,7 +47,7 @@ impl Host for HostState {
         };
         let out = docker.exec(&owner, req).await;
         if let Ok(o) = &out {
-            tracing::debug!(backend = %owner.backend, exit = ?o.exit_code, timed_out = o.timed_out, ms = o.duration_ms, "exec");
+            tracing::info!(target: "wharf::audit", event = "exec", backend = %owner.backend, session = ?owner.session, container = %container, exit = ?o.exit_code, timed_out = o.timed_out, duration_ms = o.duration_ms);
         }
         Ok(out
             .map(|o| ExecOutput {

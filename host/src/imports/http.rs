@@ -49,11 +49,24 @@ impl WasiHttpHooks for EgressHooks {
     ) -> SendFuture {
         let backend = self.backend.clone();
         let grants = self.grants.clone();
+        let (method, uri) = (request.method().clone(), request.uri().clone());
         Box::new(async move {
+            let started = std::time::Instant::now();
             let result = send(request, options, &grants).await;
-            if let Err(e) = &result {
-                tracing::info!(backend = %backend, "outbound HTTP refused or failed: {e}");
-            }
+            let outcome = match &result {
+                Ok((response, _)) => response.status().as_u16().to_string(),
+                Err(e) => e.to_string(),
+            };
+            tracing::info!(
+                target: "wharf::audit",
+                event = "outbound_http",
+                backend = %backend,
+                %method,
+                host = uri.host().unwrap_or("-"),
+                path = uri.path(),
+                outcome,
+                duration_ms = started.elapsed().as_millis() as u64,
+            );
             result
         })
     }

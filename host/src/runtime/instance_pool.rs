@@ -10,7 +10,7 @@ use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxPro
 use crate::runtime::host_state::HostServices;
 use crate::runtime::host_state::{CallContext, HostState};
 use anyhow::{Result, anyhow};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -84,6 +84,9 @@ pub struct InstancePool {
     services: Arc<HostServices>,
     idle: Mutex<Vec<Instance>>,
     permits: Arc<Semaphore>,
+    /// Set (under the `idle` lock) by [`InstancePool::drain`]: from then on an instance
+    /// checked in or warmed is shut down instead of kept.
+    draining: AtomicBool,
     /// Counters.
     pub stats: PoolStats,
 }
@@ -129,11 +132,14 @@ impl InstancePool {
             settings,
             warmup_config,
             idle: Mutex::new(Vec::new()),
+            draining: AtomicBool::new(false),
             stats: PoolStats::default(),
         });
         for _ in 0..pool.settings.min.max(1) {
             let instance = pool.instantiate().await?;
-            pool.push_idle(instance);
+            if let Some(instance) = pool.push_idle(instance) {
+                pool.retire(instance);
+            }
         }
         Ok(pool)
     }
@@ -148,9 +154,21 @@ impl InstancePool {
         self.idle.lock().map(|v| v.len()).unwrap_or(0)
     }
 
-    fn push_idle(&self, instance: Instance) {
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(instance);
+    /// Whether the pool is draining (its backend was replaced or unloaded).
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// Keeps an idle instance, or hands it back when the pool is draining (checked under
+    /// the same lock `drain` takes, so none slips in after the drain emptied the pool).
+    #[must_use]
+    fn push_idle(&self, instance: Instance) -> Option<Instance> {
+        match self.idle.lock() {
+            Ok(mut idle) if !self.draining.load(Ordering::Acquire) => {
+                idle.push(instance);
+                None
+            }
+            _ => Some(instance),
         }
     }
 
@@ -257,14 +275,18 @@ impl InstancePool {
     }
 
     fn replenish(self: &Arc<Self>) {
-        if self.idle_count() >= self.settings.min {
+        if self.is_draining() || self.idle_count() >= self.settings.min {
             return;
         }
         let pool = self.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 match pool.instantiate().await {
-                    Ok(instance) if pool.idle_count() < pool.settings.min => pool.push_idle(instance),
+                    Ok(instance) if pool.idle_count() < pool.settings.min => {
+                        if let Some(instance) = pool.push_idle(instance) {
+                            pool.retire(instance);
+                        }
+                    }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(backend = %pool.name, "could not replace a discarded instance: {e:#}"),
                 }
@@ -284,13 +306,18 @@ impl InstancePool {
         self.replenish();
     }
 
-    /// Runs `shutdown` on every idle instance and drops them.
+    /// Marks the pool draining, runs `shutdown` on every idle instance and drops them, and
+    /// refuses new checkouts. Instances still out are shut down when they come back.
     pub async fn drain(&self) {
         let idle: Vec<Instance> = self
             .idle
             .lock()
-            .map(|mut v| std::mem::take(&mut *v))
+            .map(|mut v| {
+                self.draining.store(true, Ordering::Release);
+                std::mem::take(&mut *v)
+            })
             .unwrap_or_default();
+        self.draining.store(true, Ordering::Release);
         for mut instance in idle {
             instance.store.data_mut().call.deadline =
                 Some(Instant::now() + self.settings.hook_timeout);
@@ -347,8 +374,8 @@ impl CheckedOut {
                 || peak > settings.memory_high_water_bytes
             {
                 self.pool.retire(instance);
-            } else {
-                self.pool.push_idle(instance);
+            } else if let Some(instance) = self.pool.push_idle(instance) {
+                self.pool.retire(instance);
             }
         }
     }

@@ -7,7 +7,10 @@
 //! client that reconnects with the same key gets the same session (and sandbox) back.
 
 use crate::error_code::{Code, WharfError};
-use crate::front_door::{ANONYMOUS_TENANT, CallOutcome, CallRequest, SessionRequest, Wharf};
+use crate::api::auth::Caller;
+use tracing::Instrument;
+use crate::config::TokenScope;
+use crate::front_door::{CallOutcome, CallRequest, SessionRequest, Wharf};
 use crate::runtime::loaded_backend::{AttachmentData, LoadedBackend, SessionNeed};
 use base64::Engine as _;
 use rmcp::model::{
@@ -37,6 +40,13 @@ pub async fn call_tool(
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
     let (backend, action) = resolve(wharf, &request.name)?;
+    let caller = match caller_of(wharf, &context)
+        .and_then(|c| c.require(TokenScope::Call).map(|()| c))
+        .and_then(|c| c.require_tool(&backend.name, Some(&action)).map(|()| c))
+    {
+        Ok(c) => c,
+        Err(e) => return Ok(failure(&e)),
+    };
     let need = backend
         .tool(&action)
         .map(|tool| tool.session)
@@ -46,7 +56,7 @@ pub async fn call_tool(
     let key = session_key(&context);
     let progress = context.meta.get_progress_token();
     let args = Value::Object(request.arguments.unwrap_or_default());
-    let work = run(wharf, backend, action, need, args, key);
+    let work = run(wharf, &caller, backend, action, need, args, key);
     match drive(work, &context, progress).await {
         Some(Ok(outcome)) => Ok(success(outcome)),
         Some(Err(e)) => Ok(failure(&e)),
@@ -83,6 +93,19 @@ fn resolve(wharf: &Wharf, name: &str) -> Result<(Arc<LoadedBackend>, String), Er
     }
 }
 
+/// Who is calling: the [`Caller`] the auth middleware put into the HTTP request, or (should
+/// it be missing) the bearer token authenticated here.
+pub fn caller_of(wharf: &Wharf, context: &RequestContext<RoleServer>) -> Result<Caller, WharfError> {
+    let parts = context.extensions.get::<http::request::Parts>();
+    if let Some(caller) = parts.and_then(|p| p.extensions.get::<Caller>()) {
+        return Ok(caller.clone());
+    }
+    let header = parts
+        .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
+        .and_then(|v| v.to_str().ok());
+    crate::api::auth::authenticate(&wharf.server().auth, header)
+}
+
 /// The caller's session key: header, then `_meta`, then the MCP session id.
 fn session_key(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<http::request::Parts>();
@@ -110,13 +133,14 @@ fn session_key(context: &RequestContext<RoleServer>) -> Option<String> {
 /// Acquires the session (when needed) and runs the call.
 async fn run(
     wharf: &Wharf,
+    caller: &Caller,
     backend: Arc<LoadedBackend>,
     action: String,
     need: SessionNeed,
     args: Value,
     key: Option<String>,
 ) -> Result<CallOutcome, WharfError> {
-    let session_id = session_for(wharf, &backend, need, key).await?;
+    let session_id = session_for(wharf, caller, &backend, need, key).await?;
     let request = CallRequest {
         tool: format!("{}:{action}", backend.name),
         args,
@@ -125,7 +149,8 @@ async fn run(
     };
     let trace_id = uuid::Uuid::new_v4().simple().to_string();
     wharf
-        .call(ANONYMOUS_TENANT, request, Some(trace_id))
+        .call(caller.session_tenant(), request, Some(trace_id))
+        .instrument(tracing::info_span!("caller", token = %caller.name))
         .await
         .map_err(|(e, _)| e)
 }
@@ -135,6 +160,7 @@ async fn run(
 /// the key's session if it exists.
 async fn session_for(
     wharf: &Wharf,
+    caller: &Caller,
     backend: &LoadedBackend,
     need: SessionNeed,
     key: Option<String>,
@@ -162,11 +188,11 @@ async fn session_for(
             // No holder claim: two MCP clients with the same key share the session.
             holder: None,
         };
-        let (record, _created) = wharf.create_session(ANONYMOUS_TENANT, request).await?;
+        let (record, _created) = wharf.create_session(&caller.tenant, request).await?;
         return Ok(Some(record.id));
     }
     let existing = wharf
-        .sessions(ANONYMOUS_TENANT, Some(&backend.name), Some(&key))
+        .sessions(&caller.tenant, Some(&backend.name), Some(&key))
         .await?;
     Ok(existing.into_iter().next().map(|record| record.id))
 }

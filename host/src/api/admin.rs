@@ -1,0 +1,182 @@
+//! Admin routes (an `admin` token; they do not exist unless one is configured):
+//!
+//! - `PUT /v1/admin/backends/{name}[?sha256=HEX]` with the `.wasm` as the body (up to
+//!   256 MiB): load or replace `name`, keeping its current settings (grants, limits,
+//!   config). Answers the backend's description, its pending upgrade when the new version
+//!   declares more than the running one, or 4000 with the reason for a bad component.
+//! - `DELETE /v1/admin/backends/{name}`: drain and unload; calls then answer 5011.
+//! - `POST /v1/admin/backends/{name}/approve`: activate the pending upgrade.
+//!
+//! Also what `/v1/backends` shows of the lifecycle: `last_error`, `pending`, `rejected`.
+
+use crate::api::auth::Caller;
+use crate::api::envelope::{Envelope, Meta};
+use crate::config::{BackendConfig, TokenScope};
+use crate::error_code::{Code, WharfError};
+use crate::front_door::{Deployed, Wharf};
+use crate::runtime::loaded_backend::LoadedBackend;
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, Request, State};
+use axum::routing::{post, put};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Largest component the upload route accepts.
+pub const MAX_UPLOAD_BYTES: usize = 256 << 20;
+
+/// The admin routes, or no routes at all when no admin token is configured.
+pub fn router(wharf: &Wharf) -> Router<Arc<Wharf>> {
+    if !wharf.server().auth.admin_enabled() {
+        return Router::new();
+    }
+    Router::new()
+        .route("/v1/admin/backends/{name}", put(upload).delete(unload))
+        .route("/v1/admin/backends/{name}/approve", post(approve))
+}
+
+/// The `/v1/backends` entry of a loaded backend: its description plus `last_error` (the
+/// last refused component, cleared by a successful load) and `pending` (an upgrade
+/// waiting for approval, with what it adds).
+pub fn backend_entry(wharf: &Wharf, backend: &LoadedBackend) -> Value {
+    let mut entry = crate::api::rest::backend_json(backend);
+    let (error, pending) = wharf.backend_status(&backend.name);
+    entry["last_error"] = json!(error);
+    entry["pending"] = json!(pending);
+    entry
+}
+
+/// Refused components of names that are not loaded, as `/v1/backends` lists them.
+pub fn rejected(wharf: &Wharf, caller: &Caller) -> Vec<Value> {
+    wharf
+        .rejected_backends()
+        .into_iter()
+        .filter(|(name, _)| caller.may_use(name, None))
+        .map(|(name, r)| json!({ "name": name, "reason": r.reason, "sha256": r.sha256, "at_ms": r.at_ms }))
+        .collect()
+}
+
+fn reply(started: Instant, backend: &str, result: Result<Value, WharfError>) -> Envelope {
+    let meta = Meta {
+        backend: Some(backend.to_string()),
+        duration_ms: started.elapsed().as_millis() as u64,
+        trace_id: uuid::Uuid::new_v4().simple().to_string(),
+        ..Meta::default()
+    };
+    match result {
+        Ok(data) => Envelope::ok(data, meta),
+        Err(e) => Envelope::error(e, meta),
+    }
+}
+
+/// `?sha256=` on an upload.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UploadQuery {
+    sha256: Option<String>,
+}
+
+fn too_large() -> WharfError {
+    WharfError::new(
+        Code::PayloadTooLarge,
+        format!("the component is over the upload limit of {MAX_UPLOAD_BYTES} bytes"),
+    )
+}
+
+/// Reads the upload, refusing more than [`MAX_UPLOAD_BYTES`] (4013).
+async fn read_upload(request: Request) -> Result<Vec<u8>, WharfError> {
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_UPLOAD_BYTES as u64) {
+        return Err(too_large());
+    }
+    let bytes = axum::body::to_bytes(request.into_body(), MAX_UPLOAD_BYTES)
+        .await
+        .map_err(|e| {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+            while let Some(err) = source {
+                if err.is::<http_body_util::LengthLimitError>() {
+                    return too_large();
+                }
+                source = err.source();
+            }
+            WharfError::invalid_request(format!("could not read the upload: {e}"))
+        })?;
+    if bytes.is_empty() {
+        return Err(WharfError::new(
+            Code::InvalidInput,
+            "the body is empty: send the component's .wasm bytes",
+        ));
+    }
+    Ok(bytes.to_vec())
+}
+
+async fn upload(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    query: Result<Query<UploadQuery>, QueryRejection>,
+    request: Request,
+) -> Envelope {
+    let started = Instant::now();
+    let result = async {
+        caller.require(TokenScope::Admin)?;
+        let Query(query) = query.map_err(|e| WharfError::invalid_request(e.body_text()))?;
+        let wasm = read_upload(request).await?;
+        // The backend keeps its settings; a pin in them was for the file it was loaded
+        // from, so the upload is checked against `?sha256=` only.
+        let mut config = wharf
+            .backend_config(&name)
+            .unwrap_or_else(|| BackendConfig::at(format!("upload:{name}")));
+        config.sha256 = query.sha256;
+        tracing::info!(backend = %name, bytes = wasm.len(), by = %caller.name, "component uploaded");
+        match wharf.deploy(&name, Arc::new(wasm), config).await? {
+            Deployed::Active(backend) => Ok(backend_entry(&wharf, &backend)),
+            Deployed::Pending(pending) => Ok(json!({
+                "name": name,
+                "state": "pending",
+                "pending": pending,
+                "message": format!("the upgrade declares more than the running version; approve it with POST /v1/admin/backends/{name}/approve"),
+            })),
+        }
+    }
+    .await;
+    reply(started, &name, result)
+}
+
+async fn unload(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Envelope {
+    let started = Instant::now();
+    let result = async {
+        caller.require(TokenScope::Admin)?;
+        let unloaded = wharf.unload_backend(&name).await?;
+        tracing::info!(backend = %name, unloaded, by = %caller.name, "unload requested");
+        Ok(json!({ "name": name, "unloaded": unloaded }))
+    }
+    .await;
+    reply(started, &name, result)
+}
+
+async fn approve(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Envelope {
+    let started = Instant::now();
+    let result = async {
+        caller.require(TokenScope::Admin)?;
+        let backend = wharf.approve_backend(&name).await?;
+        tracing::info!(backend = %name, version = %backend.description.version, by = %caller.name, "upgrade approved");
+        Ok(backend_entry(&wharf, &backend))
+    }
+    .await;
+    reply(started, &name, result)
+}

@@ -1,0 +1,177 @@
+//! Bearer tokens with scopes. A token is a tenant: sessions are keyed by (tenant, backend,
+//! key), and another token sees 4007 as if a session did not exist. With no token
+//! configured every caller is the anonymous tenant with `read` and `call` (the server
+//! refuses to start that way on a non-loopback address unless `--insecure`); admin routes
+//! exist only when an admin token is configured.
+
+use crate::api::envelope::{Envelope, Meta};
+use crate::config::{AuthConfig, TokenScope};
+use crate::error_code::{Code, WharfError};
+use crate::front_door::{ANONYMOUS_TENANT, Wharf};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// The tenant an admin passes to see every session.
+pub const ANY_TENANT: &str = "*";
+
+/// Who is calling.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token's name (for logs; never its value).
+    pub name: String,
+    /// The tenant: the token's name, or `anonymous`.
+    pub tenant: String,
+    scopes: Vec<TokenScope>,
+    backends: Option<Vec<String>>,
+    tools: Option<Vec<String>>,
+}
+
+impl Caller {
+    /// The caller when no token is configured.
+    pub fn anonymous() -> Self {
+        Self {
+            name: ANONYMOUS_TENANT.into(),
+            tenant: ANONYMOUS_TENANT.into(),
+            scopes: vec![TokenScope::Read, TokenScope::Call],
+            backends: None,
+            tools: None,
+        }
+    }
+
+    /// Whether the caller has `scope` (admin implies the others).
+    pub fn has(&self, scope: TokenScope) -> bool {
+        self.scopes.contains(&scope) || self.scopes.contains(&TokenScope::Admin)
+    }
+
+    /// 4030 unless the caller has `scope`.
+    pub fn require(&self, scope: TokenScope) -> Result<(), WharfError> {
+        if self.has(scope) {
+            Ok(())
+        } else {
+            Err(WharfError::forbidden(format!("token `{}` lacks the `{}` scope", self.name, scope.as_str())))
+        }
+    }
+
+    /// The tenant to look sessions up under: admins see every session.
+    pub fn session_tenant(&self) -> &str {
+        if self.scopes.contains(&TokenScope::Admin) { ANY_TENANT } else { &self.tenant }
+    }
+
+    /// Whether the token's allowlists let it see or use `backend:action`.
+    pub fn may_use(&self, backend: &str, action: Option<&str>) -> bool {
+        let backend_ok = self.backends.as_ref().is_none_or(|list| list.iter().any(|b| b == backend));
+        let tool_ok = match (action, &self.tools) {
+            (_, None) => true,
+            (None, Some(list)) => list.iter().any(|t| t.split(':').next() == Some(backend)),
+            (Some(action), Some(list)) => list.iter().any(|t| *t == format!("{backend}:{action}")),
+        };
+        backend_ok && tool_ok
+    }
+
+    /// 4030 unless the allowlists let the caller use `backend:action`.
+    pub fn require_tool(&self, backend: &str, action: Option<&str>) -> Result<(), WharfError> {
+        if self.may_use(backend, action) {
+            Ok(())
+        } else {
+            let what = action.map_or(backend.to_string(), |a| format!("{backend}:{a}"));
+            Err(WharfError::forbidden(format!("token `{}` may not use `{what}`", self.name)))
+        }
+    }
+}
+
+fn digest(value: &str) -> [u8; 32] {
+    Sha256::digest(value.as_bytes()).into()
+}
+
+/// Finds the caller for an `Authorization` header value under `auth`.
+pub fn authenticate(auth: &AuthConfig, header: Option<&str>) -> Result<Caller, WharfError> {
+    if auth.tokens.is_empty() {
+        return Ok(Caller::anonymous());
+    }
+    let presented = header
+        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+        .map(str::trim)
+        .ok_or_else(|| WharfError::new(Code::Unauthorized, "a bearer token is required (Authorization: Bearer …)"))?;
+    // Compare digests so the comparison time does not depend on the secret's bytes.
+    let presented = digest(presented);
+    auth.tokens
+        .iter()
+        .find(|t| t.resolved_value().is_some_and(|v| digest(&v) == presented))
+        .map(|t| Caller {
+            name: t.name.clone(),
+            tenant: t.name.clone(),
+            scopes: t.scopes.clone(),
+            backends: t.backends.clone(),
+            tools: t.tools.clone(),
+        })
+        .ok_or_else(|| WharfError::new(Code::Unauthorized, "the bearer token is not valid"))
+}
+
+impl FromRequestParts<Arc<Wharf>> for Caller {
+    type Rejection = Envelope;
+
+    async fn from_request_parts(parts: &mut Parts, wharf: &Arc<Wharf>) -> Result<Self, Self::Rejection> {
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
+        let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        authenticate(&wharf.server().auth, header).map_err(|e| Envelope::error(e, Meta::default()))
+    }
+}
+
+/// Middleware for routes that are not axum handlers (MCP): authenticates, checks `scope`,
+/// and puts the [`Caller`] into the request's extensions.
+pub async fn require_scope(
+    axum::extract::State((wharf, scope)): axum::extract::State<(Arc<Wharf>, TokenScope)>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let header = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let caller = match authenticate(&wharf.server().auth, header).and_then(|c| c.require(scope).map(|()| c)) {
+        Ok(c) => c,
+        Err(e) => return Envelope::error(e, Meta::default()).into_response(),
+    };
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TokenConfig;
+
+    fn auth() -> AuthConfig {
+        AuthConfig {
+            tokens: vec![
+                TokenConfig { name: "agent".into(), value: Some("t-agent".into()), value_file: None, scopes: vec![TokenScope::Read, TokenScope::Call], backends: Some(vec!["echo".into()]), tools: None },
+                TokenConfig { name: "ops".into(), value: Some("t-ops".into()), value_file: None, scopes: vec![TokenScope::Admin], backends: None, tools: None },
+                TokenConfig { name: "viewer".into(), value: Some("t-view".into()), value_file: None, scopes: vec![TokenScope::Read], backends: None, tools: Some(vec!["echo:say".into()]) },
+            ],
+        }
+    }
+
+    #[test]
+    fn tokens_scopes_and_allowlists() {
+        let a = auth();
+        assert_eq!(authenticate(&a, None).unwrap_err().code, Code::Unauthorized);
+        assert_eq!(authenticate(&a, Some("Bearer nope")).unwrap_err().code, Code::Unauthorized);
+        assert_eq!(authenticate(&a, Some("Basic t-agent")).unwrap_err().code, Code::Unauthorized);
+        let agent = authenticate(&a, Some("Bearer t-agent")).unwrap();
+        assert_eq!(agent.tenant, "agent");
+        assert!(agent.require(TokenScope::Call).is_ok());
+        assert_eq!(agent.require(TokenScope::Admin).unwrap_err().code, Code::Forbidden);
+        assert!(agent.may_use("echo", Some("say")));
+        assert!(!agent.may_use("docker", None));
+        assert_eq!(agent.session_tenant(), "agent");
+        let ops = authenticate(&a, Some("Bearer t-ops")).unwrap();
+        assert!(ops.has(TokenScope::Call));
+        assert_eq!(ops.session_tenant(), ANY_TENANT);
+        let viewer = authenticate(&a, Some("Bearer t-view")).unwrap();
+        assert!(viewer.require(TokenScope::Call).is_err());
+        assert!(viewer.may_use("echo", Some("say")) && !viewer.may_use("echo", Some("add")));
+        assert!(authenticate(&AuthConfig::default(), None).unwrap().has(TokenScope::Call));
+    }
+}

@@ -1,0 +1,239 @@
+//! The compatibility API of the sandbox server Wharf replaces (DESIGN.md §6), so its
+//! existing Python client works unchanged: `GET /health` and `GET /ready` at the root, and
+//! under `/api/v1/` session create/destroy/list/refresh, execute, execute/batch, tools,
+//! tools/{name}/schema, lifecycle/heartbeat and worker/disconnect.
+//!
+//! Every reply is the Wharf envelope `{code, message, data, meta}` with the one code table.
+//! A worker is the replaced server's unit of isolation: the session of a worker for a
+//! backend (its `resource_type`) is the Wharf session of (tenant, backend, key = worker id).
+//! The worker id comes from the body's `worker_id` or, when the body has none, the
+//! `X-Worker-ID` header; where one is needed and neither has it the reply is 4003.
+//! Bodies are parsed leniently (unknown fields such as `custom_name` or `trace_id` the
+//! client sends are ignored), as the replaced server did.
+
+mod batch;
+mod execute;
+mod sessions;
+mod tools;
+
+use crate::api::envelope::{Envelope, Meta};
+use crate::error_code::{Code, WharfError};
+use crate::front_door::Wharf;
+use crate::sessions::SessionRecord;
+use crate::store::SessionState;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The header the replaced server's client sends its worker id in.
+pub const WORKER_HEADER: &str = "x-worker-id";
+
+/// The compatibility routes, to be merged into the REST router (which supplies the state,
+/// the body limit and the fallback).
+pub fn router() -> Router<Arc<Wharf>> {
+    Router::new()
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/api/v1/session/create", post(sessions::create))
+        .route("/api/v1/session/destroy", post(sessions::destroy))
+        .route(
+            "/api/v1/session/list",
+            post(sessions::list).get(sessions::list),
+        )
+        .route("/api/v1/session/refresh", post(sessions::refresh))
+        .route("/api/v1/lifecycle/heartbeat", post(sessions::heartbeat))
+        .route("/api/v1/worker/disconnect", post(sessions::disconnect))
+        .route("/api/v1/execute", post(execute::execute))
+        .route("/api/v1/execute/batch", post(batch::batch))
+        .route("/api/v1/tools", get(tools::list))
+        .route("/api/v1/tools/{name}/schema", get(tools::schema))
+}
+
+/// Per-request timing and trace id (the client's `trace_id` when it sent one).
+struct Clock {
+    started: Instant,
+    trace_id: String,
+}
+
+impl Clock {
+    fn start() -> Self {
+        Self::with_trace(None)
+    }
+
+    fn with_trace(trace_id: Option<&str>) -> Self {
+        Self {
+            started: Instant::now(),
+            trace_id: trace_id
+                .filter(|t| !t.is_empty())
+                .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_string),
+        }
+    }
+
+    fn meta(&self) -> Meta {
+        Meta {
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            trace_id: self.trace_id.clone(),
+            ..Meta::default()
+        }
+    }
+
+    fn reply(&self, result: Result<Value, WharfError>) -> Envelope {
+        match result {
+            Ok(data) => Envelope::ok(data, self.meta()),
+            Err(e) => Envelope::error(e, self.meta()),
+        }
+    }
+}
+
+/// Parses a JSON body leniently: an empty body is `{}`; over the limit 4013, malformed or
+/// not an object 4002, a missing field 4003, a wrong type 4004.
+fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, WharfError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            WharfError::new(
+                Code::PayloadTooLarge,
+                "the request body is over the size limit",
+            )
+        } else {
+            WharfError::invalid_request(format!("could not read the request body: {rejection}"))
+        }
+    })?;
+    let value: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_slice(&bytes).map_err(|e| {
+            WharfError::invalid_request(format!("the request body is not valid JSON: {e}"))
+        })?
+    };
+    from_json(value, "the request body")
+}
+
+/// Deserializes a JSON object into `T`, mapping failures onto the code table.
+fn from_json<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, WharfError> {
+    if !value.is_object() {
+        return Err(WharfError::invalid_request(format!(
+            "{what} must be a JSON object"
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        let text = format!("{what}: {e}");
+        if e.to_string().starts_with("missing field") {
+            WharfError::new(Code::MissingField, text)
+        } else if e.to_string().starts_with("invalid type")
+            || e.to_string().starts_with("invalid value")
+        {
+            WharfError::new(Code::InvalidType, text)
+        } else {
+            WharfError::invalid_request(text)
+        }
+    })
+}
+
+/// The worker id: the body's when it has a non-empty one, else the `X-Worker-ID` header's.
+fn worker_id(body: Option<&str>, headers: &HeaderMap) -> Option<String> {
+    body.filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .or_else(|| {
+            headers
+                .get(WORKER_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+        })
+}
+
+/// The worker id, or 4003.
+fn require_worker(body: Option<&str>, headers: &HeaderMap) -> Result<String, WharfError> {
+    worker_id(body, headers).ok_or_else(|| {
+        WharfError::new(
+            Code::MissingField,
+            "worker_id is required (in the JSON body or the X-Worker-ID header)",
+        )
+    })
+}
+
+/// The ready sessions of a worker (all its backends, or one).
+async fn worker_sessions(
+    wharf: &Wharf,
+    tenant: &str,
+    backend: Option<&str>,
+    worker: &str,
+) -> Result<Vec<SessionRecord>, WharfError> {
+    Ok(wharf
+        .sessions(tenant, backend, Some(worker))
+        .await?
+        .into_iter()
+        .filter(|s| s.state == SessionState::Ready)
+        .collect())
+}
+
+/// A session as the replaced server showed it (times in ms since the Unix epoch), with
+/// Wharf's own fields alongside.
+fn session_json(s: &SessionRecord) -> Value {
+    let status = match s.state {
+        SessionState::Ready => "active",
+        SessionState::Creating => "creating",
+        SessionState::Releasing => "releasing",
+    };
+    json!({
+        "session_id": s.id,
+        "session_name": format!("{}_{}", s.backend, s.key),
+        "worker_id": s.key,
+        "resource_type": s.backend,
+        "status": status,
+        "state": s.state,
+        "auto_created": false,
+        "data": s.data,
+        "created_at": s.created_at_ms,
+        "last_activity": s.last_activity_ms,
+        "expires_at": s.expires_at_ms(),
+        "idle_ttl_seconds": s.idle_ttl_seconds,
+    })
+}
+
+/// A success envelope with some of its data repeated at the top level, where the replaced
+/// server's client reads it (`tools` of the tool list, the fields of a tool schema).
+fn mirrored(envelope: Envelope, keys: &[&str]) -> Response {
+    if envelope.code != Code::Success {
+        return envelope.into_response();
+    }
+    let extra: Vec<(String, Value)> = keys
+        .iter()
+        .filter_map(|k| envelope.data.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    let Ok(Value::Object(mut body)) = serde_json::to_value(&envelope) else {
+        return envelope.into_response();
+    };
+    for (k, v) in extra {
+        body.entry(k).or_insert(v);
+    }
+    axum::Json(Value::Object(body)).into_response()
+}
+
+/// `GET /health`: the process answers (open, no token).
+async fn health() -> Envelope {
+    Clock::start().reply(Ok(json!({ "status": "healthy" })))
+}
+
+/// `GET /ready`: at least one backend is loaded, else 5011 (open, no token).
+async fn ready(State(wharf): State<Arc<Wharf>>) -> Envelope {
+    let clock = Clock::start();
+    let backends = wharf.backends();
+    if backends.is_empty() {
+        return clock.reply(Err(WharfError::backend_unavailable("no backend is loaded")));
+    }
+    clock.reply(Ok(json!({
+        "status": "ready",
+        "backends": backends.len(),
+        "tools_count": wharf.tools().len(),
+    })))
+}

@@ -1,0 +1,183 @@
+//! `POST /api/v1/execute/batch` of the compatibility API.
+//!
+//! A batch runs `actions: [{action, params, timeout?}]` (each as `/api/v1/execute` runs one,
+//! for the batch's worker) serially, or all at once with `parallel: true`; `data.results`
+//! has one `{index, action, code, message, data}` per action, in the order given. The
+//! batch's code: 0 when every action succeeded, 5009 (HTTP 500) when none did, 5010
+//! (HTTP 207) otherwise. A serial batch with `stop_on_error: true` (the default, as in the
+//! replaced server) runs nothing after the first failure: **the actions it did not run are
+//! reported with code 5010, message "skipped after an earlier failure (stop_on_error)" and
+//! `skipped: true`**, and count as not succeeded (so a batch whose first action failed and
+//! whose others were skipped is 5009). `stop_on_error` has no effect on a parallel batch:
+//! every action has started before any has failed.
+
+use super::execute::{ActionSpec, Ctx, result_data, run_action};
+use super::{Clock, from_json, parse_body, worker_id};
+use crate::api::auth::Caller;
+use crate::api::envelope::{Envelope, Meta};
+use crate::config::TokenScope;
+use crate::error_code::{Code, WharfError};
+use crate::front_door::{CallPlace, Wharf};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// `execute/batch`'s body.
+#[derive(Deserialize)]
+struct BatchBody {
+    #[serde(default)]
+    worker_id: Option<String>,
+    #[serde(default)]
+    actions: Option<Vec<Value>>,
+    #[serde(default)]
+    parallel: Option<bool>,
+    #[serde(default)]
+    stop_on_error: Option<bool>,
+    #[serde(default)]
+    trace_id: Option<String>,
+}
+
+/// One entry of a batch's `results`.
+struct Entry {
+    value: Value,
+    ok: bool,
+    skipped: bool,
+}
+
+fn action_name(item: &Value) -> Value {
+    item.get("action").cloned().unwrap_or(Value::Null)
+}
+
+async fn run_entry(ctx: &Ctx<'_>, index: usize, item: Value) -> Entry {
+    let name = action_name(&item);
+    let outcome = match from_json::<ActionSpec>(item, &format!("actions[{index}]")) {
+        Ok(spec) => run_action(ctx, spec).await,
+        Err(e) => Err((e, CallPlace::default())),
+    };
+    let (ok, value) = match outcome {
+        Ok(o) => (
+            true,
+            json!({"index": index, "action": name, "code": 0, "message": "ok",
+                   "data": result_data(&o.result), "tool": o.tool, "session_id": o.session_id}),
+        ),
+        Err((e, place)) => (
+            false,
+            json!({"index": index, "action": name, "code": e.code.as_u32(), "message": e.message,
+                   "data": e.data.unwrap_or(Value::Null), "retryable": e.retryable,
+                   "tool": place.tool, "session_id": place.session_id}),
+        ),
+    };
+    Entry {
+        value,
+        ok,
+        skipped: false,
+    }
+}
+
+fn skipped(index: usize, item: &Value) -> Entry {
+    Entry {
+        value: json!({"index": index, "action": action_name(item),
+                      "code": Code::BatchPartialFailure.as_u32(),
+                      "message": "skipped after an earlier failure (stop_on_error)",
+                      "data": null, "skipped": true}),
+        ok: false,
+        skipped: true,
+    }
+}
+
+/// `POST /api/v1/execute/batch`.
+pub(super) async fn batch(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let mut clock = Clock::start();
+    let body: BatchBody = match caller
+        .require(TokenScope::Call)
+        .and_then(|()| parse_body(body))
+    {
+        Ok(b) => b,
+        Err(e) => return clock.reply(Err(e)),
+    };
+    if let Some(t) = body.trace_id.filter(|t| !t.is_empty()) {
+        clock.trace_id = t;
+    }
+    let Some(actions) = body.actions else {
+        return clock.reply(Err(WharfError::new(
+            Code::MissingField,
+            "`actions` is required",
+        )));
+    };
+    let worker = worker_id(body.worker_id.as_deref(), &headers);
+    let ctx = Ctx {
+        wharf: &wharf,
+        caller: &caller,
+        worker: worker.as_deref(),
+        trace_id: &clock.trace_id,
+    };
+    let parallel = body.parallel.unwrap_or(false);
+    let stop_on_error = body.stop_on_error.unwrap_or(true);
+    let entries: Vec<Entry> = if parallel {
+        let runs = actions
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| run_entry(&ctx, i, item));
+        futures::future::join_all(runs).await
+    } else {
+        let mut entries = Vec::with_capacity(actions.len());
+        let mut failed = false;
+        for (i, item) in actions.into_iter().enumerate() {
+            if failed && stop_on_error {
+                entries.push(skipped(i, &item));
+                continue;
+            }
+            let entry = run_entry(&ctx, i, item).await;
+            failed |= !entry.ok;
+            entries.push(entry);
+        }
+        entries
+    };
+    let total = entries.len();
+    let succeeded = entries.iter().filter(|e| e.ok).count();
+    let not_run = entries.iter().filter(|e| e.skipped).count();
+    let failed = total - succeeded - not_run;
+    let data = json!({
+        "worker_id": worker,
+        "parallel": parallel,
+        "stop_on_error": stop_on_error,
+        "total": total,
+        "executed": total - not_run,
+        "succeeded": succeeded,
+        "failed": failed,
+        "skipped": not_run,
+        "success": succeeded == total,
+        "results": entries.into_iter().map(|e| e.value).collect::<Vec<_>>(),
+    });
+    let meta = Meta {
+        tool: Some("batch:execute".into()),
+        ..clock.meta()
+    };
+    if succeeded == total {
+        return Envelope::ok(data, meta);
+    }
+    let error = if succeeded == 0 {
+        WharfError::new(
+            Code::BatchAllFailed,
+            format!("every action failed ({failed} failed, {not_run} skipped)"),
+        )
+    } else {
+        WharfError::new(
+            Code::BatchPartialFailure,
+            format!(
+                "{} of {total} actions did not succeed ({failed} failed, {not_run} skipped)",
+                total - succeeded
+            ),
+        )
+    };
+    Envelope::error(error.with_data(data), meta)
+}

@@ -1,0 +1,340 @@
+//! The session routes of the compatibility API: a worker's sessions, one per backend.
+//!
+//! - `POST /api/v1/session/create {worker_id, resource_type, session_config?, ttl?}`
+//!   acquires the session of (tenant, resource_type, worker_id): the same worker gets the
+//!   same session back (`status` is `created` or `exists`).
+//! - `POST /api/v1/session/destroy {worker_id, resource_type?, target_session_id?}` destroys
+//!   that worker's session of that backend (4007 when it has none, as the replaced server
+//!   answered), or every session of the worker when `resource_type` is absent.
+//! - `POST|GET /api/v1/session/list {worker_id?, resource_type?}` lists the worker's
+//!   sessions, or every session of the tenant without a worker id.
+//! - `POST /api/v1/session/refresh {worker_id, resource_type?}` and
+//!   `POST /api/v1/lifecycle/heartbeat {worker_id}` extend the idle TTL of the worker's
+//!   sessions (of one backend, or all); `POST /api/v1/worker/disconnect {worker_id}`
+//!   destroys every session of the worker.
+//!
+//! Sessions are created under the caller's own tenant and looked up under
+//! [`Caller::session_tenant`] (an admin token sees every tenant's).
+
+use super::{Clock, parse_body, require_worker, session_json, worker_id, worker_sessions};
+use crate::api::auth::Caller;
+use crate::api::envelope::Envelope;
+use crate::config::TokenScope;
+use crate::error_code::{Code, WharfError};
+use crate::front_door::{SessionRequest, Wharf};
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// `session/create`'s body.
+#[derive(Deserialize)]
+struct CreateBody {
+    #[serde(default)]
+    worker_id: Option<String>,
+    #[serde(default)]
+    resource_type: Option<String>,
+    #[serde(default)]
+    session_config: Option<Value>,
+    #[serde(default)]
+    ttl: Option<u64>,
+}
+
+/// The body of the other session routes.
+#[derive(Deserialize)]
+struct WorkerBody {
+    #[serde(default)]
+    worker_id: Option<String>,
+    #[serde(default)]
+    resource_type: Option<String>,
+    #[serde(default)]
+    target_session_id: Option<String>,
+}
+
+fn missing(field: &str) -> WharfError {
+    WharfError::new(Code::MissingField, format!("`{field}` is required"))
+}
+
+fn no_session(worker: &str, backend: Option<&str>) -> WharfError {
+    WharfError::session_not_found(match backend {
+        Some(b) => format!("worker `{worker}` has no session of `{b}`"),
+        None => format!("worker `{worker}` has no session"),
+    })
+}
+
+/// `POST /api/v1/session/create`.
+pub(super) async fn create(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let clock = Clock::start();
+    let result = async {
+        caller.require(TokenScope::Call)?;
+        let body: CreateBody = parse_body(body)?;
+        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let backend = body
+            .resource_type
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| missing("resource_type"))?;
+        caller.require_tool(&backend, None)?;
+        let config = match body.session_config {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(m)) if m.is_empty() => None,
+            Some(v @ Value::Object(_)) => Some(v),
+            Some(_) => {
+                return Err(WharfError::new(
+                    Code::InvalidType,
+                    "`session_config` must be a JSON object",
+                ));
+            }
+        };
+        let request = SessionRequest {
+            backend,
+            key: Some(worker.clone()),
+            config,
+            ttl_seconds: body.ttl,
+            owner: None,
+            holder: None,
+        };
+        let (record, created) = wharf.create_session(&caller.tenant, request).await?;
+        let mut v = session_json(&record);
+        v["session_status"] = v["status"].clone();
+        v["status"] = json!(if created { "created" } else { "exists" });
+        v["created"] = json!(created);
+        Ok(v)
+    }
+    .await;
+    with_session_meta(clock.reply(result))
+}
+
+/// Copies the session id and backend of a session reply into its `meta`.
+fn with_session_meta(mut e: Envelope) -> Envelope {
+    let text = |k: &str| e.data.get(k).and_then(Value::as_str).map(str::to_string);
+    let (id, backend) = (text("session_id"), text("resource_type"));
+    e.meta.session_id = id;
+    e.meta.backend = backend;
+    e
+}
+
+/// `POST /api/v1/session/destroy`.
+pub(super) async fn destroy(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let clock = Clock::start();
+    let result = async {
+        caller.require(TokenScope::Call)?;
+        let body: WorkerBody = parse_body(body)?;
+        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
+        if let Some(b) = backend {
+            caller.require_tool(b, None)?;
+        }
+        let tenant = caller.session_tenant();
+        let targets: Vec<_> = worker_sessions(&wharf, tenant, backend, &worker)
+            .await?
+            .into_iter()
+            .filter(|s| body.target_session_id.as_ref().is_none_or(|t| *t == s.id))
+            .collect();
+        if targets.is_empty() && (backend.is_some() || body.target_session_id.is_some()) {
+            return Err(no_session(&worker, backend));
+        }
+        let mut destroyed = Vec::new();
+        let mut first_error = None;
+        for s in &targets {
+            match wharf.delete_session(tenant, &s.id).await {
+                Ok(_) => destroyed.push(json!({"session_id": s.id, "resource_type": s.backend})),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        let first = targets.first();
+        Ok(json!({
+            "message": format!("destroyed {} session(s) of worker {worker}", destroyed.len()),
+            "worker_id": worker,
+            "resource_type": backend,
+            "session_id": first.map(|s| s.id.clone()),
+            "session_name": first.map(|s| format!("{}_{}", s.backend, s.key)),
+            "destroyed": destroyed,
+            "count": destroyed.len(),
+        }))
+    }
+    .await;
+    with_session_meta(clock.reply(result))
+}
+
+/// `POST|GET /api/v1/session/list`.
+pub(super) async fn list(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    headers: HeaderMap,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let clock = Clock::start();
+    let result = async {
+        caller.require(TokenScope::Read)?;
+        let body: WorkerBody = parse_body(body)?;
+        let query = query.map(|q| q.0).unwrap_or_default();
+        let from_query = |k: &str| query.get(k).cloned();
+        let worker = worker_id(
+            body.worker_id
+                .or_else(|| from_query("worker_id"))
+                .as_deref(),
+            &headers,
+        );
+        let backend = body
+            .resource_type
+            .or_else(|| from_query("resource_type"))
+            .filter(|b| !b.is_empty());
+        let sessions: Vec<Value> = wharf
+            .sessions(
+                caller.session_tenant(),
+                backend.as_deref(),
+                worker.as_deref(),
+            )
+            .await?
+            .iter()
+            .filter(|s| caller.may_use(&s.backend, None))
+            .map(session_json)
+            .collect();
+        Ok(json!({ "worker_id": worker, "count": sessions.len(), "sessions": sessions }))
+    }
+    .await;
+    clock.reply(result)
+}
+
+/// Refreshes the worker's ready sessions (of one backend, or all); sessions that went away
+/// meanwhile are skipped.
+async fn refresh_worker(
+    wharf: &Wharf,
+    caller: &Caller,
+    worker: &str,
+    backend: Option<&str>,
+) -> Result<Vec<Value>, WharfError> {
+    let tenant = caller.session_tenant();
+    let mut refreshed = Vec::new();
+    for s in worker_sessions(wharf, tenant, backend, worker).await? {
+        match wharf.refresh_session(tenant, &s.id).await {
+            Ok(fresh) => refreshed.push(session_json(&fresh)),
+            Err(e) if e.code == Code::SessionNotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(refreshed)
+}
+
+/// `POST /api/v1/session/refresh`.
+pub(super) async fn refresh(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let clock = Clock::start();
+    let result = async {
+        caller.require(TokenScope::Call)?;
+        let body: WorkerBody = parse_body(body)?;
+        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
+        let refreshed = refresh_worker(&wharf, &caller, &worker, backend).await?;
+        if refreshed.is_empty() && backend.is_some() {
+            return Err(no_session(&worker, backend));
+        }
+        let details: Map<String, Value> = refreshed
+            .iter()
+            .map(|s| {
+                let rt = s["resource_type"].as_str().unwrap_or_default().to_string();
+                (
+                    rt,
+                    json!({"status": "refreshed", "expires_at": s["expires_at"]}),
+                )
+            })
+            .collect();
+        let first = refreshed.first();
+        Ok(json!({
+            "message": format!("refreshed {} session(s)", refreshed.len()),
+            "worker_id": worker,
+            "resource_type": backend,
+            "session_id": first.map(|s| s["session_id"].clone()),
+            "expires_at": first.map(|s| s["expires_at"].clone()),
+            "refreshed_count": refreshed.len(),
+            "details": details,
+            "sessions": refreshed,
+        }))
+    }
+    .await;
+    clock.reply(result)
+}
+
+/// `POST /api/v1/lifecycle/heartbeat`: extends the idle TTL of every session of the worker.
+pub(super) async fn heartbeat(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let clock = Clock::start();
+    let result = async {
+        caller.require(TokenScope::Call)?;
+        let body: WorkerBody = parse_body(body)?;
+        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let refreshed = refresh_worker(&wharf, &caller, &worker, None).await?;
+        let active: Vec<Value> = refreshed
+            .iter()
+            .map(|s| s["resource_type"].clone())
+            .collect();
+        Ok(json!({
+            "worker_id": worker,
+            "active_sessions": active,
+            "refreshed_count": refreshed.len(),
+            "sessions": refreshed,
+        }))
+    }
+    .await;
+    clock.reply(result)
+}
+
+/// `POST /api/v1/worker/disconnect`: destroys every session of the worker.
+pub(super) async fn disconnect(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let clock = Clock::start();
+    let result = async {
+        caller.require(TokenScope::Call)?;
+        let body: WorkerBody = parse_body(body)?;
+        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let tenant = caller.session_tenant();
+        let mut cleaned = Vec::new();
+        let mut first_error = None;
+        for s in worker_sessions(&wharf, tenant, None, &worker).await? {
+            match wharf.delete_session(tenant, &s.id).await {
+                Ok(_) => cleaned.push(s.id),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        Ok(json!({ "worker_id": worker, "sessions_cleaned": cleaned.len(), "session_ids": cleaned }))
+    }
+    .await;
+    clock.reply(result)
+}

@@ -1,0 +1,119 @@
+//! `GET /api/v1/tools` and `GET /api/v1/tools/{name}/schema` of the compatibility API.
+//!
+//! Each tool: `name` (`backend:action`), `backend` (also as `resource_type`), `action`,
+//! `description`, `input_schema` (also as `parameters`), `output_schema`, `annotations`,
+//! `session` (the need: `none`, `optional` or `required`; every tool of a sandbox provider
+//! runs in a session) and `requires_session`. The replaced server answered these two routes
+//! without its envelope, so besides the envelope's `data` the list's `tools` and `count`,
+//! and the schema's fields, are repeated at the top level of the reply, where its Python
+//! client reads them. The `include_hidden` query of the client is accepted and ignored
+//! (Wharf has no hidden tools).
+
+use super::{Clock, mirrored};
+use crate::api::auth::Caller;
+use crate::config::TokenScope;
+use crate::front_door::Wharf;
+use crate::runtime::loaded_backend::{SessionNeed, ToolDescription};
+use axum::extract::{Path, State};
+use axum::response::Response;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Fields of a tool repeated at the top level of a schema reply.
+const SCHEMA_FIELDS: &[&str] = &[
+    "name",
+    "backend",
+    "resource_type",
+    "action",
+    "description",
+    "input_schema",
+    "parameters",
+    "output_schema",
+    "annotations",
+    "session",
+    "requires_session",
+];
+
+/// Names of the loaded sandbox providers (their tools all run in a session).
+fn providers(wharf: &Wharf) -> BTreeSet<String> {
+    wharf
+        .backends()
+        .iter()
+        .filter(|b| !b.is_resource_backend())
+        .map(|b| b.name.to_string())
+        .collect()
+}
+
+fn tool_json(
+    backend: &str,
+    version: &str,
+    tool: &ToolDescription,
+    providers: &BTreeSet<String>,
+) -> Value {
+    let need = if providers.contains(backend) {
+        SessionNeed::Required
+    } else {
+        tool.session
+    };
+    json!({
+        "name": format!("{backend}:{}", tool.action),
+        "backend": backend,
+        "resource_type": backend,
+        "action": tool.action,
+        "version": version,
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+        "parameters": tool.input_schema,
+        "output_schema": tool.output_schema,
+        "annotations": tool.annotations,
+        "session": need,
+        "requires_session": need == SessionNeed::Required,
+    })
+}
+
+/// `GET /api/v1/tools`: every tool the caller may use.
+pub(super) async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Response {
+    let clock = Clock::start();
+    let result = caller.require(TokenScope::Read).map(|()| {
+        let providers = providers(&wharf);
+        let tools: Vec<Value> = wharf
+            .tools()
+            .into_iter()
+            .filter(|(name, _, _)| caller.may_use(&name.backend, Some(&name.action)))
+            .map(|(name, version, tool)| tool_json(&name.backend, &version, &tool, &providers))
+            .collect();
+        json!({ "count": tools.len(), "tools": tools })
+    });
+    mirrored(clock.reply(result), &["tools", "count"])
+}
+
+/// `GET /api/v1/tools/{name}/schema`: one tool, by any of its names (4002 when unknown).
+pub(super) async fn schema(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Response {
+    let clock = Clock::start();
+    let result = (|| {
+        caller.require(TokenScope::Read)?;
+        let (backend, action) = wharf.resolve_tool(&name)?;
+        caller.require_tool(&backend.name, Some(&action))?;
+        let tool = backend.tool(&action).ok_or_else(|| {
+            crate::error_code::WharfError::invalid_request(format!("unknown tool `{name}`"))
+        })?;
+        Ok(tool_json(
+            &backend.name,
+            &backend.description.version,
+            tool,
+            &providers(&wharf),
+        ))
+    })();
+    let mut envelope = clock.reply(result);
+    envelope.meta.tool = envelope
+        .data
+        .get("name")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    mirrored(envelope, SCHEMA_FIELDS)
+}

@@ -1,0 +1,473 @@
+//! Loading, replacing and unloading backends while the host serves: compile and warm the
+//! new version off to the side, swap it in atomically (new calls go to it at once; calls
+//! in flight finish on the old one, which holds its own `Arc`), then drain the old one
+//! (its instances get `shutdown`) within a deadline. An upgrade that declares more
+//! capabilities than the running version waits for an admin's approval; a component that
+//! cannot be loaded is refused and the running version keeps serving, with the reason kept
+//! for `/v1/backends`.
+
+use super::{BackendEntry, Wharf};
+use crate::config::{BackendConfig, toml_to_json};
+use crate::error_code::{Code, WharfError};
+use crate::runtime::instance_pool::PoolSettings;
+use crate::runtime::loaded_backend::{self, LoadedBackend, Requires};
+use crate::sessions::now_ms;
+use anyhow::{Result, anyhow};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Most explanations kept for sessions that an upgrade ended.
+const ENDED_SESSIONS_KEPT: usize = 10_000;
+
+/// Why a component was refused.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejection {
+    /// What went wrong, for people.
+    pub reason: String,
+    /// sha256 of the refused `.wasm`.
+    pub sha256: String,
+    /// When, in ms since the epoch.
+    pub at_ms: u64,
+}
+
+/// An upgrade held until an admin approves it, because it declares more than the
+/// running version.
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingUpgrade {
+    /// The waiting version.
+    pub version: String,
+    /// The component's own name.
+    pub declared_name: String,
+    /// sha256 of its `.wasm`.
+    pub sha256: String,
+    /// What it declares beyond the running version.
+    pub added: Requires,
+    /// Everything it declares.
+    pub requires: Requires,
+    /// When it arrived, in ms since the epoch.
+    pub since_ms: u64,
+}
+
+/// What a deployment did.
+#[derive(Debug, Clone)]
+pub enum Deployed {
+    /// The new version serves.
+    Active(Arc<LoadedBackend>),
+    /// The new version waits for approval; the running one keeps serving.
+    Pending(Box<PendingUpgrade>),
+}
+
+struct Pending {
+    loaded: Arc<LoadedBackend>,
+    config: BackendConfig,
+    view: PendingUpgrade,
+}
+
+#[derive(Default)]
+struct State {
+    errors: BTreeMap<String, Rejection>,
+    pending: BTreeMap<String, Pending>,
+    unloaded: BTreeSet<String>,
+    ended_sessions: BTreeMap<String, String>,
+}
+
+/// Hot-load bookkeeping: one deployment at a time, refusals, pending upgrades, names that
+/// were unloaded, and why sessions were ended by an upgrade.
+#[derive(Default)]
+pub(super) struct Lifecycle {
+    deploys: tokio::sync::Mutex<()>,
+    state: Mutex<State>,
+}
+
+impl Lifecycle {
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> Option<T> {
+        self.state.lock().ok().map(|mut s| f(&mut s))
+    }
+}
+
+/// Entries of `new` that `old` does not declare.
+pub fn requires_beyond(new: &Requires, old: &Requires) -> Requires {
+    let diff = |n: &[String], o: &[String]| -> Vec<String> {
+        n.iter().filter(|x| !o.contains(x)).cloned().collect()
+    };
+    Requires {
+        images: diff(&new.images, &old.images),
+        http_hosts: diff(&new.http_hosts, &old.http_hosts),
+        networks: diff(&new.networks, &old.networks),
+        host_mounts: diff(&new.host_mounts, &old.host_mounts),
+    }
+}
+
+fn is_empty(r: &Requires) -> bool {
+    r.images.is_empty()
+        && r.http_hosts.is_empty()
+        && r.networks.is_empty()
+        && r.host_mounts.is_empty()
+}
+
+/// Waits until nobody but the caller holds `backend` (calls in flight hold it) or the
+/// deadline passes, then drains it: idle instances get `shutdown`, and instances still out
+/// are shut down when they come back.
+pub(super) async fn drain_when_released(backend: Arc<LoadedBackend>) {
+    let settings = backend.pool.settings();
+    let deadline = Instant::now() + settings.hook_timeout + settings.queue_timeout;
+    while Arc::strong_count(&backend) > 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if Arc::strong_count(&backend) > 1 {
+        tracing::warn!(backend = %backend.name, "calls still hold the old version after the drain deadline; draining anyway");
+    }
+    backend.drain().await;
+    tracing::info!(backend = %backend.name, version = %backend.description.version, "old version drained");
+}
+
+fn drain_in_background(backend: Arc<LoadedBackend>) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(drain_when_released(backend));
+    }
+}
+
+impl Wharf {
+    /// Compiles, describes and warms a component without registering it.
+    async fn prepare(
+        &self,
+        name: &str,
+        wasm: Arc<Vec<u8>>,
+        config: &BackendConfig,
+    ) -> Result<Arc<LoadedBackend>> {
+        anyhow::ensure!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            "backend name `{name}` must be letters, digits, `-` or `_`"
+        );
+        config.check_sha256(&wasm)?;
+        let compiled =
+            loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, wasm).await?;
+        let limits = &config.limits;
+        let memory_limit =
+            (limits.memory_mb << 20).min(crate::runtime::engine::MAX_MEMORY_BYTES) as usize;
+        let settings = PoolSettings {
+            min: limits.pool_min,
+            max: limits.pool_max,
+            retire_after_calls: limits.retire_after_calls.max(1),
+            memory_high_water_bytes: ((limits.memory_high_water_mb << 20) as usize)
+                .min(memory_limit),
+            memory_limit_bytes: memory_limit,
+            queue_timeout: Duration::from_millis(limits.queue_timeout_ms),
+            hook_timeout: Duration::from_millis(limits.call_timeout_ms),
+        };
+        let warmup_config = config
+            .config
+            .as_ref()
+            .map(toml_to_json)
+            .unwrap_or(Value::Null);
+        let grants = Arc::new(config.grants.clone());
+        let loaded = LoadedBackend::start(
+            name,
+            compiled,
+            settings,
+            warmup_config,
+            grants,
+            self.services.clone(),
+        )
+        .await?;
+        Ok(Arc::new(loaded))
+    }
+
+    /// Puts `loaded` in the table (new calls use it from now on) and drains the version it
+    /// replaced in the background. Returns the replaced version's version string.
+    fn activate(
+        &self,
+        name: &str,
+        loaded: Arc<LoadedBackend>,
+        config: BackendConfig,
+    ) -> Result<Option<String>> {
+        let previous = self
+            .backends
+            .write()
+            .map_err(|_| anyhow!("backend table lock poisoned"))?
+            .insert(
+                name.to_string(),
+                BackendEntry {
+                    loaded: loaded.clone(),
+                    config,
+                },
+            );
+        self.rebuild_tool_index();
+        let superseded = self.lifecycle.with(|s| {
+            s.unloaded.remove(name);
+            s.errors.remove(name);
+            s.pending.remove(name)
+        });
+        if let Some(Some(pending)) = superseded
+            && !Arc::ptr_eq(&pending.loaded, &loaded)
+        {
+            drain_in_background(pending.loaded);
+        }
+        tracing::info!(
+            backend = name,
+            version = %loaded.description.version,
+            tools = loaded.description.tools.len(),
+            cache = ?loaded.cache,
+            compile_ms = loaded.compile_time.as_millis() as u64,
+            replaced = previous.is_some(),
+            "backend loaded"
+        );
+        Ok(previous.map(|p| {
+            let version = p.loaded.description.version.clone();
+            drain_in_background(p.loaded);
+            version
+        }))
+    }
+
+    /// Loads or replaces `name`; with `check_permissions`, an upgrade that declares more
+    /// than the running version is held as pending. A refusal is recorded for
+    /// `/v1/backends` and leaves the running version serving.
+    pub(super) async fn install(
+        &self,
+        name: &str,
+        wasm: Arc<Vec<u8>>,
+        config: BackendConfig,
+        check_permissions: bool,
+    ) -> Result<Deployed> {
+        let _one_at_a_time = self.lifecycle.deploys.lock().await;
+        let sha256 = hex::encode(Sha256::digest(wasm.as_slice()));
+        let loaded = match self.prepare(name, wasm, &config).await {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                self.record_rejection(name, sha256, format!("{e:#}"));
+                return Err(e.context(format!("backend `{name}` was not loaded")));
+            }
+        };
+        let current = self.backend(name).ok();
+        if check_permissions && let Some(current) = &current {
+            let added =
+                requires_beyond(&loaded.description.requires, &current.description.requires);
+            if !is_empty(&added) {
+                let d = &loaded.description;
+                let view = PendingUpgrade {
+                    version: d.version.clone(),
+                    declared_name: d.declared_name.clone(),
+                    sha256: d.sha256.clone(),
+                    added,
+                    requires: d.requires.clone(),
+                    since_ms: now_ms(),
+                };
+                tracing::warn!(backend = name, version = %view.version, added = ?view.added, "upgrade declares more capabilities; waiting for approval");
+                let pending = Pending {
+                    loaded,
+                    config,
+                    view: view.clone(),
+                };
+                let replaced = self.lifecycle.with(|s| {
+                    s.errors.remove(name);
+                    s.pending.insert(name.to_string(), pending)
+                });
+                if let Some(Some(old)) = replaced {
+                    drain_in_background(old.loaded);
+                }
+                return Ok(Deployed::Pending(Box::new(view)));
+            }
+        }
+        let upgrade = current.is_some();
+        drop(current);
+        let previous = self.activate(name, loaded.clone(), config)?;
+        if upgrade || check_permissions {
+            self.recover_after_swap(&loaded, previous).await;
+        }
+        Ok(Deployed::Active(loaded))
+    }
+
+    /// Loads or replaces a backend as an operator's hot load does (plugins dir, admin
+    /// route): an upgrade declaring more capabilities than the running version waits for
+    /// [`Wharf::approve_backend`]; a component that fails to compile, validate or warm up
+    /// answers 4000 and the running version keeps serving. Sessions of the backend are
+    /// re-checked with the new version's `discover`.
+    pub async fn deploy(
+        &self,
+        name: &str,
+        wasm: Arc<Vec<u8>>,
+        config: BackendConfig,
+    ) -> Result<Deployed, WharfError> {
+        self.install(name, wasm, config, true)
+            .await
+            .map_err(|e| WharfError::new(Code::InvalidInput, format!("{e:#}")))
+    }
+
+    /// Activates the upgrade of `name` that waits for approval.
+    pub async fn approve_backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
+        let _one_at_a_time = self.lifecycle.deploys.lock().await;
+        let pending = self
+            .lifecycle
+            .with(|s| s.pending.remove(name))
+            .flatten()
+            .ok_or_else(|| {
+                WharfError::invalid_request(format!(
+                    "no upgrade of `{name}` is waiting for approval"
+                ))
+            })?;
+        tracing::info!(backend = name, version = %pending.view.version, "upgrade approved");
+        let previous = self
+            .activate(name, pending.loaded.clone(), pending.config)
+            .map_err(|e| WharfError::internal(format!("{e:#}")))?;
+        self.recover_after_swap(&pending.loaded, previous).await;
+        Ok(pending.loaded)
+    }
+
+    /// Checks the backend's stored sessions with the (new) version's `discover`: the ones
+    /// it rejects are removed, and their next use answers 4007 saying why.
+    async fn recover_after_swap(&self, backend: &LoadedBackend, previous: Option<String>) {
+        match self.sessions.recover(backend).await {
+            Ok((report, adopted)) => match previous {
+                Some(old) => {
+                    let new = &backend.description.version;
+                    self.lifecycle.with(|s| {
+                        if s.ended_sessions.len() + report.removed.len() > ENDED_SESSIONS_KEPT {
+                            s.ended_sessions.clear();
+                        }
+                        for id in &report.removed {
+                            s.ended_sessions.insert(id.clone(), format!(
+                                "session `{id}` was ended when backend `{}` was upgraded (version {old} to {new}): the new version did not recognise it; create a new session",
+                                backend.name
+                            ));
+                        }
+                    });
+                    if !report.removed.is_empty() {
+                        tracing::info!(backend = %backend.name, removed = report.removed.len(), "sessions the new version rejected were removed");
+                    }
+                }
+                None => {
+                    for record in adopted {
+                        self.watch_expiry(record.id);
+                    }
+                }
+            },
+            Err(e) => {
+                tracing::warn!(backend = %backend.name, "session check after the swap failed: {}", e.message)
+            }
+        }
+    }
+
+    /// Unloads a backend (and any upgrade of it waiting for approval): new calls answer
+    /// 5011 at once; returns after the calls in flight finished (or the deadline passed)
+    /// and the old instances got `shutdown`.
+    pub async fn unload_backend(&self, name: &str) -> Result<bool, WharfError> {
+        let removed = {
+            let _one_at_a_time = self.lifecycle.deploys.lock().await;
+            let removed = self
+                .backends
+                .write()
+                .map_err(|_| WharfError::internal("backend table lock poisoned"))?
+                .remove(name);
+            self.rebuild_tool_index();
+            let pending = self.lifecycle.with(|s| {
+                if removed.is_some() {
+                    s.unloaded.insert(name.to_string());
+                }
+                s.pending.remove(name)
+            });
+            if let Some(Some(pending)) = pending {
+                drain_in_background(pending.loaded);
+            }
+            removed
+        };
+        match removed {
+            Some(entry) => {
+                tracing::info!(backend = name, "unloading: draining");
+                drain_when_released(entry.loaded).await;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Records why a component for `name` was refused (shown in `/v1/backends` until a
+    /// load of `name` succeeds); the running version, if any, keeps serving.
+    pub(crate) fn record_rejection(&self, name: &str, sha256: String, reason: String) {
+        tracing::warn!(backend = name, %sha256, "component refused: {reason}");
+        let rejection = Rejection {
+            reason,
+            sha256,
+            at_ms: now_ms(),
+        };
+        self.lifecycle
+            .with(|s| s.errors.insert(name.to_string(), rejection));
+    }
+
+    /// The last refusal of `name` (cleared by a successful load) and its pending upgrade.
+    pub fn backend_status(&self, name: &str) -> (Option<Rejection>, Option<PendingUpgrade>) {
+        self.lifecycle
+            .with(|s| {
+                (
+                    s.errors.get(name).cloned(),
+                    s.pending.get(name).map(|p| p.view.clone()),
+                )
+            })
+            .unwrap_or_default()
+    }
+
+    /// Refusals of names that are not loaded (never were, or were unloaded since).
+    pub fn rejected_backends(&self) -> Vec<(String, Rejection)> {
+        let loaded: BTreeSet<String> = self.backends().iter().map(|b| b.name.to_string()).collect();
+        self.lifecycle
+            .with(|s| {
+                s.errors
+                    .iter()
+                    .filter(|(name, _)| !loaded.contains(*name))
+                    .map(|(name, r)| (name.clone(), r.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The unloaded backend a requested tool name points at, if any.
+    pub(super) fn unloaded_backend_in(&self, requested: &str) -> Option<String> {
+        self.lifecycle
+            .with(|s| {
+                s.unloaded
+                    .iter()
+                    .filter(|name| {
+                        requested.strip_prefix(name.as_str()).is_some_and(|rest| {
+                            rest.len() > 1
+                                && matches!(rest.as_bytes()[0], b':' | b'.' | b'_' | b'-')
+                        })
+                    })
+                    .max_by_key(|name| name.len())
+                    .cloned()
+            })
+            .flatten()
+    }
+
+    /// Says why a session is gone when an upgrade ended it.
+    pub(super) fn explain_session_error(&self, e: WharfError, session: Option<&str>) -> WharfError {
+        if e.code != Code::SessionNotFound {
+            return e;
+        }
+        let why = session.and_then(|id| {
+            self.lifecycle
+                .with(|s| s.ended_sessions.get(id).cloned())
+                .flatten()
+        });
+        match why {
+            Some(why) => WharfError::session_not_found(why),
+            None => e,
+        }
+    }
+
+    /// Drains the upgrades waiting for approval (at shutdown).
+    pub(super) async fn drain_pending(&self) {
+        let pending = self
+            .lifecycle
+            .with(|s| std::mem::take(&mut s.pending))
+            .unwrap_or_default();
+        for (_, p) in pending {
+            p.loaded.drain().await;
+        }
+    }
+}

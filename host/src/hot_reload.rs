@@ -1,0 +1,230 @@
+//! `wharf serve --plugins DIR`: the directory is the set of hot-loaded backends.
+//! `NAME.wasm` (with an optional `NAME.toml` holding the keys of a `[backends.NAME]` table:
+//! grants, limits, config, sessions, sha256) is loaded as `NAME`; changing either file
+//! replaces it; deleting the `.wasm` unloads it. Files present at start are loaded before
+//! [`watch`] returns. Events are debounced (200 ms of quiet) so a file being written is read
+//! once it is complete; write to a temporary name and rename for an atomic drop.
+//!
+//! Every load goes through [`Wharf::deploy`]: compiled off the request path, refused (with
+//! the reason in `/v1/backends`) when bad while the running version keeps serving, held as
+//! pending when it declares more capabilities than the running version.
+
+use crate::Wharf;
+use crate::config::BackendConfig;
+use crate::front_door::Deployed;
+use anyhow::{Context, Result};
+use notify::event::{AccessKind, AccessMode};
+use notify::{Event, EventKind, RecursiveMode, Watcher};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+/// Quiet time after the last event before the directory is acted on.
+pub const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// A running watcher; dropping it stops watching (loaded backends stay loaded).
+pub struct PluginsWatcher {
+    task: tokio::task::JoinHandle<()>,
+    dir: PathBuf,
+}
+
+impl PluginsWatcher {
+    /// The watched directory (canonical).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for PluginsWatcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What was last deployed from the directory under a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Applied {
+    sha256: String,
+    sidecar: Option<String>,
+}
+
+struct DirState {
+    dir: PathBuf,
+    applied: BTreeMap<String, Applied>,
+}
+
+/// Loads every `NAME.wasm` in `dir` (created if missing), then watches it.
+pub async fn watch(wharf: Arc<Wharf>, dir: PathBuf) -> Result<PluginsWatcher> {
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("resolving {}", dir.display()))?;
+    let (tx, rx) = unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
+        let _ = tx.send(event);
+    })
+    .context("starting the file watcher")?;
+    watcher
+        .watch(&dir, RecursiveMode::NonRecursive)
+        .with_context(|| format!("watching {}", dir.display()))?;
+    let mut state = DirState {
+        dir: dir.clone(),
+        applied: BTreeMap::new(),
+    };
+    for name in state.names_on_disk() {
+        state.sync(&wharf, &name).await;
+    }
+    tracing::info!(dir = %dir.display(), backends = state.applied.len(), "watching the plugins directory");
+    let weak = Arc::downgrade(&wharf);
+    let task = tokio::spawn(run(weak, watcher, rx, state));
+    Ok(PluginsWatcher { task, dir })
+}
+
+async fn run(
+    wharf: Weak<Wharf>,
+    _watcher: notify::RecommendedWatcher,
+    mut events: UnboundedReceiver<notify::Result<Event>>,
+    mut state: DirState,
+) {
+    loop {
+        let Some(first) = events.recv().await else {
+            return;
+        };
+        let mut names = BTreeSet::new();
+        let mut rescan = state.collect(first, &mut names);
+        loop {
+            match tokio::time::timeout(DEBOUNCE, events.recv()).await {
+                Ok(Some(event)) => rescan |= state.collect(event, &mut names),
+                Ok(None) => return,
+                Err(_) => break,
+            }
+        }
+        if rescan {
+            names.extend(state.names_on_disk());
+            names.extend(state.applied.keys().cloned());
+        }
+        let Some(wharf) = wharf.upgrade() else {
+            return;
+        };
+        for name in names {
+            state.sync(&wharf, &name).await;
+        }
+    }
+}
+
+fn is_not_found(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+}
+
+impl DirState {
+    /// Names with a `.wasm` in the directory.
+    fn names_on_disk(&self) -> BTreeSet<String> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return BTreeSet::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                (path.extension()? == "wasm").then_some(())?;
+                Some(path.file_stem()?.to_str()?.to_string())
+            })
+            .collect()
+    }
+
+    /// Adds the names an event touches; true when the watcher lost events (rescan all).
+    fn collect(&self, event: notify::Result<Event>, names: &mut BTreeSet<String>) -> bool {
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!("plugins directory watcher: {e}; rescanning");
+                return true;
+            }
+        };
+        if event.need_rescan() {
+            return true;
+        }
+        match event.kind {
+            // Reads (ours included) change nothing; a closed write does.
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => {}
+            EventKind::Access(_) => return false,
+            _ => {}
+        }
+        for path in event.paths {
+            if path.parent() != Some(self.dir.as_path()) {
+                continue;
+            }
+            let is_ours = path
+                .extension()
+                .is_some_and(|ext| ext == "wasm" || ext == "toml");
+            if let (true, Some(stem)) = (is_ours, path.file_stem().and_then(|s| s.to_str())) {
+                names.insert(stem.to_string());
+            }
+        }
+        false
+    }
+
+    /// Brings `name` in line with the directory: load, replace, or unload.
+    async fn sync(&mut self, wharf: &Wharf, name: &str) {
+        let wasm_path = self.dir.join(format!("{name}.wasm"));
+        let wasm = match tokio::fs::read(&wasm_path).await {
+            Ok(wasm) => wasm,
+            Err(e) if is_not_found(&e) => {
+                if self.applied.remove(name).is_some() {
+                    match wharf.unload_backend(name).await {
+                        Ok(_) => tracing::info!(backend = name, "file removed: backend unloaded"),
+                        Err(e) => tracing::warn!(backend = name, "unloading failed: {}", e.message),
+                    }
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(backend = name, "reading {}: {e}", wasm_path.display());
+                return;
+            }
+        };
+        let sha256 = hex::encode(Sha256::digest(&wasm));
+        let sidecar = match tokio::fs::read_to_string(self.dir.join(format!("{name}.toml"))).await {
+            Ok(text) => Some(text),
+            Err(e) if is_not_found(&e) => None,
+            Err(e) => {
+                wharf.record_rejection(name, sha256, format!("reading {name}.toml: {e}"));
+                return;
+            }
+        };
+        let applied = Applied {
+            sha256: sha256.clone(),
+            sidecar: sidecar.clone(),
+        };
+        if self.applied.get(name) == Some(&applied) {
+            return;
+        }
+        let path = wasm_path.to_string_lossy().into_owned();
+        let config = match &sidecar {
+            Some(text) => match BackendConfig::from_sidecar(text, &path, |v| std::env::var(v).ok())
+            {
+                Ok(config) => config,
+                Err(e) => {
+                    wharf.record_rejection(name, sha256, format!("in {name}.toml: {e:#}"));
+                    return;
+                }
+            },
+            None => BackendConfig::at(path),
+        };
+        match wharf.deploy(name, Arc::new(wasm), config).await {
+            Ok(Deployed::Active(backend)) => {
+                tracing::info!(backend = name, version = %backend.description.version, "loaded from the plugins directory");
+                self.applied.insert(name.to_string(), applied);
+            }
+            Ok(Deployed::Pending(pending)) => {
+                tracing::warn!(backend = name, version = %pending.version, "upgrade from the plugins directory waits for approval");
+                self.applied.insert(name.to_string(), applied);
+            }
+            // Already recorded for /v1/backends; a later change of the file retries.
+            Err(e) => tracing::debug!(backend = name, "not loaded: {}", e.message),
+        }
+    }
+}
