@@ -56,10 +56,15 @@ async fn worker_sessions(h: &TestHost, worker: &str) -> Vec<Value> {
     r.body["data"]["sessions"].as_array().unwrap().clone()
 }
 
-fn codes(r: &Reply) -> Vec<u64> {
-    r.body["data"]["results"]
-        .as_array()
+async fn last_activity(h: &TestHost, worker: &str) -> u64 {
+    worker_sessions(h, worker).await[0]["last_activity"]
+        .as_u64()
         .unwrap()
+}
+
+fn codes(r: &Reply) -> Vec<u64> {
+    let results = r.body["data"]["results"].as_array().unwrap();
+    results
         .iter()
         .map(|e| e["code"].as_u64().unwrap())
         .collect()
@@ -224,21 +229,13 @@ async fn a_serial_batch_stops_at_the_first_failure() {
 async fn heartbeat_and_refresh_extend_the_sessions_of_a_worker() {
     let h = host().await;
     assert_eq!(create(&h, "w-hb", "scratchpad").await.code(), 0);
-    let before = worker_sessions(&h, "w-hb").await[0]["last_activity"]
-        .as_u64()
-        .unwrap();
+    let before = last_activity(&h, "w-hb").await;
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let beat = post(
-        &h,
-        "/api/v1/lifecycle/heartbeat",
-        json!({"worker_id": "w-hb"}),
-    )
-    .await;
+    let body = json!({"worker_id": "w-hb"});
+    let beat = post(&h, "/api/v1/lifecycle/heartbeat", body).await;
     assert_eq!(beat.code(), 0, "{}", beat.body);
     assert_eq!(beat.body["data"]["active_sessions"], json!(["scratchpad"]));
-    let after = worker_sessions(&h, "w-hb").await[0]["last_activity"]
-        .as_u64()
-        .unwrap();
+    let after = last_activity(&h, "w-hb").await;
     assert!(after > before, "{after} > {before}");
 
     tokio::time::sleep(Duration::from_millis(30)).await;
@@ -246,9 +243,7 @@ async fn heartbeat_and_refresh_extend_the_sessions_of_a_worker() {
     let refreshed = post(&h, "/api/v1/session/refresh", body).await;
     assert_eq!(refreshed.code(), 0, "{}", refreshed.body);
     assert_eq!(refreshed.body["data"]["refreshed_count"], 1);
-    let later = worker_sessions(&h, "w-hb").await[0]["last_activity"]
-        .as_u64()
-        .unwrap();
+    let later = last_activity(&h, "w-hb").await;
     assert!(later > after);
     let body = json!({"worker_id": "w-hb", "resource_type": "echo"});
     assert_eq!(post(&h, "/api/v1/session/refresh", body).await.code(), 4007);
@@ -268,15 +263,10 @@ async fn disconnect_destroys_every_session_of_the_worker() {
     assert_eq!(create(&h, "w-d", "scratchpad").await.code(), 0);
     assert_eq!(create(&h, "w-other", "scratchpad").await.code(), 0);
     let mut container_of = None;
+    let run = |command: &str| json!({ "command": command });
     if docker {
         // A sandbox tool without a session: a container for the one call, gone after it.
-        let r = execute(
-            &h,
-            "w-d",
-            "docker:run_command",
-            json!({"command": "echo hi"}),
-        )
-        .await;
+        let r = execute(&h, "w-d", "docker:run_command", run("echo hi")).await;
         assert_eq!(r.code(), 0, "{}", r.body);
         assert_eq!(r.body["data"]["stdout"], "hi\n");
         let temp = r.body["meta"]["session_id"].as_str().unwrap();
@@ -286,13 +276,7 @@ async fn disconnect_destroys_every_session_of_the_worker() {
         assert_eq!(s.code(), 0, "{}", s.body);
         let id = s.body["data"]["session_id"].as_str().unwrap().to_string();
         assert_eq!(containers_labelled("wharf.session", &id).len(), 1);
-        let r = execute(
-            &h,
-            "w-d",
-            "docker:run_command",
-            json!({"command": "echo $((1+2))"}),
-        )
-        .await;
+        let r = execute(&h, "w-d", "docker:run_command", run("echo 3")).await;
         assert_eq!(
             (r.code(), r.body["meta"]["session_id"].as_str()),
             (0, Some(id.as_str()))
@@ -385,8 +369,8 @@ async fn a_missing_worker_id_is_4003() {
 async fn tokens_guard_everything_but_health() {
     let h = start_with(vec![("echo", bundled("echo"))], |s| {
         s.auth.tokens = vec![wharf::config::TokenConfig {
-            name: "agent".into(),
-            value: Some("t-agent".into()),
+            name: "reader".into(),
+            value: Some("t-read".into()),
             value_file: None,
             scopes: vec![wharf::config::TokenScope::Read],
             backends: None,
@@ -394,28 +378,29 @@ async fn tokens_guard_everything_but_health() {
         }];
     })
     .await;
-    assert_eq!(h.get("/health").await.code(), 0);
-    assert_eq!(h.get("/ready").await.code(), 0);
-    let no_token = h.get("/api/v1/tools").await;
-    assert_eq!((no_token.status, no_token.code()), (401, 4010));
-    let client = reqwest::Client::new();
-    let tools = client
-        .get(format!("{}/api/v1/tools", h.url))
-        .bearer_auth("t-agent")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(tools.status().as_u16(), 200);
-    let exec = client
-        .post(format!("{}/api/v1/execute", h.url))
-        .bearer_auth("t-agent")
-        .json(&json!({"worker_id": "w", "action": "echo:say", "params": {"text": "x"}}))
-        .send()
-        .await
-        .unwrap();
     assert_eq!(
-        exec.status().as_u16(),
+        (h.get("/health").await.code(), h.get("/ready").await.code()),
+        (0, 0)
+    );
+    assert_eq!(h.get("/api/v1/tools").await.code(), 4010);
+    let client = reqwest::Client::new();
+    let status = |r: reqwest::RequestBuilder| async move {
+        r.bearer_auth("t-read")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(
+        status(client.get(format!("{}/api/v1/tools", h.url))).await,
+        200
+    );
+    let body = json!({"worker_id": "w", "action": "echo:say", "params": {"text": "x"}});
+    let exec = client.post(format!("{}/api/v1/execute", h.url)).json(&body);
+    assert_eq!(
+        status(exec).await,
         403,
-        "read-only token may not run tools"
+        "a read-only token may not run tools"
     );
 }

@@ -6,6 +6,7 @@ pub mod compat;
 pub mod envelope;
 pub mod files;
 pub mod mcp;
+pub mod openapi;
 pub mod rest;
 
 pub use rest::router;

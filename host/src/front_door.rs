@@ -2,9 +2,10 @@
 //! validation, sessions, and calls. Nothing above this module touches wasmtime.
 
 mod hot_swap;
+mod lifecycle;
 mod session_routes;
 
-pub use hot_swap::{Deployed, PendingUpgrade, Rejection, requires_beyond};
+pub use lifecycle::{Deployed, PendingUpgrade, Rejection, requires_beyond};
 
 use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig, WharfConfig};
@@ -35,7 +36,7 @@ pub const SESSION_LEASE: Duration = Duration::from_secs(60);
 pub const ANONYMOUS_TENANT: &str = "anonymous";
 
 /// A request to run a tool.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallRequest {
     /// `backend:action` or an alias.
@@ -56,7 +57,7 @@ fn empty_object() -> Value {
 }
 
 /// A request to create (or find again) a session.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionRequest {
     /// Backend name.
@@ -120,7 +121,7 @@ pub struct Wharf {
     services: Arc<HostServices>,
     node_id: String,
     server: ServerConfig,
-    lifecycle: hot_swap::Lifecycle,
+    lifecycle: lifecycle::Lifecycle,
     myself: Weak<Wharf>,
 }
 

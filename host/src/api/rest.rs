@@ -92,6 +92,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/openapi.json", get(crate::api::openapi::serve))
         .route("/v1/backends", get(list_backends))
         .route("/v1/tools", get(list_tools))
         .route("/v1/sessions", post(create_session).get(list_sessions))

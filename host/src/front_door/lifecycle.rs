@@ -1,0 +1,187 @@
+//! What the host remembers about hot loads besides the loaded backends: the last refusal
+//! per name, upgrades waiting for approval, names that were unloaded (their tools answer
+//! 5011), and why an upgrade ended a session (its next use answers 4007 saying so).
+
+use super::Wharf;
+use crate::config::BackendConfig;
+use crate::error_code::{Code, WharfError};
+use crate::runtime::loaded_backend::{LoadedBackend, Requires};
+use crate::sessions::now_ms;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+/// Most explanations kept for sessions that an upgrade ended.
+pub(super) const ENDED_SESSIONS_KEPT: usize = 10_000;
+
+/// Why a component was refused.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejection {
+    /// What went wrong, for people.
+    pub reason: String,
+    /// sha256 of the refused `.wasm`.
+    pub sha256: String,
+    /// When, in ms since the epoch.
+    pub at_ms: u64,
+}
+
+/// An upgrade held until an admin approves it, because it declares more than the
+/// running version.
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingUpgrade {
+    /// The waiting version.
+    pub version: String,
+    /// The component's own name.
+    pub declared_name: String,
+    /// sha256 of its `.wasm`.
+    pub sha256: String,
+    /// What it declares beyond the running version.
+    pub added: Requires,
+    /// Everything it declares.
+    pub requires: Requires,
+    /// When it arrived, in ms since the epoch.
+    pub since_ms: u64,
+}
+
+/// What a deployment did.
+#[derive(Debug, Clone)]
+pub enum Deployed {
+    /// The new version serves.
+    Active(Arc<LoadedBackend>),
+    /// The new version waits for approval; the running one keeps serving.
+    Pending(Box<PendingUpgrade>),
+}
+
+pub(super) struct Pending {
+    pub(super) loaded: Arc<LoadedBackend>,
+    pub(super) config: BackendConfig,
+    pub(super) view: PendingUpgrade,
+}
+
+#[derive(Default)]
+pub(super) struct State {
+    pub(super) errors: BTreeMap<String, Rejection>,
+    pub(super) pending: BTreeMap<String, Pending>,
+    pub(super) unloaded: BTreeSet<String>,
+    pub(super) ended_sessions: BTreeMap<String, String>,
+}
+
+/// Hot-load bookkeeping: one deployment at a time, refusals, pending upgrades, names that
+/// were unloaded, and why sessions were ended by an upgrade.
+#[derive(Default)]
+pub(super) struct Lifecycle {
+    pub(super) deploys: tokio::sync::Mutex<()>,
+    state: Mutex<State>,
+}
+
+impl Lifecycle {
+    pub(super) fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> Option<T> {
+        self.state.lock().ok().map(|mut s| f(&mut s))
+    }
+}
+
+/// Entries of `new` that `old` does not declare.
+pub fn requires_beyond(new: &Requires, old: &Requires) -> Requires {
+    let diff = |n: &[String], o: &[String]| -> Vec<String> {
+        n.iter().filter(|x| !o.contains(x)).cloned().collect()
+    };
+    Requires {
+        images: diff(&new.images, &old.images),
+        http_hosts: diff(&new.http_hosts, &old.http_hosts),
+        networks: diff(&new.networks, &old.networks),
+        host_mounts: diff(&new.host_mounts, &old.host_mounts),
+    }
+}
+
+pub(super) fn is_empty(r: &Requires) -> bool {
+    r.images.is_empty()
+        && r.http_hosts.is_empty()
+        && r.networks.is_empty()
+        && r.host_mounts.is_empty()
+}
+
+impl Wharf {
+    /// Records why a component for `name` was refused (shown in `/v1/backends` until a
+    /// load of `name` succeeds); the running version, if any, keeps serving.
+    pub(crate) fn record_rejection(&self, name: &str, sha256: String, reason: String) {
+        tracing::warn!(backend = name, %sha256, "component refused: {reason}");
+        let rejection = Rejection {
+            reason,
+            sha256,
+            at_ms: now_ms(),
+        };
+        self.lifecycle
+            .with(|s| s.errors.insert(name.to_string(), rejection));
+    }
+
+    /// The last refusal of `name` (cleared by a successful load) and its pending upgrade.
+    pub fn backend_status(&self, name: &str) -> (Option<Rejection>, Option<PendingUpgrade>) {
+        self.lifecycle
+            .with(|s| {
+                (
+                    s.errors.get(name).cloned(),
+                    s.pending.get(name).map(|p| p.view.clone()),
+                )
+            })
+            .unwrap_or_default()
+    }
+
+    /// Refusals of names that are not loaded (never were, or were unloaded since).
+    pub fn rejected_backends(&self) -> Vec<(String, Rejection)> {
+        let loaded: BTreeSet<String> = self.backends().iter().map(|b| b.name.to_string()).collect();
+        self.lifecycle
+            .with(|s| {
+                s.errors
+                    .iter()
+                    .filter(|(name, _)| !loaded.contains(*name))
+                    .map(|(name, r)| (name.clone(), r.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The unloaded backend a requested tool name points at, if any.
+    pub(super) fn unloaded_backend_in(&self, requested: &str) -> Option<String> {
+        self.lifecycle
+            .with(|s| {
+                s.unloaded
+                    .iter()
+                    .filter(|name| {
+                        requested.strip_prefix(name.as_str()).is_some_and(|rest| {
+                            rest.len() > 1
+                                && matches!(rest.as_bytes()[0], b':' | b'.' | b'_' | b'-')
+                        })
+                    })
+                    .max_by_key(|name| name.len())
+                    .cloned()
+            })
+            .flatten()
+    }
+
+    /// Says why a session is gone when an upgrade ended it.
+    pub(super) fn explain_session_error(&self, e: WharfError, session: Option<&str>) -> WharfError {
+        if e.code != Code::SessionNotFound {
+            return e;
+        }
+        let why = session.and_then(|id| {
+            self.lifecycle
+                .with(|s| s.ended_sessions.get(id).cloned())
+                .flatten()
+        });
+        match why {
+            Some(why) => WharfError::session_not_found(why),
+            None => e,
+        }
+    }
+
+    /// Drains the upgrades waiting for approval (at shutdown).
+    pub(super) async fn drain_pending(&self) {
+        let pending = self
+            .lifecycle
+            .with(|s| std::mem::take(&mut s.pending))
+            .unwrap_or_default();
+        for (_, p) in pending {
+            p.loaded.drain().await;
+        }
+    }
+}
