@@ -16,7 +16,10 @@ fn registered_paths() -> BTreeSet<String> {
         }
     }
     let mut paths = BTreeSet::new();
-    for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")) {
+    for file in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+    {
         let text = std::fs::read_to_string(file).unwrap();
         let squashed: String = text.split_whitespace().collect::<Vec<_>>().join("");
         for marker in [".route(\"", ".route_service(\""] {
@@ -43,7 +46,12 @@ async fn the_document_parses_as_openapi_3_1_and_lists_every_route() {
         }];
     })
     .await;
-    let doc: Value = reqwest::get(format!("{}/openapi.json", h.url)).await.unwrap().json().await.unwrap();
+    let doc: Value = reqwest::get(format!("{}/openapi.json", h.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
     let parsed = oas3::from_json(doc.to_string()).expect("a valid OpenAPI 3.1 document");
     assert_eq!(parsed.info.title, "Wharf");
@@ -52,10 +60,17 @@ async fn the_document_parses_as_openapi_3_1_and_lists_every_route() {
     let registered = registered_paths();
     assert!(registered.len() >= 20, "found only {registered:?}");
     let missing: Vec<&String> = registered.difference(&documented).collect();
-    assert!(missing.is_empty(), "routes without documentation: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "routes without documentation: {missing:?}"
+    );
 
     for (method, path) in wharf::api::openapi::operations() {
-        let url = format!("{}{}", h.url, path.replace("{id}", "ses_none").replace("{name}", "echo"));
+        let url = format!(
+            "{}{}",
+            h.url,
+            path.replace("{id}", "ses_none").replace("{name}", "echo")
+        );
         let client = reqwest::Client::new();
         let request = match method {
             "get" => client.get(url),
@@ -63,13 +78,28 @@ async fn the_document_parses_as_openapi_3_1_and_lists_every_route() {
             "put" => client.put(url).body(Vec::<u8>::new()),
             _ => client.delete(url),
         };
-        let reply = request.bearer_auth("ops-token").header("accept", "application/json, text/event-stream").send().await.unwrap();
+        let reply = request
+            .bearer_auth("ops-token")
+            .header("accept", "application/json, text/event-stream")
+            .send()
+            .await
+            .unwrap();
         let text = reply.text().await.unwrap_or_default();
-        assert!(!text.contains("no route"), "{method} {path} is documented but not served: {text}");
+        assert!(
+            !text.contains("no route"),
+            "{method} {path} is documented but not served: {text}"
+        );
         let operation = &doc["paths"][path][method];
-        assert!(operation["summary"].is_string() && operation["responses"]["default"].is_object(), "{method} {path}");
+        assert!(
+            operation["summary"].is_string() && operation["responses"]["default"].is_object(),
+            "{method} {path}"
+        );
     }
-    let call = &doc["paths"]["/v1/call"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    let call =
+        &doc["paths"]["/v1/call"]["post"]["requestBody"]["content"]["application/json"]["schema"];
     assert!(call["properties"]["tool"].is_object(), "{call}");
-    assert_eq!(doc["paths"]["/v1/sessions/{id}"]["get"]["parameters"][0]["name"], "id");
+    assert_eq!(
+        doc["paths"]["/v1/sessions/{id}"]["get"]["parameters"][0]["name"],
+        "id"
+    );
 }

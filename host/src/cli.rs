@@ -151,9 +151,17 @@ pub async fn run(cli: Cli) -> Result<()> {
             server.serve(termination_signal()).await
         }
         Command::Tools { url, token } => {
-            let reply = http_json(with_token(reqwest::Client::new().get(format!("{url}/v1/tools")), token)).await?;
+            let reply = http_json(with_token(
+                reqwest::Client::new().get(format!("{url}/v1/tools")),
+                token,
+            ))
+            .await?;
             if reply["code"].as_u64() != Some(0) {
-                bail!("{} ({})", reply["message"].as_str().unwrap_or("the server refused"), reply["code"]);
+                bail!(
+                    "{} ({})",
+                    reply["message"].as_str().unwrap_or("the server refused"),
+                    reply["code"]
+                );
             }
             for tool in reply["data"]["tools"].as_array().into_iter().flatten() {
                 println!(
@@ -177,7 +185,9 @@ pub async fn run(cli: Cli) -> Result<()> {
                 body["session_id"] = json!(session);
             }
             let reply = http_json(with_token(
-                reqwest::Client::new().post(format!("{url}/v1/call")).json(&body),
+                reqwest::Client::new()
+                    .post(format!("{url}/v1/call"))
+                    .json(&body),
                 token,
             ))
             .await?;

@@ -69,7 +69,9 @@ pub struct AuthConfig {
 impl AuthConfig {
     /// Whether any token has the admin scope (admin routes exist only then).
     pub fn admin_enabled(&self) -> bool {
-        self.tokens.iter().any(|t| t.scopes.contains(&TokenScope::Admin))
+        self.tokens
+            .iter()
+            .any(|t| t.scopes.contains(&TokenScope::Admin))
     }
 }
 
@@ -124,7 +126,10 @@ impl TokenConfig {
     pub fn resolved_value(&self) -> Option<String> {
         match (&self.value, &self.value_file) {
             (Some(v), _) if !v.is_empty() => Some(v.clone()),
-            (_, Some(path)) => std::fs::read_to_string(path).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()),
+            (_, Some(path)) => std::fs::read_to_string(path)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty()),
             _ => None,
         }
     }
@@ -132,7 +137,11 @@ impl TokenConfig {
 
 impl std::fmt::Debug for TokenConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenConfig").field("name", &self.name).field("value", &"***").field("scopes", &self.scopes).finish()
+        f.debug_struct("TokenConfig")
+            .field("name", &self.name)
+            .field("value", &"***")
+            .field("scopes", &self.scopes)
+            .finish()
     }
 }
 
@@ -214,7 +223,10 @@ impl BackendConfig {
         if config.limits.pool_max == 0 || config.limits.pool_min > config.limits.pool_max {
             bail!("limits need 1 <= pool_max and pool_min <= pool_max");
         }
-        config.grants.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        config
+            .grants
+            .validate()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(config)
     }
 
@@ -316,7 +328,10 @@ impl WharfConfig {
         }
         for token in &config.server.auth.tokens {
             if token.resolved_value().is_none() {
-                bail!("token `{}` has no value (set `value` or a readable `value_file`)", token.name);
+                bail!(
+                    "token `{}` has no value (set `value` or a readable `value_file`)",
+                    token.name
+                );
             }
         }
         for (name, backend) in &config.backends {

@@ -386,8 +386,18 @@ impl Wharf {
         let args = crate::redact::redact(&request.args);
         let outcome = self.call_unaudited(tenant, request, trace_id.clone()).await;
         let (code, tool, backend, session) = match &outcome {
-            Ok(o) => (0, Some(o.tool.clone()), Some(o.backend.clone()), o.session_id.clone()),
-            Err((e, place)) => (e.code.as_u32(), place.tool.clone(), place.backend.clone(), place.session_id.clone()),
+            Ok(o) => (
+                0,
+                Some(o.tool.clone()),
+                Some(o.backend.clone()),
+                o.session_id.clone(),
+            ),
+            Err((e, place)) => (
+                e.code.as_u32(),
+                place.tool.clone(),
+                place.backend.clone(),
+                place.session_id.clone(),
+            ),
         };
         tracing::info!(
             target: "wharf::audit",

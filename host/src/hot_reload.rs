@@ -214,6 +214,12 @@ impl DirState {
             },
             None => BackendConfig::at(path),
         };
+        if !config.enabled {
+            if self.applied.remove(name).is_some() && wharf.unload_backend(name).await.is_ok() {
+                tracing::info!(backend = name, "disabled in {name}.toml: backend unloaded");
+            }
+            return;
+        }
         match wharf.deploy(name, Arc::new(wasm), config).await {
             Ok(Deployed::Active(backend)) => {
                 tracing::info!(backend = name, version = %backend.description.version, "loaded from the plugins directory");

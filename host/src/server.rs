@@ -56,16 +56,24 @@ impl BoundServer {
 
 /// Refuses to serve without tokens on a non-loopback address unless `insecure`; warns when
 /// serving open on loopback.
-pub fn check_exposure(listen: SocketAddr, auth: &crate::config::AuthConfig, insecure: bool) -> Result<()> {
+pub fn check_exposure(
+    listen: SocketAddr,
+    auth: &crate::config::AuthConfig,
+    insecure: bool,
+) -> Result<()> {
     if !auth.tokens.is_empty() {
         return Ok(());
     }
     if listen.ip().is_loopback() {
-        tracing::warn!("no auth tokens configured: anyone on this machine can call tools (listening on {listen})");
+        tracing::warn!(
+            "no auth tokens configured: anyone on this machine can call tools (listening on {listen})"
+        );
         return Ok(());
     }
     if insecure {
-        tracing::warn!("no auth tokens configured and listening on {listen}: anyone who can reach it can call tools (--insecure)");
+        tracing::warn!(
+            "no auth tokens configured and listening on {listen}: anyone who can reach it can call tools (--insecure)"
+        );
         return Ok(());
     }
     anyhow::bail!(

@@ -220,7 +220,8 @@ impl SessionManager {
     /// A ready session of `tenant`, fresh: the cached record when its generation is still
     /// the store's, else re-read.
     pub async fn get(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
-        let visible = |r: &SessionRecord| tenant == crate::api::auth::ANY_TENANT || r.tenant == tenant;
+        let visible =
+            |r: &SessionRecord| tenant == crate::api::auth::ANY_TENANT || r.tenant == tenant;
         if let Some(cached) = self.cache_get(id).filter(visible) {
             match self.store.session_generation(id).await? {
                 Some((generation, SessionState::Ready)) if generation == cached.generation => {

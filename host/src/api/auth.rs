@@ -50,18 +50,29 @@ impl Caller {
         if self.has(scope) {
             Ok(())
         } else {
-            Err(WharfError::forbidden(format!("token `{}` lacks the `{}` scope", self.name, scope.as_str())))
+            Err(WharfError::forbidden(format!(
+                "token `{}` lacks the `{}` scope",
+                self.name,
+                scope.as_str()
+            )))
         }
     }
 
     /// The tenant to look sessions up under: admins see every session.
     pub fn session_tenant(&self) -> &str {
-        if self.scopes.contains(&TokenScope::Admin) { ANY_TENANT } else { &self.tenant }
+        if self.scopes.contains(&TokenScope::Admin) {
+            ANY_TENANT
+        } else {
+            &self.tenant
+        }
     }
 
     /// Whether the token's allowlists let it see or use `backend:action`.
     pub fn may_use(&self, backend: &str, action: Option<&str>) -> bool {
-        let backend_ok = self.backends.as_ref().is_none_or(|list| list.iter().any(|b| b == backend));
+        let backend_ok = self
+            .backends
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|b| b == backend));
         let tool_ok = match (action, &self.tools) {
             (_, None) => true,
             (None, Some(list)) => list.iter().any(|t| t.split(':').next() == Some(backend)),
@@ -76,7 +87,10 @@ impl Caller {
             Ok(())
         } else {
             let what = action.map_or(backend.to_string(), |a| format!("{backend}:{a}"));
-            Err(WharfError::forbidden(format!("token `{}` may not use `{what}`", self.name)))
+            Err(WharfError::forbidden(format!(
+                "token `{}` may not use `{what}`",
+                self.name
+            )))
         }
     }
 }
@@ -91,9 +105,17 @@ pub fn authenticate(auth: &AuthConfig, header: Option<&str>) -> Result<Caller, W
         return Ok(Caller::anonymous());
     }
     let presented = header
-        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+        .and_then(|h| {
+            h.strip_prefix("Bearer ")
+                .or_else(|| h.strip_prefix("bearer "))
+        })
         .map(str::trim)
-        .ok_or_else(|| WharfError::new(Code::Unauthorized, "a bearer token is required (Authorization: Bearer …)"))?;
+        .ok_or_else(|| {
+            WharfError::new(
+                Code::Unauthorized,
+                "a bearer token is required (Authorization: Bearer …)",
+            )
+        })?;
     // Compare digests so the comparison time does not depend on the secret's bytes.
     let presented = digest(presented);
     auth.tokens
@@ -112,11 +134,17 @@ pub fn authenticate(auth: &AuthConfig, header: Option<&str>) -> Result<Caller, W
 impl FromRequestParts<Arc<Wharf>> for Caller {
     type Rejection = Envelope;
 
-    async fn from_request_parts(parts: &mut Parts, wharf: &Arc<Wharf>) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        wharf: &Arc<Wharf>,
+    ) -> Result<Self, Self::Rejection> {
         if let Some(caller) = parts.extensions.get::<Caller>() {
             return Ok(caller.clone());
         }
-        let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
         authenticate(&wharf.server().auth, header).map_err(|e| Envelope::error(e, Meta::default()))
     }
 }
@@ -129,8 +157,13 @@ pub async fn require_scope(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let header = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let caller = match authenticate(&wharf.server().auth, header).and_then(|c| c.require(scope).map(|()| c)) {
+    let header = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let caller = match authenticate(&wharf.server().auth, header)
+        .and_then(|c| c.require(scope).map(|()| c))
+    {
         Ok(c) => c,
         Err(e) => return Envelope::error(e, Meta::default()).into_response(),
     };
@@ -146,9 +179,30 @@ mod tests {
     fn auth() -> AuthConfig {
         AuthConfig {
             tokens: vec![
-                TokenConfig { name: "agent".into(), value: Some("t-agent".into()), value_file: None, scopes: vec![TokenScope::Read, TokenScope::Call], backends: Some(vec!["echo".into()]), tools: None },
-                TokenConfig { name: "ops".into(), value: Some("t-ops".into()), value_file: None, scopes: vec![TokenScope::Admin], backends: None, tools: None },
-                TokenConfig { name: "viewer".into(), value: Some("t-view".into()), value_file: None, scopes: vec![TokenScope::Read], backends: None, tools: Some(vec!["echo:say".into()]) },
+                TokenConfig {
+                    name: "agent".into(),
+                    value: Some("t-agent".into()),
+                    value_file: None,
+                    scopes: vec![TokenScope::Read, TokenScope::Call],
+                    backends: Some(vec!["echo".into()]),
+                    tools: None,
+                },
+                TokenConfig {
+                    name: "ops".into(),
+                    value: Some("t-ops".into()),
+                    value_file: None,
+                    scopes: vec![TokenScope::Admin],
+                    backends: None,
+                    tools: None,
+                },
+                TokenConfig {
+                    name: "viewer".into(),
+                    value: Some("t-view".into()),
+                    value_file: None,
+                    scopes: vec![TokenScope::Read],
+                    backends: None,
+                    tools: Some(vec!["echo:say".into()]),
+                },
             ],
         }
     }
@@ -157,12 +211,21 @@ mod tests {
     fn tokens_scopes_and_allowlists() {
         let a = auth();
         assert_eq!(authenticate(&a, None).unwrap_err().code, Code::Unauthorized);
-        assert_eq!(authenticate(&a, Some("Bearer nope")).unwrap_err().code, Code::Unauthorized);
-        assert_eq!(authenticate(&a, Some("Basic t-agent")).unwrap_err().code, Code::Unauthorized);
+        assert_eq!(
+            authenticate(&a, Some("Bearer nope")).unwrap_err().code,
+            Code::Unauthorized
+        );
+        assert_eq!(
+            authenticate(&a, Some("Basic t-agent")).unwrap_err().code,
+            Code::Unauthorized
+        );
         let agent = authenticate(&a, Some("Bearer t-agent")).unwrap();
         assert_eq!(agent.tenant, "agent");
         assert!(agent.require(TokenScope::Call).is_ok());
-        assert_eq!(agent.require(TokenScope::Admin).unwrap_err().code, Code::Forbidden);
+        assert_eq!(
+            agent.require(TokenScope::Admin).unwrap_err().code,
+            Code::Forbidden
+        );
         assert!(agent.may_use("echo", Some("say")));
         assert!(!agent.may_use("docker", None));
         assert_eq!(agent.session_tenant(), "agent");
@@ -172,6 +235,10 @@ mod tests {
         let viewer = authenticate(&a, Some("Bearer t-view")).unwrap();
         assert!(viewer.require(TokenScope::Call).is_err());
         assert!(viewer.may_use("echo", Some("say")) && !viewer.may_use("echo", Some("add")));
-        assert!(authenticate(&AuthConfig::default(), None).unwrap().has(TokenScope::Call));
+        assert!(
+            authenticate(&AuthConfig::default(), None)
+                .unwrap()
+                .has(TokenScope::Call)
+        );
     }
 }

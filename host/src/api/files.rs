@@ -1,10 +1,10 @@
 //! `GET`/`PUT /v1/sessions/{id}/files?path=`: large files in and out of a sandbox session
 //! outside tool calls, streamed in slices (download) and chunks (upload).
 
-use crate::api::envelope::{Envelope, Meta};
-use crate::error_code::WharfError;
 use crate::api::auth::Caller;
+use crate::api::envelope::{Envelope, Meta};
 use crate::config::TokenScope;
+use crate::error_code::WharfError;
 use crate::front_door::Wharf;
 use crate::sandbox_toolset::file_ops::Sandbox;
 use crate::sandbox_toolset::shell::SLICE_BYTES;

@@ -28,39 +28,237 @@ fn schema<T: schemars::JsonSchema>() -> Value {
 }
 
 const OPERATIONS: &[Operation] = &[
-    Operation { method: "get", path: "/healthz", summary: "Liveness", scope: None, body: Body::None },
-    Operation { method: "get", path: "/readyz", summary: "Readiness: at least one backend loaded", scope: None, body: Body::None },
-    Operation { method: "get", path: "/openapi.json", summary: "This document", scope: None, body: Body::None },
-    Operation { method: "get", path: "/v1/backends", summary: "Loaded backends, versions, state, tools", scope: Some("read"), body: Body::None },
-    Operation { method: "get", path: "/v1/tools", summary: "Every tool with its input schema, annotations and session need", scope: Some("read"), body: Body::None },
-    Operation { method: "post", path: "/v1/sessions", summary: "Acquire the session of (token, backend, key): the same key gives the same session", scope: Some("call"), body: Body::Json(schema::<SessionRequest>) },
-    Operation { method: "get", path: "/v1/sessions", summary: "Sessions of the caller (?backend=&key=)", scope: Some("read"), body: Body::None },
-    Operation { method: "get", path: "/v1/sessions/{id}", summary: "One session", scope: Some("read"), body: Body::None },
-    Operation { method: "delete", path: "/v1/sessions/{id}", summary: "Release a session (cleanup); idempotent", scope: Some("call"), body: Body::None },
-    Operation { method: "post", path: "/v1/sessions/{id}/refresh", summary: "Extend the idle TTL", scope: Some("call"), body: Body::None },
-    Operation { method: "delete", path: "/v1/sessions/{id}/claim", summary: "Release your holder claim (?holder=)", scope: Some("call"), body: Body::None },
-    Operation { method: "get", path: "/v1/sessions/{id}/files", summary: "Stream a file out of a sandbox session (?path=)", scope: Some("call"), body: Body::None },
-    Operation { method: "put", path: "/v1/sessions/{id}/files", summary: "Stream a file into a sandbox session (?path=)", scope: Some("call"), body: Body::Bytes },
-    Operation { method: "post", path: "/v1/call", summary: "Run a tool", scope: Some("call"), body: Body::Json(schema::<CallRequest>) },
-    Operation { method: "post", path: "/mcp", summary: "MCP over streamable HTTP (JSON-RPC)", scope: Some("read"), body: Body::Object },
-    Operation { method: "get", path: "/mcp", summary: "MCP server-to-client event stream", scope: Some("read"), body: Body::None },
-    Operation { method: "delete", path: "/mcp", summary: "End an MCP session", scope: Some("read"), body: Body::None },
-    Operation { method: "put", path: "/v1/admin/backends/{name}", summary: "Load or replace a backend from a .wasm body", scope: Some("admin"), body: Body::Bytes },
-    Operation { method: "delete", path: "/v1/admin/backends/{name}", summary: "Drain and unload a backend", scope: Some("admin"), body: Body::None },
-    Operation { method: "post", path: "/v1/admin/backends/{name}/approve", summary: "Approve a pending upgrade", scope: Some("admin"), body: Body::None },
-    Operation { method: "get", path: "/health", summary: "Compatibility: liveness", scope: None, body: Body::None },
-    Operation { method: "get", path: "/ready", summary: "Compatibility: readiness", scope: None, body: Body::None },
-    Operation { method: "post", path: "/api/v1/session/create", summary: "Compatibility: create a worker's session", scope: Some("call"), body: Body::Object },
-    Operation { method: "post", path: "/api/v1/session/destroy", summary: "Compatibility: destroy a worker's session(s)", scope: Some("call"), body: Body::Object },
-    Operation { method: "post", path: "/api/v1/session/list", summary: "Compatibility: list sessions", scope: Some("read"), body: Body::Object },
-    Operation { method: "get", path: "/api/v1/session/list", summary: "Compatibility: list sessions", scope: Some("read"), body: Body::None },
-    Operation { method: "post", path: "/api/v1/session/refresh", summary: "Compatibility: refresh a worker's session(s)", scope: Some("call"), body: Body::Object },
-    Operation { method: "post", path: "/api/v1/execute", summary: "Compatibility: run one action", scope: Some("call"), body: Body::Object },
-    Operation { method: "post", path: "/api/v1/execute/batch", summary: "Compatibility: run several actions", scope: Some("call"), body: Body::Object },
-    Operation { method: "get", path: "/api/v1/tools", summary: "Compatibility: list tools", scope: Some("read"), body: Body::None },
-    Operation { method: "get", path: "/api/v1/tools/{name}/schema", summary: "Compatibility: one tool's schema", scope: Some("read"), body: Body::None },
-    Operation { method: "post", path: "/api/v1/lifecycle/heartbeat", summary: "Compatibility: keep a worker's sessions alive", scope: Some("call"), body: Body::Object },
-    Operation { method: "post", path: "/api/v1/worker/disconnect", summary: "Compatibility: destroy a worker's sessions", scope: Some("call"), body: Body::Object },
+    Operation {
+        method: "get",
+        path: "/healthz",
+        summary: "Liveness",
+        scope: None,
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/readyz",
+        summary: "Readiness: at least one backend loaded",
+        scope: None,
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/openapi.json",
+        summary: "This document",
+        scope: None,
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/backends",
+        summary: "Loaded backends, versions, state, tools",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/tools",
+        summary: "Every tool with its input schema, annotations and session need",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "post",
+        path: "/v1/sessions",
+        summary: "Acquire the session of (token, backend, key): the same key gives the same session",
+        scope: Some("call"),
+        body: Body::Json(schema::<SessionRequest>),
+    },
+    Operation {
+        method: "get",
+        path: "/v1/sessions",
+        summary: "Sessions of the caller (?backend=&key=)",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/sessions/{id}",
+        summary: "One session",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/sessions/{id}",
+        summary: "Release a session (cleanup); idempotent",
+        scope: Some("call"),
+        body: Body::None,
+    },
+    Operation {
+        method: "post",
+        path: "/v1/sessions/{id}/refresh",
+        summary: "Extend the idle TTL",
+        scope: Some("call"),
+        body: Body::None,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/sessions/{id}/claim",
+        summary: "Release your holder claim (?holder=)",
+        scope: Some("call"),
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/sessions/{id}/files",
+        summary: "Stream a file out of a sandbox session (?path=)",
+        scope: Some("call"),
+        body: Body::None,
+    },
+    Operation {
+        method: "put",
+        path: "/v1/sessions/{id}/files",
+        summary: "Stream a file into a sandbox session (?path=)",
+        scope: Some("call"),
+        body: Body::Bytes,
+    },
+    Operation {
+        method: "post",
+        path: "/v1/call",
+        summary: "Run a tool",
+        scope: Some("call"),
+        body: Body::Json(schema::<CallRequest>),
+    },
+    Operation {
+        method: "post",
+        path: "/mcp",
+        summary: "MCP over streamable HTTP (JSON-RPC)",
+        scope: Some("read"),
+        body: Body::Object,
+    },
+    Operation {
+        method: "get",
+        path: "/mcp",
+        summary: "MCP server-to-client event stream",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "delete",
+        path: "/mcp",
+        summary: "End an MCP session",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "put",
+        path: "/v1/admin/backends/{name}",
+        summary: "Load or replace a backend from a .wasm body",
+        scope: Some("admin"),
+        body: Body::Bytes,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/admin/backends/{name}",
+        summary: "Drain and unload a backend",
+        scope: Some("admin"),
+        body: Body::None,
+    },
+    Operation {
+        method: "post",
+        path: "/v1/admin/backends/{name}/approve",
+        summary: "Approve a pending upgrade",
+        scope: Some("admin"),
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/health",
+        summary: "Compatibility: liveness",
+        scope: None,
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/ready",
+        summary: "Compatibility: readiness",
+        scope: None,
+        body: Body::None,
+    },
+    Operation {
+        method: "post",
+        path: "/api/v1/session/create",
+        summary: "Compatibility: create a worker's session",
+        scope: Some("call"),
+        body: Body::Object,
+    },
+    Operation {
+        method: "post",
+        path: "/api/v1/session/destroy",
+        summary: "Compatibility: destroy a worker's session(s)",
+        scope: Some("call"),
+        body: Body::Object,
+    },
+    Operation {
+        method: "post",
+        path: "/api/v1/session/list",
+        summary: "Compatibility: list sessions",
+        scope: Some("read"),
+        body: Body::Object,
+    },
+    Operation {
+        method: "get",
+        path: "/api/v1/session/list",
+        summary: "Compatibility: list sessions",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "post",
+        path: "/api/v1/session/refresh",
+        summary: "Compatibility: refresh a worker's session(s)",
+        scope: Some("call"),
+        body: Body::Object,
+    },
+    Operation {
+        method: "post",
+        path: "/api/v1/execute",
+        summary: "Compatibility: run one action",
+        scope: Some("call"),
+        body: Body::Object,
+    },
+    Operation {
+        method: "post",
+        path: "/api/v1/execute/batch",
+        summary: "Compatibility: run several actions",
+        scope: Some("call"),
+        body: Body::Object,
+    },
+    Operation {
+        method: "get",
+        path: "/api/v1/tools",
+        summary: "Compatibility: list tools",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
+        path: "/api/v1/tools/{name}/schema",
+        summary: "Compatibility: one tool's schema",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "post",
+        path: "/api/v1/lifecycle/heartbeat",
+        summary: "Compatibility: keep a worker's sessions alive",
+        scope: Some("call"),
+        body: Body::Object,
+    },
+    Operation {
+        method: "post",
+        path: "/api/v1/worker/disconnect",
+        summary: "Compatibility: destroy a worker's sessions",
+        scope: Some("call"),
+        body: Body::Object,
+    },
 ];
 
 fn path_parameters(path: &str) -> Vec<Value> {
@@ -91,11 +289,20 @@ pub fn document() -> Value {
         }
         match op.body {
             Body::None => {}
-            Body::Json(schema) => operation["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": schema()}}}),
-            Body::Object => operation["requestBody"] = json!({"required": false, "content": {"application/json": {"schema": {"type": "object"}}}}),
-            Body::Bytes => operation["requestBody"] = json!({"required": true, "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}}),
+            Body::Json(schema) => {
+                operation["requestBody"] =
+                    json!({"required": true, "content": {"application/json": {"schema": schema()}}})
+            }
+            Body::Object => {
+                operation["requestBody"] = json!({"required": false, "content": {"application/json": {"schema": {"type": "object"}}}})
+            }
+            Body::Bytes => {
+                operation["requestBody"] = json!({"required": true, "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}})
+            }
         }
-        let entry = paths.entry(op.path.to_string()).or_insert_with(|| json!({}));
+        let entry = paths
+            .entry(op.path.to_string())
+            .or_insert_with(|| json!({}));
         entry[op.method] = operation;
     }
     json!({

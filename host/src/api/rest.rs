@@ -1,10 +1,9 @@
 //! The REST routes of DESIGN.md §6 over the front door.
 
-use crate::api::envelope::{Envelope, Meta};
-use crate::error_code::{Code, WharfError};
 use crate::api::auth::Caller;
-use tracing::Instrument;
+use crate::api::envelope::{Envelope, Meta};
 use crate::config::TokenScope;
+use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallRequest, SessionRequest, Wharf};
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::sessions::SessionRecord;
@@ -19,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::Instrument;
 
 /// Per-request timing and trace id.
 struct Timer {
@@ -364,7 +364,10 @@ async fn call(
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
     let t = Timer::start();
-    let request: CallRequest = match caller.require(TokenScope::Call).and_then(|()| parse_body(body)) {
+    let request: CallRequest = match caller
+        .require(TokenScope::Call)
+        .and_then(|()| parse_body(body))
+    {
         Ok(r) => r,
         Err(e) => return t.reply(Err(e)),
     };

@@ -6,10 +6,9 @@
 //! `_meta["wharf/session_key"]`, the MCP session id. Acquiring is idempotent per key, so a
 //! client that reconnects with the same key gets the same session (and sandbox) back.
 
-use crate::error_code::{Code, WharfError};
 use crate::api::auth::Caller;
-use tracing::Instrument;
 use crate::config::TokenScope;
+use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallOutcome, CallRequest, SessionRequest, Wharf};
 use crate::runtime::loaded_backend::{AttachmentData, LoadedBackend, SessionNeed};
 use base64::Engine as _;
@@ -22,6 +21,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// The HTTP header naming the session key.
 pub const SESSION_KEY_HEADER: &str = "x-wharf-session-key";
@@ -95,7 +95,10 @@ fn resolve(wharf: &Wharf, name: &str) -> Result<(Arc<LoadedBackend>, String), Er
 
 /// Who is calling: the [`Caller`] the auth middleware put into the HTTP request, or (should
 /// it be missing) the bearer token authenticated here.
-pub fn caller_of(wharf: &Wharf, context: &RequestContext<RoleServer>) -> Result<Caller, WharfError> {
+pub fn caller_of(
+    wharf: &Wharf,
+    context: &RequestContext<RoleServer>,
+) -> Result<Caller, WharfError> {
     let parts = context.extensions.get::<http::request::Parts>();
     if let Some(caller) = parts.and_then(|p| p.extensions.get::<Caller>()) {
         return Ok(caller.clone());
