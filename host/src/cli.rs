@@ -1,4 +1,4 @@
-//! The `wharf` command line: `serve`, `tools`, `call`, `inspect`.
+//! The `wharf` command line: `serve`, `tools`, `call`, `inspect`, `new`.
 
 use crate::config::{BackendConfig, Limits, SessionLimits, WharfConfig};
 use crate::server::{BoundServer, termination_signal};
@@ -74,6 +74,21 @@ pub enum Command {
         /// Data directory for the compile cache.
         #[arg(long, default_value = ".wharf")]
         data_dir: PathBuf,
+    },
+    /// Scaffold a backend crate `PARENT/NAME/` that builds with
+    /// `cargo build --release --target wasm32-wasip2`.
+    New {
+        /// The crate name (also the backend's name).
+        name: String,
+        /// A sandbox provider skeleton instead of a resource backend.
+        #[arg(long)]
+        provider: bool,
+        /// The directory to create the crate in.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// The `wharf-sdk` crate to depend on (default: the SDK this binary was built from).
+        #[arg(long, default_value = crate::scaffold::DEFAULT_SDK)]
+        sdk: PathBuf,
     },
 }
 
@@ -184,12 +199,15 @@ pub async fn run(cli: Cli) -> Result<()> {
             if let Some(session) = session {
                 body["session_id"] = json!(session);
             }
-            let reply = http_json(with_token(
-                reqwest::Client::new()
-                    .post(format!("{url}/v1/call"))
-                    .json(&body),
-                token,
-            ))
+            let reply = with_progress(
+                &format!("calling {tool}"),
+                http_json(with_token(
+                    reqwest::Client::new()
+                        .post(format!("{url}/v1/call"))
+                        .json(&body),
+                    token,
+                )),
+            )
             .await?;
             println!("{}", serde_json::to_string_pretty(&reply)?);
             if reply["code"].as_u64() != Some(0) {
@@ -204,11 +222,71 @@ pub async fn run(cli: Cli) -> Result<()> {
             })
             .await?;
             let wasm = Wharf::read_wasm(&file)?;
-            let description = wharf.inspect(wasm).await?;
+            let description =
+                with_progress(&format!("compiling {file}"), wharf.inspect(wasm)).await?;
             println!("{}", serde_json::to_string_pretty(&description)?);
             Ok(())
         }
+        Command::New {
+            name,
+            provider,
+            dir,
+            sdk,
+        } => {
+            let created = crate::scaffold::scaffold(&crate::scaffold::NewOptions {
+                name,
+                provider,
+                parent: dir,
+                sdk,
+            })?;
+            eprintln!(
+                "wharf: created `{}`; build it with `cargo build --release --target wasm32-wasip2`",
+                created.display()
+            );
+            Ok(())
+        }
     }
+}
+
+/// Awaits `work`; if it takes longer than a second and stderr is a terminal, shows a live
+/// `⠋ LABEL… 3.2s` status line on stderr meanwhile, cleared when `work` finishes.
+async fn with_progress<T>(label: &str, work: impl std::future::Future<Output = T>) -> T {
+    use std::io::{IsTerminal, Write};
+    const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    if !std::io::stderr().is_terminal() {
+        return work.await;
+    }
+    let started = std::time::Instant::now();
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + std::time::Duration::from_secs(1),
+        std::time::Duration::from_millis(100),
+    );
+    let mut shown = false;
+    let mut frame = 0usize;
+    tokio::pin!(work);
+    let out = loop {
+        tokio::select! {
+            out = &mut work => break out,
+            _ = tick.tick() => {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(
+                    err,
+                    "\r\x1b[2K{} {label}… {:.1}s",
+                    FRAMES[frame % FRAMES.len()],
+                    started.elapsed().as_secs_f64()
+                );
+                let _ = err.flush();
+                shown = true;
+                frame += 1;
+            }
+        }
+    };
+    if shown {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K");
+        let _ = err.flush();
+    }
+    out
 }
 
 fn with_token(request: reqwest::RequestBuilder, token: Option<String>) -> reqwest::RequestBuilder {

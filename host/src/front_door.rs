@@ -119,6 +119,7 @@ pub struct Wharf {
     shutdown: tokio_util::sync::CancellationToken,
     sessions: SessionManager,
     services: Arc<HostServices>,
+    metrics: Arc<crate::metrics::Metrics>,
     node_id: String,
     server: ServerConfig,
     lifecycle: lifecycle::Lifecycle,
@@ -178,12 +179,18 @@ impl Wharf {
             Some(url) => StateStore::open(url).await?,
             None => StateStore::open_sqlite(&server.data_dir.join("wharf.db")).await?,
         };
+        let metrics = Arc::new(crate::metrics::Metrics::new(
+            Some(store.clone()),
+            docker.clone(),
+        ));
         let services = Arc::new(HostServices {
             docker,
             store: Some(store.clone()),
+            metrics: metrics.clone(),
         });
         let wharf = Arc::new_cyclic(|myself| Self {
             services,
+            metrics,
             node_id: node_id.clone(),
             engine,
             linker,
@@ -220,6 +227,11 @@ impl Wharf {
     /// This node's id (labels containers `wharf.node`).
     pub fn node_id(&self) -> &str {
         &self.node_id
+    }
+
+    /// The metrics registry (`GET /metrics`).
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.metrics
     }
 
     /// The server settings.
@@ -410,6 +422,12 @@ impl Wharf {
             code,
             trace_id = trace_id.as_deref().unwrap_or("-"),
             %args,
+        );
+        self.metrics.record_call(
+            backend.as_deref().unwrap_or("-"),
+            tool.as_deref().unwrap_or("-"),
+            code,
+            started.elapsed(),
         );
         outcome
     }

@@ -16,7 +16,7 @@ mod execute;
 mod sessions;
 mod tools;
 
-use crate::api::envelope::{Envelope, Meta};
+use crate::api::envelope::{Envelope, RequestClock};
 use crate::error_code::{Code, WharfError};
 use crate::front_door::Wharf;
 use crate::sessions::SessionRecord;
@@ -31,7 +31,6 @@ use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The header the replaced server's client sends its worker id in.
 pub const WORKER_HEADER: &str = "x-worker-id";
@@ -55,42 +54,6 @@ pub fn router() -> Router<Arc<Wharf>> {
         .route("/api/v1/execute/batch", post(batch::batch))
         .route("/api/v1/tools", get(tools::list))
         .route("/api/v1/tools/{name}/schema", get(tools::schema))
-}
-
-/// Per-request timing and trace id (the client's `trace_id` when it sent one).
-struct Clock {
-    started: Instant,
-    trace_id: String,
-}
-
-impl Clock {
-    fn start() -> Self {
-        Self::with_trace(None)
-    }
-
-    fn with_trace(trace_id: Option<&str>) -> Self {
-        Self {
-            started: Instant::now(),
-            trace_id: trace_id
-                .filter(|t| !t.is_empty())
-                .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_string),
-        }
-    }
-
-    fn meta(&self) -> Meta {
-        Meta {
-            duration_ms: self.started.elapsed().as_millis() as u64,
-            trace_id: self.trace_id.clone(),
-            ..Meta::default()
-        }
-    }
-
-    fn reply(&self, result: Result<Value, WharfError>) -> Envelope {
-        match result {
-            Ok(data) => Envelope::ok(data, self.meta()),
-            Err(e) => Envelope::error(e, self.meta()),
-        }
-    }
 }
 
 /// Parses a JSON body leniently: an empty body is `{}`; over the limit 4013, malformed or
@@ -221,12 +184,12 @@ fn mirrored(envelope: Envelope, keys: &[&str]) -> Response {
 
 /// `GET /health`: the process answers (open, no token).
 async fn health() -> Envelope {
-    Clock::start().reply(Ok(json!({ "status": "healthy" })))
+    RequestClock::start().reply(Ok(json!({ "status": "healthy" })))
 }
 
 /// `GET /ready`: at least one backend is loaded, else 5011 (open, no token).
 async fn ready(State(wharf): State<Arc<Wharf>>) -> Envelope {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let backends = wharf.backends();
     if backends.is_empty() {
         return clock.reply(Err(WharfError::backend_unavailable("no backend is loaded")));

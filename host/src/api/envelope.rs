@@ -79,3 +79,62 @@ impl IntoResponse for Envelope {
         response
     }
 }
+
+/// Per-request timing and trace id (the client's `trace_id` when it sent one).
+pub struct RequestClock {
+    started: std::time::Instant,
+    /// The trace id sent back in `meta`.
+    pub trace_id: String,
+}
+
+impl RequestClock {
+    /// Starts timing with a new trace id.
+    pub fn start() -> Self {
+        Self::with_trace(None)
+    }
+
+    /// Starts timing with the client's trace id when it sent one.
+    pub fn with_trace(trace_id: Option<&str>) -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            trace_id: trace_id
+                .filter(|t| !t.is_empty())
+                .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_string),
+        }
+    }
+
+    /// `meta` so far.
+    pub fn meta(&self) -> Meta {
+        Meta {
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            trace_id: self.trace_id.clone(),
+            ..Meta::default()
+        }
+    }
+
+    /// The envelope of a result.
+    pub fn reply(&self, result: Result<Value, WharfError>) -> Envelope {
+        match result {
+            Ok(data) => Envelope::ok(data, self.meta()),
+            Err(e) => Envelope::error(e, self.meta()),
+        }
+    }
+}
+
+/// Attachments as JSON: name, MIME type, size and the bytes in base64.
+pub fn attachments_json(
+    attachments: &[crate::runtime::loaded_backend::AttachmentData],
+) -> Vec<Value> {
+    use base64::Engine as _;
+    attachments
+        .iter()
+        .map(|a| {
+            serde_json::json!({
+                "name": a.name,
+                "mime_type": a.mime_type,
+                "size": a.data.len(),
+                "data_base64": base64::engine::general_purpose::STANDARD.encode(&a.data),
+            })
+        })
+        .collect()
+}

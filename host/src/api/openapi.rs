@@ -44,6 +44,13 @@ const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/metrics",
+        summary: "Prometheus metrics (OpenMetrics text)",
+        scope: None,
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
         path: "/openapi.json",
         summary: "This document",
         scope: None,

@@ -1,7 +1,7 @@
 //! The REST routes of DESIGN.md §6 over the front door.
 
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, Meta};
+use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallRequest, SessionRequest, Wharf};
@@ -12,41 +12,11 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::routing::{get, post};
-use base64::Engine as _;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::Instant;
 use tracing::Instrument;
-
-/// Per-request timing and trace id.
-struct Timer {
-    started: Instant,
-    trace_id: String,
-}
-
-impl Timer {
-    fn start() -> Self {
-        Self {
-            started: Instant::now(),
-            trace_id: uuid::Uuid::new_v4().simple().to_string(),
-        }
-    }
-    fn meta(&self) -> Meta {
-        Meta {
-            duration_ms: self.started.elapsed().as_millis() as u64,
-            trace_id: self.trace_id.clone(),
-            ..Meta::default()
-        }
-    }
-    fn reply(&self, result: Result<Value, WharfError>) -> Envelope {
-        match result {
-            Ok(data) => Envelope::ok(data, self.meta()),
-            Err(e) => Envelope::error(e, self.meta()),
-        }
-    }
-}
 
 /// Parses a JSON body, mapping failures onto the code table: over the limit 4013,
 /// malformed 4002, a missing field 4003, a wrong type 4004.
@@ -93,6 +63,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(crate::api::openapi::serve))
+        .route("/metrics", get(crate::metrics::serve))
         .route("/v1/backends", get(list_backends))
         .route("/v1/tools", get(list_tools))
         .route("/v1/sessions", post(create_session).get(list_sessions))
@@ -124,7 +95,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
 }
 
 async fn no_route(uri: axum::http::Uri) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     let mut e = t.reply(Err(WharfError::invalid_request(format!(
         "no route `{}`",
         uri.path()
@@ -134,11 +105,11 @@ async fn no_route(uri: axum::http::Uri) -> Envelope {
 }
 
 async fn healthz() -> Envelope {
-    Timer::start().reply(Ok(json!({ "status": "ok" })))
+    RequestClock::start().reply(Ok(json!({ "status": "ok" })))
 }
 
 async fn readyz(State(wharf): State<Arc<Wharf>>) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     let backends = wharf.backends();
     if backends.is_empty() {
         return t.reply(Err(WharfError::backend_unavailable("no backend is loaded")));
@@ -172,7 +143,7 @@ pub fn backend_json(b: &LoadedBackend) -> Value {
 }
 
 async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     if let Err(e) = caller.require(TokenScope::Read) {
         return t.reply(Err(e));
     }
@@ -187,7 +158,7 @@ async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envel
 }
 
 async fn list_tools(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     if let Err(e) = caller.require(TokenScope::Read) {
         return t.reply(Err(e));
     }
@@ -233,7 +204,7 @@ async fn create_session(
     caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Call)?;
         let request: SessionRequest = parse_body(body)?;
@@ -269,7 +240,7 @@ async fn list_sessions(
     caller: Caller,
     Query(filter): Query<SessionFilter>,
 ) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     if let Err(e) = caller.require(TokenScope::Read) {
         return t.reply(Err(e));
     }
@@ -289,7 +260,7 @@ async fn get_session(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     if let Err(e) = caller.require(TokenScope::Read) {
         return t.reply(Err(e));
     }
@@ -306,7 +277,7 @@ async fn refresh_session(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     if let Err(e) = caller.require(TokenScope::Call) {
         return t.reply(Err(e));
     }
@@ -329,7 +300,7 @@ async fn release_claim(
     Path(id): Path<String>,
     Query(h): Query<Holder>,
 ) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     if let Err(e) = caller.require(TokenScope::Call) {
         return t.reply(Err(e));
     }
@@ -346,7 +317,7 @@ async fn delete_session(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     if let Err(e) = caller.require(TokenScope::Call) {
         return t.reply(Err(e));
     }
@@ -363,7 +334,7 @@ async fn call(
     caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let t = Timer::start();
+    let t = RequestClock::start();
     let request: CallRequest = match caller
         .require(TokenScope::Call)
         .and_then(|()| parse_body(body))
@@ -382,19 +353,7 @@ async fn call(
         .await
     {
         Ok(outcome) => {
-            let attachments: Vec<Value> = outcome
-                .result
-                .attachments
-                .iter()
-                .map(|a| {
-                    json!({
-                        "name": a.name,
-                        "mime_type": a.mime_type,
-                        "size": a.data.len(),
-                        "data_base64": base64::engine::general_purpose::STANDARD.encode(&a.data),
-                    })
-                })
-                .collect();
+            let attachments = attachments_json(&outcome.result.attachments);
             let mut data = json!({ "result": outcome.result.content });
             if !attachments.is_empty() {
                 data["attachments"] = Value::Array(attachments);

@@ -12,6 +12,7 @@ use super::lifecycle::{
 use super::{BackendEntry, Wharf};
 use crate::config::{BackendConfig, toml_to_json};
 use crate::error_code::{Code, WharfError};
+use crate::metrics::BackendEvent;
 use crate::runtime::instance_pool::PoolSettings;
 use crate::runtime::loaded_backend::{self, LoadedBackend};
 use crate::sessions::now_ms;
@@ -61,6 +62,8 @@ impl Wharf {
         config.check_sha256(&wasm)?;
         let compiled =
             loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, wasm).await?;
+        self.metrics
+            .record_compile(name, compiled.cache, compiled.compile_time);
         let limits = &config.limits;
         let memory_limit =
             (limits.memory_mb << 20).min(crate::runtime::engine::MAX_MEMORY_BYTES) as usize;
@@ -131,6 +134,7 @@ impl Wharf {
             replaced = previous.is_some(),
             "backend loaded"
         );
+        self.metrics.record_event(name, BackendEvent::Load);
         Ok(previous.map(|p| {
             let version = p.loaded.description.version.clone();
             drain_in_background(p.loaded);
@@ -292,6 +296,7 @@ impl Wharf {
         match removed {
             Some(entry) => {
                 tracing::info!(backend = name, "unloading: draining");
+                self.metrics.record_event(name, BackendEvent::Unload);
                 drain_when_released(entry.loaded).await;
                 Ok(true)
             }

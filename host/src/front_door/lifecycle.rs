@@ -105,6 +105,8 @@ impl Wharf {
     /// load of `name` succeeds); the running version, if any, keeps serving.
     pub(crate) fn record_rejection(&self, name: &str, sha256: String, reason: String) {
         tracing::warn!(backend = name, %sha256, "component refused: {reason}");
+        self.metrics
+            .record_event(name, crate::metrics::BackendEvent::Reject);
         let rejection = Rejection {
             reason,
             sha256,

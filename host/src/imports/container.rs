@@ -134,26 +134,41 @@ impl HostState {
 
 impl Host for HostState {
     async fn create(&mut self, spec: ContainerSpec) -> Answer<ContainerInfo> {
-        Ok(self.create_checked(spec).await)
+        let answer = Ok(self.create_checked(spec).await);
+        self.services
+            .metrics
+            .import_answer(&self.backend, "container.create", answer)
     }
 
     async fn start(&mut self, id: String) -> Answer<()> {
-        let owner = self.owner();
-        Ok(match self.docker() {
-            Ok(d) => d.start(&owner, &id).await.map_err(docker_error),
-            Err(e) => Err(e),
-        })
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let owner = self.owner();
+            Ok(match self.docker() {
+                Ok(d) => d.start(&owner, &id).await.map_err(docker_error),
+                Err(e) => Err(e),
+            })
+        }
+        .await;
+        metrics.import_answer(&backend, "container.start", answer)
     }
 
     async fn stop(&mut self, id: String, timeout_ms: u32) -> Answer<()> {
-        let owner = self.owner();
-        Ok(match self.docker() {
-            Ok(d) => d.stop(&owner, &id, timeout_ms).await.map_err(docker_error),
-            Err(e) => Err(e),
-        })
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let owner = self.owner();
+            Ok(match self.docker() {
+                Ok(d) => d.stop(&owner, &id, timeout_ms).await.map_err(docker_error),
+                Err(e) => Err(e),
+            })
+        }
+        .await;
+        metrics.import_answer(&backend, "container.stop", answer)
     }
 
     async fn remove(&mut self, id: String) -> Answer<()> {
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
         let owner = self.owner();
         Ok(match self.docker() {
             Ok(d) => {
@@ -166,29 +181,42 @@ impl Host for HostState {
             Err(e) => Err(e),
         })
     }
+        .await;
+        metrics.import_answer(&backend, "container.remove", answer)
+    }
 
     async fn inspect(&mut self, id: String) -> Answer<Option<ContainerInfo>> {
-        let owner = self.owner();
-        Ok(match self.docker() {
-            Ok(d) => d
-                .inspect(&owner, &id)
-                .await
-                .map(|i| i.map(info_to_wit))
-                .map_err(docker_error),
-            Err(e) => Err(e),
-        })
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let owner = self.owner();
+            Ok(match self.docker() {
+                Ok(d) => d
+                    .inspect(&owner, &id)
+                    .await
+                    .map(|i| i.map(info_to_wit))
+                    .map_err(docker_error),
+                Err(e) => Err(e),
+            })
+        }
+        .await;
+        metrics.import_answer(&backend, "container.inspect", answer)
     }
 
     async fn list_owned(&mut self, session_id: Option<String>) -> Answer<Vec<ContainerInfo>> {
-        let backend = self.backend.to_string();
-        Ok(match self.docker() {
-            Ok(d) => d
-                .list_owned(&backend, session_id.as_deref())
-                .await
-                .map(|v| v.into_iter().map(info_to_wit).collect())
-                .map_err(docker_error),
-            Err(e) => Err(e),
-        })
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let backend = self.backend.to_string();
+            Ok(match self.docker() {
+                Ok(d) => d
+                    .list_owned(&backend, session_id.as_deref())
+                    .await
+                    .map(|v| v.into_iter().map(info_to_wit).collect())
+                    .map_err(docker_error),
+                Err(e) => Err(e),
+            })
+        }
+        .await;
+        metrics.import_answer(&backend, "container.list-owned", answer)
     }
 
     async fn copy_in(
@@ -198,24 +226,34 @@ impl Host for HostState {
         content: Vec<u8>,
         mode: u32,
     ) -> Answer<()> {
-        let owner = self.owner();
-        Ok(match self.docker() {
-            Ok(d) => d
-                .copy_in(&owner, &id, &path, &content, mode)
-                .await
-                .map_err(docker_error),
-            Err(e) => Err(e),
-        })
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let owner = self.owner();
+            Ok(match self.docker() {
+                Ok(d) => d
+                    .copy_in(&owner, &id, &path, &content, mode)
+                    .await
+                    .map_err(docker_error),
+                Err(e) => Err(e),
+            })
+        }
+        .await;
+        metrics.import_answer(&backend, "container.copy-in", answer)
     }
 
     async fn copy_out(&mut self, id: String, path: String, max_bytes: u64) -> Answer<Vec<u8>> {
-        let owner = self.owner();
-        Ok(match self.docker() {
-            Ok(d) => d
-                .copy_out(&owner, &id, &path, max_bytes)
-                .await
-                .map_err(docker_error),
-            Err(e) => Err(e),
-        })
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let owner = self.owner();
+            Ok(match self.docker() {
+                Ok(d) => d
+                    .copy_out(&owner, &id, &path, max_bytes)
+                    .await
+                    .map_err(docker_error),
+                Err(e) => Err(e),
+            })
+        }
+        .await;
+        metrics.import_answer(&backend, "container.copy-out", answer)
     }
 }

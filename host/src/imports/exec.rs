@@ -15,6 +15,8 @@ use std::time::Instant;
 
 impl Host for HostState {
     async fn run(&mut self, request: ExecRequest) -> wasmtime::Result<Result<ExecOutput, Error>> {
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
         let Some(docker) = self.services.docker.clone() else {
             return Ok(Err(guest_error(
                 Code::DependencyFailure,
@@ -60,5 +62,8 @@ impl Host for HostState {
                 duration_ms: o.duration_ms,
             })
             .map_err(docker_error))
+    }
+        .await;
+        metrics.import_answer(&backend, "exec.run", answer)
     }
 }

@@ -19,12 +19,23 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 pub struct EgressHooks {
     backend: Arc<str>,
     grants: Arc<Grants>,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl EgressHooks {
     /// Egress for `backend` under `grants`.
     pub fn new(backend: Arc<str>, grants: Arc<Grants>) -> Self {
-        Self { backend, grants }
+        Self {
+            backend,
+            grants,
+            metrics: None,
+        }
+    }
+
+    /// The same policy, counting requests in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// No egress at all.
@@ -32,6 +43,7 @@ impl EgressHooks {
         Self {
             backend: Arc::from(backend),
             grants: Arc::new(Grants::default()),
+            metrics: None,
         }
     }
 }
@@ -49,6 +61,7 @@ impl WasiHttpHooks for EgressHooks {
     ) -> SendFuture {
         let backend = self.backend.clone();
         let grants = self.grants.clone();
+        let metrics = self.metrics.clone();
         let (method, uri) = (request.method().clone(), request.uri().clone());
         Box::new(async move {
             let started = std::time::Instant::now();
@@ -67,6 +80,9 @@ impl WasiHttpHooks for EgressHooks {
                 outcome,
                 duration_ms = started.elapsed().as_millis() as u64,
             );
+            if let Some(metrics) = &metrics {
+                metrics.record_import(&backend, "http.request", result.is_ok());
+            }
             result
         })
     }

@@ -62,14 +62,19 @@ impl Host for HostState {
         scope: Scope,
         key: String,
     ) -> wasmtime::Result<Result<Option<Vec<u8>>, Error>> {
-        let (store, scope) = match self.kv(scope) {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(store
-            .kv_get(&self.backend, &scope, &key)
-            .await
-            .map_err(wharf_error))
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let (store, scope) = match self.kv(scope) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            Ok(store
+                .kv_get(&self.backend, &scope, &key)
+                .await
+                .map_err(wharf_error))
+        }
+        .await;
+        metrics.import_answer(&backend, "kv.get", answer)
     }
 
     async fn set(
@@ -78,56 +83,66 @@ impl Host for HostState {
         key: String,
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), Error>> {
-        let (store, scope) = match self.kv(scope) {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
-        if let Err(e) = check_key(&key) {
-            return Ok(Err(e));
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let (store, scope) = match self.kv(scope) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            if let Err(e) = check_key(&key) {
+                return Ok(Err(e));
+            }
+            if value.len() > MAX_VALUE_BYTES {
+                return Ok(Err(guest_error(
+                    Code::InvalidInput,
+                    format!("values are at most {MAX_VALUE_BYTES} bytes"),
+                )));
+            }
+            let usage = match store.kv_usage(&self.backend, &scope).await {
+                Ok(u) => u,
+                Err(e) => return Ok(Err(wharf_error(e))),
+            };
+            let existing = store
+                .kv_get(&self.backend, &scope, &key)
+                .await
+                .ok()
+                .flatten();
+            let (keys, bytes) = usage;
+            let new_keys = keys + u64::from(existing.is_none());
+            let new_bytes = bytes - existing.map_or(0, |v| (key.len() + v.len()) as u64)
+                + (key.len() + value.len()) as u64;
+            if new_keys > MAX_KEYS || new_bytes > MAX_SCOPE_BYTES {
+                return Ok(Err(guest_error(
+                    Code::Forbidden,
+                    format!(
+                        "kv quota exceeded: at most {MAX_KEYS} keys and {} MiB per scope",
+                        MAX_SCOPE_BYTES >> 20
+                    ),
+                )));
+            }
+            Ok(store
+                .kv_set(&self.backend, &scope, &key, &value)
+                .await
+                .map_err(wharf_error))
         }
-        if value.len() > MAX_VALUE_BYTES {
-            return Ok(Err(guest_error(
-                Code::InvalidInput,
-                format!("values are at most {MAX_VALUE_BYTES} bytes"),
-            )));
-        }
-        let usage = match store.kv_usage(&self.backend, &scope).await {
-            Ok(u) => u,
-            Err(e) => return Ok(Err(wharf_error(e))),
-        };
-        let existing = store
-            .kv_get(&self.backend, &scope, &key)
-            .await
-            .ok()
-            .flatten();
-        let (keys, bytes) = usage;
-        let new_keys = keys + u64::from(existing.is_none());
-        let new_bytes = bytes - existing.map_or(0, |v| (key.len() + v.len()) as u64)
-            + (key.len() + value.len()) as u64;
-        if new_keys > MAX_KEYS || new_bytes > MAX_SCOPE_BYTES {
-            return Ok(Err(guest_error(
-                Code::Forbidden,
-                format!(
-                    "kv quota exceeded: at most {MAX_KEYS} keys and {} MiB per scope",
-                    MAX_SCOPE_BYTES >> 20
-                ),
-            )));
-        }
-        Ok(store
-            .kv_set(&self.backend, &scope, &key, &value)
-            .await
-            .map_err(wharf_error))
+        .await;
+        metrics.import_answer(&backend, "kv.set", answer)
     }
 
     async fn delete(&mut self, scope: Scope, key: String) -> wasmtime::Result<Result<(), Error>> {
-        let (store, scope) = match self.kv(scope) {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(store
-            .kv_delete(&self.backend, &scope, &key)
-            .await
-            .map_err(wharf_error))
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let (store, scope) = match self.kv(scope) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            Ok(store
+                .kv_delete(&self.backend, &scope, &key)
+                .await
+                .map_err(wharf_error))
+        }
+        .await;
+        metrics.import_answer(&backend, "kv.delete", answer)
     }
 
     async fn list_keys(
@@ -135,13 +150,18 @@ impl Host for HostState {
         scope: Scope,
         prefix: String,
     ) -> wasmtime::Result<Result<Vec<String>, Error>> {
-        let (store, scope) = match self.kv(scope) {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(store
-            .kv_keys(&self.backend, &scope, &prefix)
-            .await
-            .map_err(wharf_error))
+        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        let answer = async move {
+            let (store, scope) = match self.kv(scope) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            Ok(store
+                .kv_keys(&self.backend, &scope, &prefix)
+                .await
+                .map_err(wharf_error))
+        }
+        .await;
+        metrics.import_answer(&backend, "kv.list-keys", answer)
     }
 }

@@ -86,6 +86,8 @@ pub struct HostServices {
     pub docker: Option<crate::docker::Docker>,
     /// The state store, for the `kv` import.
     pub store: Option<crate::store::StateStore>,
+    /// Where host imports record their calls.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// The data of one store (one instance of one backend).
@@ -114,7 +116,8 @@ impl HostState {
         grants: Arc<crate::policy::Grants>,
         services: Arc<HostServices>,
     ) -> Self {
-        let egress = EgressHooks::new(backend.clone(), grants.clone());
+        let egress = EgressHooks::new(backend.clone(), grants.clone())
+            .with_metrics(services.metrics.clone());
         let wasi = WasiCtx::builder()
             .allow_tcp(false)
             .allow_udp(false)

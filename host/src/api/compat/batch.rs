@@ -12,8 +12,9 @@
 //! every action has started before any has failed.
 
 use super::execute::{ActionSpec, Ctx, result_data, run_action};
-use super::{Clock, from_json, parse_body, worker_id};
+use super::{from_json, parse_body, worker_id};
 use crate::api::auth::Caller;
+use crate::api::envelope::RequestClock;
 use crate::api::envelope::{Envelope, Meta};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
@@ -96,7 +97,7 @@ pub(super) async fn batch(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let mut clock = Clock::start();
+    let mut clock = RequestClock::start();
     let body: BatchBody = match caller
         .require(TokenScope::Call)
         .and_then(|()| parse_body(body))

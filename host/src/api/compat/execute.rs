@@ -12,9 +12,10 @@
 //!
 //! `/api/v1/execute/batch` (in `batch`) runs several actions the same way.
 
-use super::{Clock, parse_body, worker_id, worker_sessions};
+use super::{parse_body, worker_id, worker_sessions};
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
+use crate::api::envelope::RequestClock;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallOutcome, CallPlace, CallRequest, SessionRequest, Wharf};
@@ -23,7 +24,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
-use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -221,18 +221,7 @@ pub(super) fn result_data(result: &ToolResult) -> Value {
     if result.attachments.is_empty() {
         return result.content.clone();
     }
-    let attachments: Vec<Value> = result
-        .attachments
-        .iter()
-        .map(|a| {
-            json!({
-                "name": a.name,
-                "mime_type": a.mime_type,
-                "size": a.data.len(),
-                "data_base64": base64::engine::general_purpose::STANDARD.encode(&a.data),
-            })
-        })
-        .collect();
+    let attachments = crate::api::envelope::attachments_json(&result.attachments);
     match result.content.clone() {
         Value::Object(mut m) if !m.contains_key("attachments") => {
             m.insert("attachments".into(), Value::Array(attachments));
@@ -249,7 +238,7 @@ pub(super) async fn execute(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let mut clock = Clock::start();
+    let mut clock = RequestClock::start();
     let body: ExecuteBody = match caller
         .require(TokenScope::Call)
         .and_then(|()| parse_body(body))

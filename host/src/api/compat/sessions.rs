@@ -16,9 +16,10 @@
 //! Sessions are created under the caller's own tenant and looked up under
 //! [`Caller::session_tenant`] (an admin token sees every tenant's).
 
-use super::{Clock, parse_body, require_worker, session_json, worker_id, worker_sessions};
+use super::{parse_body, require_worker, session_json, worker_id, worker_sessions};
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
+use crate::api::envelope::RequestClock;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{SessionRequest, Wharf};
@@ -73,7 +74,7 @@ pub(super) async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Call)?;
         let body: CreateBody = parse_body(body)?;
@@ -129,7 +130,7 @@ pub(super) async fn destroy(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Call)?;
         let body: WorkerBody = parse_body(body)?;
@@ -183,7 +184,7 @@ pub(super) async fn list(
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Read)?;
         let body: WorkerBody = parse_body(body)?;
@@ -243,7 +244,7 @@ pub(super) async fn refresh(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Call)?;
         let body: WorkerBody = parse_body(body)?;
@@ -286,7 +287,7 @@ pub(super) async fn heartbeat(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Call)?;
         let body: WorkerBody = parse_body(body)?;
@@ -314,7 +315,7 @@ pub(super) async fn disconnect(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Call)?;
         let body: WorkerBody = parse_body(body)?;

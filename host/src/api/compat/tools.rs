@@ -9,8 +9,9 @@
 //! client reads them. The `include_hidden` query of the client is accepted and ignored
 //! (Wharf has no hidden tools).
 
-use super::{Clock, mirrored};
+use super::mirrored;
 use crate::api::auth::Caller;
+use crate::api::envelope::RequestClock;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use crate::runtime::loaded_backend::{SessionNeed, ToolDescription};
@@ -74,7 +75,7 @@ fn tool_json(
 
 /// `GET /api/v1/tools`: every tool the caller may use.
 pub(super) async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Response {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let result = caller.require(TokenScope::Read).map(|()| {
         let providers = providers(&wharf);
         let tools: Vec<Value> = wharf
@@ -94,7 +95,7 @@ pub(super) async fn schema(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Response {
-    let clock = Clock::start();
+    let clock = RequestClock::start();
     let result = (|| {
         caller.require(TokenScope::Read)?;
         let (backend, action) = wharf.resolve_tool(&name)?;

@@ -1,0 +1,356 @@
+//! Prometheus metrics for `GET /metrics`: counters and histograms recorded as things
+//! happen (tool calls, host imports, backend loads), and gauges computed at scrape time
+//! from the instance pools, the session store and Docker.
+
+use crate::docker::Docker;
+use crate::runtime::compile_cache::CacheOutcome;
+use crate::runtime::loaded_backend::LoadedBackend;
+use crate::store::{SessionState, StateStore};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// The content type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BackendLabels {
+    backend: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolCallLabels {
+    backend: String,
+    tool: String,
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    backend: String,
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ImportLabels {
+    backend: String,
+    import: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CompileLabels {
+    backend: String,
+    cache: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventLabels {
+    backend: String,
+    event: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn call_histogram() -> Histogram {
+    // 1 ms .. ~32 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+fn compile_histogram() -> Histogram {
+    // 10 ms .. ~160 s.
+    Histogram::new(exponential_buckets(0.01, 2.0, 15))
+}
+
+/// A backend lifecycle event counted by `wharf_backend_events_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendEvent {
+    /// A version was activated.
+    Load,
+    /// The backend was unloaded.
+    Unload,
+    /// A component was refused.
+    Reject,
+}
+
+/// The host's metrics registry and the series recorded into it.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    tool_calls: Family<ToolCallLabels, Counter>,
+    call_duration: HistogramFamily<BackendLabels>,
+    instances: Family<StateLabels, Gauge>,
+    discarded: Family<BackendLabels, Counter>,
+    retired: Family<BackendLabels, Counter>,
+    sessions: Family<StateLabels, Gauge>,
+    containers: Family<BackendLabels, Gauge>,
+    imports: Family<ImportLabels, Counter>,
+    compile: HistogramFamily<CompileLabels>,
+    events: Family<EventLabels, Counter>,
+    store: Option<StateStore>,
+    docker: Option<Docker>,
+    scrape: tokio::sync::Mutex<()>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new(None, None)
+    }
+}
+
+impl Metrics {
+    /// A registry with every series; sessions and containers are read at scrape time from
+    /// `store` and `docker` when given.
+    pub fn new(store: Option<StateStore>, docker: Option<Docker>) -> Self {
+        let mut registry = Registry::default();
+        let tool_calls = Family::default();
+        registry.register(
+            "wharf_tool_calls",
+            "Tool calls by backend, tool and result code",
+            Family::clone(&tool_calls),
+        );
+        let call_duration: HistogramFamily<BackendLabels> =
+            Family::new_with_constructor(call_histogram);
+        registry.register(
+            "wharf_tool_call_duration_seconds",
+            "Tool call duration",
+            call_duration.clone(),
+        );
+        let instances = Family::default();
+        registry.register(
+            "wharf_instances",
+            "Instances per backend, idle or busy",
+            Family::clone(&instances),
+        );
+        let discarded = Family::default();
+        registry.register(
+            "wharf_instances_discarded",
+            "Instances discarded (trapped or timed out) by the current version",
+            Family::clone(&discarded),
+        );
+        let retired = Family::default();
+        registry.register(
+            "wharf_instances_retired",
+            "Instances retired (call count or memory) by the current version",
+            Family::clone(&retired),
+        );
+        let sessions = Family::default();
+        registry.register(
+            "wharf_sessions",
+            "Sessions in the store by backend and state",
+            Family::clone(&sessions),
+        );
+        let containers = Family::default();
+        registry.register(
+            "wharf_containers",
+            "Wharf-labelled containers on the Docker engine by backend",
+            Family::clone(&containers),
+        );
+        let imports = Family::default();
+        registry.register(
+            "wharf_host_import_calls",
+            "Host import calls by backend, import and outcome",
+            Family::clone(&imports),
+        );
+        let compile: HistogramFamily<CompileLabels> =
+            Family::new_with_constructor(compile_histogram);
+        registry.register(
+            "wharf_backend_compile_seconds",
+            "Backend compile (or cache load) time",
+            compile.clone(),
+        );
+        let events = Family::default();
+        registry.register(
+            "wharf_backend_events",
+            "Backend loads, unloads and rejections",
+            Family::clone(&events),
+        );
+        Self {
+            registry,
+            tool_calls,
+            call_duration,
+            instances,
+            discarded,
+            retired,
+            sessions,
+            containers,
+            imports,
+            compile,
+            events,
+            store,
+            docker,
+            scrape: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Records one tool call (`backend` and `tool` are `-` when unresolved).
+    pub fn record_call(&self, backend: &str, tool: &str, code: u32, took: Duration) {
+        self.tool_calls
+            .get_or_create(&ToolCallLabels {
+                backend: backend.to_string(),
+                tool: tool.to_string(),
+                code: code.to_string(),
+            })
+            .inc();
+        self.call_duration
+            .get_or_create(&BackendLabels {
+                backend: backend.to_string(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Records one host import call and passes its answer through (a trap or a guest
+    /// error counts as `error`).
+    pub fn import_answer<T, E>(
+        &self,
+        backend: &str,
+        import: &str,
+        answer: wasmtime::Result<Result<T, E>>,
+    ) -> wasmtime::Result<Result<T, E>> {
+        self.record_import(backend, import, matches!(answer, Ok(Ok(_))));
+        answer
+    }
+
+    /// Records one host import call.
+    pub fn record_import(&self, backend: &str, import: &str, ok: bool) {
+        self.imports
+            .get_or_create(&ImportLabels {
+                backend: backend.to_string(),
+                import: import.to_string(),
+                outcome: if ok { "ok" } else { "error" }.to_string(),
+            })
+            .inc();
+    }
+
+    /// Records a backend event.
+    pub fn record_event(&self, backend: &str, event: BackendEvent) {
+        let event = match event {
+            BackendEvent::Load => "load",
+            BackendEvent::Unload => "unload",
+            BackendEvent::Reject => "reject",
+        };
+        self.events
+            .get_or_create(&EventLabels {
+                backend: backend.to_string(),
+                event: event.to_string(),
+            })
+            .inc();
+    }
+
+    /// Records how long a backend took to compile (or load from the cache).
+    pub fn record_compile(&self, backend: &str, cache: CacheOutcome, took: Duration) {
+        let cache = match cache {
+            CacheOutcome::Hit => "hit",
+            CacheOutcome::Compiled => "compiled",
+            CacheOutcome::Rebuilt => "rebuilt",
+        };
+        self.compile
+            .get_or_create(&CompileLabels {
+                backend: backend.to_string(),
+                cache: cache.to_string(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Refreshes the scrape-time series from `backends`, the store and Docker, and
+    /// encodes the registry.
+    pub async fn render(&self, backends: &[Arc<LoadedBackend>]) -> Result<String, std::fmt::Error> {
+        let _one_scrape_at_a_time = self.scrape.lock().await;
+        self.instances.clear();
+        self.discarded.clear();
+        self.retired.clear();
+        for b in backends {
+            let backend = b.name.to_string();
+            let stats = &b.pool.stats;
+            for (state, n) in [
+                ("idle", b.pool.idle_count()),
+                ("busy", stats.busy.load(Ordering::Relaxed)),
+            ] {
+                self.instances
+                    .get_or_create(&StateLabels {
+                        backend: backend.clone(),
+                        state: state.to_string(),
+                    })
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
+            let labels = BackendLabels { backend };
+            self.discarded
+                .get_or_create(&labels)
+                .inner()
+                .store(stats.discarded.load(Ordering::Relaxed), Ordering::Relaxed);
+            self.retired
+                .get_or_create(&labels)
+                .inner()
+                .store(stats.retired.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        self.refresh_sessions().await;
+        self.refresh_containers().await;
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+
+    async fn refresh_sessions(&self) {
+        self.sessions.clear();
+        let Some(store) = &self.store else { return };
+        let Ok(records) = store.list_sessions(None, None, None).await else {
+            return;
+        };
+        let mut counts: BTreeMap<(String, &'static str), i64> = BTreeMap::new();
+        for r in records {
+            let state = match r.state {
+                SessionState::Creating => "creating",
+                SessionState::Ready => "ready",
+                SessionState::Releasing => "releasing",
+            };
+            *counts.entry((r.backend, state)).or_default() += 1;
+        }
+        for ((backend, state), n) in counts {
+            self.sessions
+                .get_or_create(&StateLabels {
+                    backend,
+                    state: state.to_string(),
+                })
+                .set(n);
+        }
+    }
+
+    async fn refresh_containers(&self) {
+        self.containers.clear();
+        let Some(docker) = &self.docker else { return };
+        let Ok(containers) = docker.list_all_wharf().await else {
+            return;
+        };
+        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+        for c in containers {
+            *counts.entry(c.backend).or_default() += 1;
+        }
+        for (backend, n) in counts {
+            self.containers
+                .get_or_create(&BackendLabels { backend })
+                .set(n);
+        }
+    }
+}
+
+/// `GET /metrics`: the registry in OpenMetrics text.
+pub async fn serve(
+    axum::extract::State(wharf): axum::extract::State<Arc<crate::Wharf>>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match wharf.metrics().render(&wharf.backends()).await {
+        Ok(text) => ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+        Err(_) => (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "metrics could not be encoded",
+        )
+            .into_response(),
+    }
+}
