@@ -349,7 +349,7 @@ async fn call(
     }
     match wharf
         .call(caller.session_tenant(), request, Some(t.trace_id.clone()))
-        .instrument(tracing::info_span!("caller", token = %caller.name))
+        .instrument(tracing::info_span!("request", token = %caller.name))
         .await
     {
         Ok(outcome) => {

@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
@@ -438,6 +439,14 @@ impl LoadedBackend {
         trace_id: Option<String>,
     ) -> Result<OpOutput, WharfError> {
         let deadline = Instant::now() + timeout;
+        // Host imports run inside this span, so their log and audit lines carry the
+        // backend, the session and the request's trace id.
+        let span = tracing::info_span!(
+            "backend_call",
+            backend = %self.name,
+            session = session_id.unwrap_or("-"),
+            trace_id = trace_id.as_deref().unwrap_or("-"),
+        );
         let context = CallContext {
             session_id: session_id.map(str::to_string),
             deadline: Some(deadline),
@@ -447,7 +456,9 @@ impl LoadedBackend {
         let mut checked_out = self.pool.checkout(context).await?;
         let outcome = {
             let instance = checked_out.instance()?;
-            tokio::time::timeout(timeout, run_op(instance, op)).await
+            tokio::time::timeout(timeout, run_op(instance, op))
+                .instrument(span)
+                .await
         };
         match outcome {
             Ok(Ok(Ok(output))) => {

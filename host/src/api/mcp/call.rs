@@ -153,7 +153,7 @@ async fn run(
     let trace_id = uuid::Uuid::new_v4().simple().to_string();
     wharf
         .call(caller.session_tenant(), request, Some(trace_id))
-        .instrument(tracing::info_span!("caller", token = %caller.name))
+        .instrument(tracing::info_span!("request", token = %caller.name))
         .await
         .map_err(|(e, _)| e)
 }

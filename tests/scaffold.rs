@@ -1,0 +1,116 @@
+//! `wharf new`: the scaffolded crate passes its own test natively, builds to a component
+//! with the one documented command, and that component serves `hello` in a real host.
+
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use wharf_integration_tests::processes::wharf_bin;
+
+/// Shared with other runs so the SDK and its dependencies are built once.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/scaffold-test")
+}
+
+/// `cargo ARGS` in `dir`, without the outer `cargo test`'s build environment.
+fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(args).current_dir(dir);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("CARGO_")
+            || key.starts_with("RUSTC")
+            || matches!(
+                key.as_str(),
+                "RUSTFLAGS" | "RUSTDOCFLAGS" | "RUST_TEST_THREADS" | "OUT_DIR" | "TARGET"
+            )
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("CARGO_TARGET_DIR", target_dir());
+    let out = cmd.output().expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn new_backend_tests_builds_and_serves() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(wharf_bin())
+        .args(["new", "greeter", "--dir"])
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = parent.path().join("greeter");
+    for file in [
+        "Cargo.toml",
+        ".cargo/config.toml",
+        "src/lib.rs",
+        "README.md",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} is missing");
+    }
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("readme");
+    assert!(readme.contains("cargo build --release --target wasm32-wasip2"));
+
+    // An existing directory is refused.
+    let again = Command::new(wharf_bin())
+        .args(["new", "greeter", "--dir"])
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(!again.status.success());
+
+    let dir2 = dir.clone();
+    let test = tokio::task::spawn_blocking(move || cargo(&dir2, &["test"]))
+        .await
+        .expect("join");
+    assert!(
+        String::from_utf8_lossy(&test.stdout).contains("hello_greets_by_name ... ok"),
+        "{}",
+        String::from_utf8_lossy(&test.stdout)
+    );
+    let dir2 = dir.clone();
+    tokio::task::spawn_blocking(move || {
+        cargo(&dir2, &["build", "--release", "--target", "wasm32-wasip2"])
+    })
+    .await
+    .expect("join");
+    let wasm = target_dir().join("wasm32-wasip2/release/greeter.wasm");
+    assert!(wasm.is_file(), "{} is missing", wasm.display());
+
+    let mut config = wharf_integration_tests::bundled("echo");
+    config.path = wasm.display().to_string();
+    let host = wharf_integration_tests::start(vec![("greeter", config)]).await;
+    let reply = host.call("greeter:hello", json!({ "name": "x" })).await;
+    assert_eq!(reply.code(), 0, "{}", reply.body);
+    assert_eq!(
+        reply.body["data"]["result"]["greeting"], "hello, x",
+        "{}",
+        reply.body
+    );
+}
+
+#[test]
+fn new_refuses_an_invalid_name() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    for bad in ["1bad", "a b", "fn"] {
+        let out = Command::new(wharf_bin())
+            .args(["new", bad, "--dir"])
+            .arg(parent.path())
+            .output()
+            .expect("wharf runs");
+        assert!(!out.status.success(), "`{bad}` was accepted");
+        assert!(!parent.path().join(bad).exists());
+    }
+}
