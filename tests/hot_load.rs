@@ -185,6 +185,13 @@ async fn replacing_under_load_loses_no_call() {
             }
         }));
     }
+    // Steady state first, for the calls/s comparison printed below.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (steady_calls, steady_started) = (calls.load(Ordering::Relaxed), Instant::now());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let steady_rate = (calls.load(Ordering::Relaxed) - steady_calls) as f64
+        / steady_started.elapsed().as_secs_f64();
+    let (swap_calls, swaps_started) = (calls.load(Ordering::Relaxed), Instant::now());
     let mut old_pools = Vec::new();
     let mut first_answers = Vec::new();
     for round in 1..=10 {
@@ -214,6 +221,12 @@ async fn replacing_under_load_loses_no_call() {
         .await;
         first_answers.push((swapped, started.elapsed()));
     }
+    let swap_rate =
+        (calls.load(Ordering::Relaxed) - swap_calls) as f64 / swaps_started.elapsed().as_secs_f64();
+    eprintln!(
+        "calls/s: steady {steady_rate:.0}, during 10 swaps {swap_rate:.0} ({:.2}x)",
+        swap_rate / steady_rate
+    );
     tokio::time::sleep(Duration::from_millis(150)).await;
     stop.store(true, Ordering::Relaxed);
     for c in clients {
