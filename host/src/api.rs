@@ -5,6 +5,7 @@ pub mod auth;
 pub mod compat;
 pub mod envelope;
 pub mod files;
+pub mod json_body;
 pub mod mcp;
 pub mod openapi;
 pub mod rest;

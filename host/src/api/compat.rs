@@ -17,6 +17,8 @@ mod sessions;
 mod tools;
 
 use crate::api::envelope::{Envelope, RequestClock};
+pub(super) use crate::api::json_body::from_json;
+use crate::api::json_body::{self, EmptyBody};
 use crate::error_code::{Code, WharfError};
 use crate::front_door::Wharf;
 use crate::sessions::SessionRecord;
@@ -29,7 +31,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// The header the replaced server's client sends its worker id in.
@@ -56,48 +58,9 @@ pub fn router() -> Router<Arc<Wharf>> {
         .route("/api/v1/tools/{name}/schema", get(tools::schema))
 }
 
-/// Parses a JSON body leniently: an empty body is `{}`; over the limit 4013, malformed or
-/// not an object 4002, a missing field 4003, a wrong type 4004.
+/// A JSON body parsed leniently: an empty body is `{}` (the client sends bodiless POSTs).
 fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, WharfError> {
-    let bytes = body.map_err(|rejection| {
-        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-            WharfError::new(
-                Code::PayloadTooLarge,
-                "the request body is over the size limit",
-            )
-        } else {
-            WharfError::invalid_request(format!("could not read the request body: {rejection}"))
-        }
-    })?;
-    let value: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_slice(&bytes).map_err(|e| {
-            WharfError::invalid_request(format!("the request body is not valid JSON: {e}"))
-        })?
-    };
-    from_json(value, "the request body")
-}
-
-/// Deserializes a JSON object into `T`, mapping failures onto the code table.
-fn from_json<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, WharfError> {
-    if !value.is_object() {
-        return Err(WharfError::invalid_request(format!(
-            "{what} must be a JSON object"
-        )));
-    }
-    serde_json::from_value(value).map_err(|e| {
-        let text = format!("{what}: {e}");
-        if e.to_string().starts_with("missing field") {
-            WharfError::new(Code::MissingField, text)
-        } else if e.to_string().starts_with("invalid type")
-            || e.to_string().starts_with("invalid value")
-        {
-            WharfError::new(Code::InvalidType, text)
-        } else {
-            WharfError::invalid_request(text)
-        }
-    })
+    json_body::parse_body(body, EmptyBody::EmptyObject)
 }
 
 /// The worker id: the body's when it has a non-empty one, else the `X-Worker-ID` header's.

@@ -2,6 +2,7 @@
 
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};
+use crate::api::json_body::{self, EmptyBody};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallRequest, SessionRequest, Wharf};
@@ -18,42 +19,9 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tracing::Instrument;
 
-/// Parses a JSON body, mapping failures onto the code table: over the limit 4013,
-/// malformed 4002, a missing field 4003, a wrong type 4004.
+/// A required JSON body, mapped onto the code table.
 fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, WharfError> {
-    let bytes = body.map_err(|rejection| {
-        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-            WharfError::new(
-                Code::PayloadTooLarge,
-                "the request body is over the size limit",
-            )
-        } else {
-            WharfError::invalid_request(format!("could not read the request body: {rejection}"))
-        }
-    })?;
-    if bytes.is_empty() {
-        return Err(WharfError::invalid_request(
-            "the request body is empty; send a JSON object",
-        ));
-    }
-    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        WharfError::invalid_request(format!("the request body is not valid JSON: {e}"))
-    })?;
-    if !value.is_object() {
-        return Err(WharfError::invalid_request(
-            "the request body must be a JSON object",
-        ));
-    }
-    serde_json::from_value(value).map_err(|e| {
-        let text = e.to_string();
-        if text.starts_with("missing field") {
-            WharfError::new(Code::MissingField, text)
-        } else if text.starts_with("invalid type") || text.starts_with("invalid value") {
-            WharfError::new(Code::InvalidType, text)
-        } else {
-            WharfError::invalid_request(text)
-        }
-    })
+    json_body::parse_body(body, EmptyBody::Refused)
 }
 
 /// The REST router.

@@ -56,25 +56,37 @@ fn check_key(key: &str) -> Result<(), Error> {
     Ok(())
 }
 
+impl HostState {
+    /// Runs one kv operation in its scope and counts it in the import metrics.
+    async fn kv_op<T>(
+        &mut self,
+        import: &str,
+        scope: Scope,
+        op: impl AsyncFnOnce(&StateStore, &str, KvScope) -> Result<T, Error>,
+    ) -> wasmtime::Result<Result<T, Error>> {
+        let answer = match self.kv(scope) {
+            Ok((store, scope)) => op(&store, &self.backend, scope).await,
+            Err(e) => Err(e),
+        };
+        self.services
+            .metrics
+            .import_answer(&self.backend, import, Ok(answer))
+    }
+}
+
 impl Host for HostState {
     async fn get(
         &mut self,
         scope: Scope,
         key: String,
     ) -> wasmtime::Result<Result<Option<Vec<u8>>, Error>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let (store, scope) = match self.kv(scope) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            Ok(store
-                .kv_get(&self.backend, &scope, &key)
+        self.kv_op("kv.get", scope, async |store, backend, scope| {
+            store
+                .kv_get(backend, &scope, &key)
                 .await
-                .map_err(wharf_error))
-        }
-        .await;
-        metrics.import_answer(&backend, "kv.get", answer)
+                .map_err(wharf_error)
+        })
+        .await
     }
 
     async fn set(
@@ -83,66 +95,44 @@ impl Host for HostState {
         key: String,
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), Error>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let (store, scope) = match self.kv(scope) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            if let Err(e) = check_key(&key) {
-                return Ok(Err(e));
-            }
+        self.kv_op("kv.set", scope, async |store, backend, scope| {
+            check_key(&key)?;
             if value.len() > MAX_VALUE_BYTES {
-                return Ok(Err(guest_error(
+                return Err(guest_error(
                     Code::InvalidInput,
                     format!("values are at most {MAX_VALUE_BYTES} bytes"),
-                )));
+                ));
             }
-            let usage = match store.kv_usage(&self.backend, &scope).await {
-                Ok(u) => u,
-                Err(e) => return Ok(Err(wharf_error(e))),
-            };
-            let existing = store
-                .kv_get(&self.backend, &scope, &key)
+            // Usage of every other key, in one aggregate query, plus this key's new size.
+            let (keys, bytes) = store
+                .kv_usage_except(backend, &scope, &key)
                 .await
-                .ok()
-                .flatten();
-            let (keys, bytes) = usage;
-            let new_keys = keys + u64::from(existing.is_none());
-            let new_bytes = bytes - existing.map_or(0, |v| (key.len() + v.len()) as u64)
-                + (key.len() + value.len()) as u64;
-            if new_keys > MAX_KEYS || new_bytes > MAX_SCOPE_BYTES {
-                return Ok(Err(guest_error(
+                .map_err(wharf_error)?;
+            if keys + 1 > MAX_KEYS || bytes + (key.len() + value.len()) as u64 > MAX_SCOPE_BYTES {
+                return Err(guest_error(
                     Code::Forbidden,
                     format!(
                         "kv quota exceeded: at most {MAX_KEYS} keys and {} MiB per scope",
                         MAX_SCOPE_BYTES >> 20
                     ),
-                )));
+                ));
             }
-            Ok(store
-                .kv_set(&self.backend, &scope, &key, &value)
+            store
+                .kv_set(backend, &scope, &key, &value)
                 .await
-                .map_err(wharf_error))
-        }
-        .await;
-        metrics.import_answer(&backend, "kv.set", answer)
+                .map_err(wharf_error)
+        })
+        .await
     }
 
     async fn delete(&mut self, scope: Scope, key: String) -> wasmtime::Result<Result<(), Error>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let (store, scope) = match self.kv(scope) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            Ok(store
-                .kv_delete(&self.backend, &scope, &key)
+        self.kv_op("kv.delete", scope, async |store, backend, scope| {
+            store
+                .kv_delete(backend, &scope, &key)
                 .await
-                .map_err(wharf_error))
-        }
-        .await;
-        metrics.import_answer(&backend, "kv.delete", answer)
+                .map_err(wharf_error)
+        })
+        .await
     }
 
     async fn list_keys(
@@ -150,18 +140,12 @@ impl Host for HostState {
         scope: Scope,
         prefix: String,
     ) -> wasmtime::Result<Result<Vec<String>, Error>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let (store, scope) = match self.kv(scope) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            Ok(store
-                .kv_keys(&self.backend, &scope, &prefix)
+        self.kv_op("kv.list-keys", scope, async |store, backend, scope| {
+            store
+                .kv_keys(backend, &scope, &prefix)
                 .await
-                .map_err(wharf_error))
-        }
-        .await;
-        metrics.import_answer(&backend, "kv.list-keys", answer)
+                .map_err(wharf_error)
+        })
+        .await
     }
 }

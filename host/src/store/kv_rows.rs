@@ -105,21 +105,27 @@ impl StateStore {
         Ok(keys)
     }
 
-    /// Bytes used by one scope (keys plus values), for quotas.
-    pub async fn kv_usage(&self, backend: &str, scope: &KvScope) -> Result<(u64, u64), WharfError> {
-        let rows = sqlx::query("SELECT k, v FROM wharf_kv WHERE backend = $1 AND scope = $2")
-            .bind(backend)
-            .bind(scope.column())
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
-        let mut bytes = 0u64;
-        for row in &rows {
-            let k: String = row.try_get("k").map_err(unavailable)?;
-            let v: Vec<u8> = row.try_get("v").map_err(unavailable)?;
-            bytes += (k.len() + v.len()) as u64;
-        }
-        Ok((rows.len() as u64, bytes))
+    /// Keys and bytes (keys plus values) used by one scope, leaving out `except` (the key
+    /// about to be written), for quotas: one aggregate query.
+    pub async fn kv_usage_except(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        except: &str,
+    ) -> Result<(u64, u64), WharfError> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(k) + LENGTH(v)), 0) AS bytes
+             FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k <> $3",
+        )
+        .bind(backend)
+        .bind(scope.column())
+        .bind(except)
+        .fetch_one(self.pool())
+        .await
+        .map_err(unavailable)?;
+        let n: i64 = row.try_get("n").map_err(unavailable)?;
+        let bytes: i64 = row.try_get("bytes").map_err(unavailable)?;
+        Ok((n.max(0) as u64, bytes.max(0) as u64))
     }
 
     /// Removes a session's key-value state.
