@@ -395,40 +395,40 @@ impl Wharf {
         trace_id: Option<String>,
     ) -> Result<CallOutcome, (WharfError, CallPlace)> {
         let started = std::time::Instant::now();
-        let args = crate::redact::redact(&request.args);
+        // Redacting copies the arguments: only when the audit line is actually written.
+        let args = tracing::enabled!(target: "wharf::audit", tracing::Level::INFO)
+            .then(|| crate::redact::redact(&request.args))
+            .unwrap_or_default();
         let outcome = self.call_unaudited(tenant, request, trace_id.clone()).await;
         let (code, tool, backend, session) = match &outcome {
             Ok(o) => (
                 0,
-                Some(o.tool.clone()),
-                Some(o.backend.clone()),
-                o.session_id.clone(),
+                Some(o.tool.as_str()),
+                Some(o.backend.as_str()),
+                o.session_id.as_deref(),
             ),
             Err((e, place)) => (
                 e.code.as_u32(),
-                place.tool.clone(),
-                place.backend.clone(),
-                place.session_id.clone(),
+                place.tool.as_deref(),
+                place.backend.as_deref(),
+                place.session_id.as_deref(),
             ),
         };
+        let (tool, backend) = (tool.unwrap_or("-"), backend.unwrap_or("-"));
+        let elapsed = started.elapsed();
         tracing::info!(
             target: "wharf::audit",
             event = "tool_call",
             tenant,
-            tool = tool.as_deref().unwrap_or("-"),
-            backend = backend.as_deref().unwrap_or("-"),
-            session = session.as_deref().unwrap_or("-"),
-            duration_ms = started.elapsed().as_millis() as u64,
+            tool,
+            backend,
+            session = session.unwrap_or("-"),
+            duration_ms = elapsed.as_millis() as u64,
             code,
             trace_id = trace_id.as_deref().unwrap_or("-"),
             %args,
         );
-        self.metrics.record_call(
-            backend.as_deref().unwrap_or("-"),
-            tool.as_deref().unwrap_or("-"),
-            code,
-            started.elapsed(),
-        );
+        self.metrics.record_call(backend, tool, code, elapsed);
         outcome
     }
 
