@@ -20,16 +20,6 @@ pub enum World {
     SandboxProvider,
 }
 
-impl World {
-    /// The world's WIT name.
-    pub fn name(self) -> &'static str {
-        match self {
-            World::ResourceBackend => "resource-backend",
-            World::SandboxProvider => "sandbox-provider",
-        }
-    }
-}
-
 /// Finds the world from the component's exported interface names, refusing unknown
 /// versions of the package with a message that names the version.
 pub fn detect_world(engine: &Engine, component: &Component) -> Result<World> {
