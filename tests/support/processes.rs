@@ -6,12 +6,38 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `wharf` binary next to the test executable.
+///
+/// `cargo test --workspace` builds it (the `wharf` package's own integration tests need it);
+/// when only this crate's tests are run it may be missing, so it is built here once.
 pub fn wharf_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .join("wharf")
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test exe");
+            let profile_dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("target dir")
+                .to_path_buf();
+            let bin = profile_dir.join("wharf");
+            if !bin.exists() {
+                let mut build = Command::new(env!("CARGO"));
+                build.args(["build", "-p", "wharf", "--bin", "wharf"]);
+                if profile_dir
+                    .file_name()
+                    .is_some_and(|name| name == "release")
+                {
+                    build.arg("--release");
+                }
+                if let Some(target_dir) = profile_dir.parent() {
+                    build.arg("--target-dir").arg(target_dir);
+                }
+                let status = build.status().expect("cargo runs");
+                assert!(status.success(), "building the wharf binary failed");
+            }
+            bin
+        })
+        .clone()
 }
 
 /// A `wharf serve` child process; killed (SIGKILL) when dropped.
