@@ -488,6 +488,93 @@ async fn output_truncation_keeps_the_tail() {
 }
 
 #[tokio::test]
+async fn commands_share_a_resident_shell_until_one_leaves_processes_behind() {
+    let Some(docker) = docker().await else { return };
+    let backend = Backend::new("resident");
+    let owner = backend.owner();
+    let info = running(&docker, &owner, &sandbox_spec()).await;
+    let parent = |out: ExecOutput| {
+        assert_eq!(out.exit_code, Some(0), "{}", text(&out.stderr));
+        text(&out.stdout).trim().to_string()
+    };
+
+    // Commands without stdin or a user run as children of one shell that stays.
+    let first = parent(sh(&docker, &owner, &info.id, "echo $PPID", 10_000).await);
+    let second = parent(sh(&docker, &owner, &info.id, "echo $PPID", 10_000).await);
+    assert_eq!(first, second);
+
+    // Env (quoted as the shell needs), workdir, exit codes and both streams come through.
+    let mut request = ExecRequest::new(
+        &info.id,
+        Command::Argv(vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            "printf '%s|' \"$V\" \"$1\"; pwd; echo oops >&2; exit 7".into(),
+            "arg0".into(),
+            "it's $HOME; `x`".into(),
+        ]),
+        10_000,
+        1024,
+    );
+    request.env = vec![("V".into(), "a 'quoted' $value\nline".into())];
+    request.workdir = Some("/tmp".into());
+    let out = docker.exec(&owner, request).await.expect("exec");
+    assert_eq!(out.exit_code, Some(7));
+    assert_eq!(
+        text(&out.stdout),
+        "a 'quoted' $value\nline|it's $HOME; `x`|/tmp\n"
+    );
+    assert_eq!(text(&out.stderr), "oops\n");
+    assert_eq!(
+        parent(sh(&docker, &owner, &info.id, "echo $PPID", 10_000).await),
+        first
+    );
+
+    // A command that leaves a process running retires its shell: the leftover cannot
+    // write into the next command's output.
+    let out = sh(
+        &docker,
+        &owner,
+        &info.id,
+        "(sleep 1; echo late) & echo started",
+        10_000,
+    )
+    .await;
+    assert_eq!(text(&out.stdout), "started\n");
+    let after = sh(&docker, &owner, &info.id, "sleep 1.5; echo $PPID", 10_000).await;
+    let replacement = parent(after);
+    assert_ne!(replacement, first);
+    assert!(!replacement.contains("late"));
+
+    // Side by side commands each get a shell; all answer correctly.
+    let runs = (0..4).map(|i| {
+        let script = format!("echo start {i}; sleep 0.3; echo end {i}");
+        let (docker, owner, id) = (&docker, &owner, &info.id);
+        async move { sh(docker, owner, id, &script, 10_000).await }
+    });
+    for (i, out) in futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(text(&out.stdout), format!("start {i}\nend {i}\n"));
+    }
+
+    // A command that kills its own shell reports no exit code; the next one still runs.
+    let out = sh(&docker, &owner, &info.id, "kill -9 $PPID", 10_000).await;
+    assert_eq!(out.exit_code, None);
+    assert!(!out.timed_out);
+    assert_eq!(
+        text(
+            &sh(&docker, &owner, &info.id, "echo ok", 10_000)
+                .await
+                .stdout
+        ),
+        "ok\n"
+    );
+}
+
+#[tokio::test]
 async fn backgrounded_child_does_not_hang() {
     let Some(docker) = docker().await else { return };
     let backend = Backend::new("background");

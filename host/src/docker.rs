@@ -8,20 +8,24 @@
 //! - Networks default to `none`; `host` and `container:*` are always refused.
 //! - `exec` runs the command as the leader of its own process group, keeps only the tail
 //!   of its output, and kills the whole group on timeout or when its future is dropped.
+//!   Commands without stdin or a user run through a resident shell in the container
+//!   (no exec create/start per command); the rest get a one-off exec.
 //! - An unreachable engine answers [`DockerError::Unavailable`] within seconds.
 //!
 //! Files: [`client`] (connection, ownership check), [`containers`] (lifecycle), [`exec`],
-//! [`archive`] (copy in/out), [`labels`], [`types`], [`error`].
+//! [`archive`] (copy in/out), `resident_shell` (the fast exec path) and `frames`, [`labels`], [`types`], [`error`].
 
 pub mod archive;
 pub mod client;
 pub mod containers;
 pub mod error;
 pub mod exec;
+mod frames;
 mod info;
 mod kill;
 pub mod labels;
 mod output;
+mod resident_shell;
 pub mod types;
 
 pub use client::{DEFAULT_DOCKER_HOST, Docker};

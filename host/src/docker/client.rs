@@ -10,6 +10,7 @@ use tokio::sync::OnceCell;
 
 use super::error::DockerError;
 use super::labels::{LABEL_BACKEND, check_owner, is_full_id, shorten};
+use super::resident_shell::ShellPool;
 use super::types::Owner;
 
 /// Where the engine listens when `DOCKER_HOST` is not set.
@@ -76,6 +77,7 @@ struct Inner {
     endpoint: Endpoint,
     node_id: String,
     client: OnceCell<bollard::Docker>,
+    shells: ShellPool,
 }
 
 impl std::fmt::Debug for Docker {
@@ -114,6 +116,7 @@ impl Docker {
                 endpoint,
                 node_id: node_id.to_string(),
                 client: OnceCell::new(),
+                shells: ShellPool::default(),
             }),
         })
     }
@@ -121,6 +124,11 @@ impl Docker {
     /// The node id written to the `wharf.node` label.
     pub fn node_id(&self) -> &str {
         &self.inner.node_id
+    }
+
+    /// The idle resident shells of the containers this client runs commands in.
+    pub(crate) fn shells(&self) -> &ShellPool {
+        &self.inner.shells
     }
 
     /// Checks the engine answers.

@@ -208,6 +208,7 @@ impl Docker {
     /// whole seconds, Docker's unit). Stopping a stopped container is not an error.
     pub async fn stop(&self, owner: &Owner, id: &str, timeout_ms: u32) -> Result<(), DockerError> {
         self.require_owned(owner, id).await?;
+        self.shells().forget(id);
         let secs = timeout_ms.div_ceil(1000);
         let t = i32::try_from(secs).unwrap_or(i32::MAX);
         let api = self.api().await?;
@@ -250,6 +251,7 @@ impl Docker {
         if found.id.as_deref() != Some(id) || backend != Some(&owner.backend) {
             return Err(DockerError::NotFound(format!("container {}", shorten(id))));
         }
+        self.shells().forget(id);
         let options = RemoveContainerOptions {
             v: true,
             force: true,

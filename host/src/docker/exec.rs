@@ -18,6 +18,7 @@ use super::error::DockerError;
 use super::kill::{KillGuard, KillTarget, MARKER_VAR};
 use super::labels::shorten;
 use super::output::{Stderr, Tail};
+use super::resident_shell;
 use super::types::{Command, ExecOutput, ExecRequest, Owner};
 
 /// The outer shell (a session leader in `docker exec`) starts, as a child that is not a
@@ -136,6 +137,9 @@ impl Docker {
                 "container {} is not running",
                 shorten(&request.container)
             )));
+        }
+        if resident_shell::fits(&request) {
+            return self.exec_in_resident_shell(request, begun).await;
         }
         let marker = uuid::Uuid::new_v4().simple().to_string();
         env.push(format!("{MARKER_VAR}={marker}"));

@@ -1,0 +1,453 @@
+//! Resident shells: one long-lived `/bin/sh` exec per container (more when commands run
+//! side by side) that runs commands sent to its stdin. A Docker exec costs a create, a
+//! start and inspect polls, tens of milliseconds each time (DESIGN.md §9); through a shell
+//! already running, a command costs a fork in the container and a round trip on an open
+//! stream.
+//!
+//! Each command gets a fresh nonce; the shell starts it under `setsid` (its own session
+//! and process group, as a one-off exec does), reports its pid as a frame on stderr,
+//! waits for it, and ends both streams with frames carrying the exit code and whether
+//! anything of its process group is still running. A shell whose command left processes
+//! behind, timed out, was cancelled or printed after its end frame is not reused: its
+//! leftovers could write into the next command's output.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use futures::{FutureExt, Stream, StreamExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant as TokioInstant;
+
+use super::client::{Docker, OP_TIMEOUT};
+use super::error::DockerError;
+use super::frames::FrameScanner;
+use super::kill::{KillGuard, KillTarget, MARKER_VAR};
+use super::output::Tail;
+use super::types::{Command, ExecOutput, ExecRequest};
+
+type OutputStream = Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
+type InputSink = Pin<Box<dyn AsyncWrite + Send>>;
+
+/// Idle shells kept per container.
+const MAX_IDLE_PER_CONTAINER: usize = 2;
+/// An idle shell older than this is closed instead of reused (it holds a connection to
+/// the engine and a process in the container).
+const MAX_IDLE: Duration = Duration::from_secs(300);
+/// Output still read after a kill, at most.
+const KILLED_DRAIN: Duration = Duration::from_secs(2);
+/// Starts the command: `$1` is the working directory (empty: the container's), the rest
+/// the command line. `exec` keeps the pid the shell reported.
+const LAUNCH: &str = r#"[ -z "$1" ] || cd "$1" || exit 126; shift; exec "$@""#;
+
+/// One running `/bin/sh` exec with its streams.
+pub(crate) struct ResidentShell {
+    input: InputSink,
+    output: OutputStream,
+    idle_since: Instant,
+}
+
+impl ResidentShell {
+    /// Whether the shell is still there and quiet: its stream has neither ended nor
+    /// produced output since its last command.
+    fn is_quiet(&mut self) -> bool {
+        self.idle_since.elapsed() < MAX_IDLE && self.output.next().now_or_never().is_none()
+    }
+}
+
+/// The idle resident shells of every container, by container id.
+#[derive(Default)]
+pub(crate) struct ShellPool {
+    idle: Mutex<HashMap<String, Vec<ResidentShell>>>,
+}
+
+impl ShellPool {
+    fn checkout(&self, container: &str) -> Option<ResidentShell> {
+        let mut idle = self.idle.lock().ok()?;
+        let shells = idle.get_mut(container)?;
+        let found = std::iter::from_fn(|| shells.pop()).find_map(|mut shell| {
+            // A shell that ended or printed while idle is dropped here.
+            shell.is_quiet().then_some(shell)
+        });
+        if shells.is_empty() {
+            idle.remove(container);
+        }
+        found
+    }
+
+    fn check_in(&self, container: &str, mut shell: ResidentShell) {
+        if let Ok(mut idle) = self.idle.lock() {
+            let shells = idle.entry(container.to_string()).or_default();
+            if shells.len() < MAX_IDLE_PER_CONTAINER {
+                shell.idle_since = Instant::now();
+                shells.push(shell);
+            }
+        }
+    }
+
+    /// Closes the container's idle shells (it is being stopped or removed).
+    pub(crate) fn forget(&self, container: &str) {
+        let closed = self
+            .idle
+            .lock()
+            .ok()
+            .and_then(|mut idle| idle.remove(container));
+        drop(closed);
+    }
+}
+
+/// Whether a request can run in a resident shell: the shell runs as the container's
+/// user, gives commands no stdin, and passes variables as shell assignments.
+pub(crate) fn fits(request: &ExecRequest) -> bool {
+    request.stdin.is_none()
+        && request.user.is_none()
+        && request.env.iter().all(|(name, _)| is_shell_name(name))
+}
+
+fn is_shell_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The line the shell runs for one command.
+fn command_line(nonce: &str, marker: &str, request: &ExecRequest) -> String {
+    let argv: Vec<String> = match &request.command {
+        Command::Argv(argv) => argv.clone(),
+        Command::Shell(script) => vec!["/bin/sh".into(), "-c".into(), script.clone()],
+    };
+    let mut line = format!("{MARKER_VAR}={} ", quote(marker));
+    for (name, value) in &request.env {
+        line.push_str(&format!("{name}={} ", quote(value)));
+    }
+    line.push_str(&format!(
+        "setsid /bin/sh -c {} wharf-exec {}",
+        quote(LAUNCH),
+        quote(request.workdir.as_deref().unwrap_or(""))
+    ));
+    for arg in &argv {
+        line.push(' ');
+        line.push_str(&quote(arg));
+    }
+    line.push_str(&format!(
+        " </dev/null & p=$!; printf '%s:pid:%s;' {nonce} \"$p\" >&2; wait \"$p\"; r=$?; b=0; \
+         kill -0 -\"$p\" 2>/dev/null && b=1; printf '%s:end:%s:%s;' {nonce} \"$r\" \"$b\"; \
+         printf '%s:end;' {nonce} >&2\n"
+    ));
+    line
+}
+
+/// How the shell's frames ended one command.
+#[derive(Default)]
+struct Ending {
+    exit: Option<i32>,
+    left_processes: bool,
+    stdout_done: bool,
+    stderr_done: bool,
+    /// Output after an end frame, or a frame not understood.
+    stray: bool,
+}
+
+impl Ending {
+    fn done(&self) -> bool {
+        self.stdout_done && self.stderr_done
+    }
+}
+
+/// One command's output as it is read.
+struct Reading {
+    stdout_frames: FrameScanner,
+    stderr_frames: FrameScanner,
+    stdout: Tail,
+    stderr: Tail,
+    ending: Ending,
+}
+
+impl Reading {
+    fn take(&mut self, item: LogOutput, pgid: &AtomicI64) {
+        match item {
+            LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                if self.ending.stdout_done {
+                    self.ending.stray = true;
+                    return;
+                }
+                self.stdout_frames.feed(&message);
+                let sink = &mut |b: &[u8]| self.stdout.push(b);
+                while let Some(fields) = self.stdout_frames.next_frame(sink) {
+                    let parts: Vec<&str> = fields.split(':').collect();
+                    match parts.as_slice() {
+                        ["", "end", code, left] => {
+                            self.ending.exit = code.parse().ok();
+                            self.ending.left_processes = *left != "0";
+                            self.ending.stdout_done = true;
+                            self.ending.stray |= self.stdout_frames.has_pending();
+                            break;
+                        }
+                        _ => self.ending.stray = true,
+                    }
+                }
+            }
+            LogOutput::StdErr { message } => {
+                if self.ending.stderr_done {
+                    self.ending.stray = true;
+                    return;
+                }
+                self.stderr_frames.feed(&message);
+                let sink = &mut |b: &[u8]| self.stderr.push(b);
+                while let Some(fields) = self.stderr_frames.next_frame(sink) {
+                    let parts: Vec<&str> = fields.split(':').collect();
+                    match parts.as_slice() {
+                        ["", "pid", pid] => {
+                            if let Ok(pid) = pid.parse::<i64>() {
+                                pgid.store(pid, Ordering::SeqCst);
+                            }
+                        }
+                        ["", "end"] => {
+                            self.ending.stderr_done = true;
+                            self.ending.stray |= self.stderr_frames.has_pending();
+                            break;
+                        }
+                        _ => self.ending.stray = true,
+                    }
+                }
+            }
+            LogOutput::StdIn { .. } => {}
+        }
+    }
+
+    /// The stream ended early: what was held back is output.
+    fn flush(&mut self) {
+        self.stdout_frames
+            .finish(&mut |b: &[u8]| self.stdout.push(b));
+        self.stderr_frames
+            .finish(&mut |b: &[u8]| self.stderr.push(b));
+    }
+}
+
+impl Docker {
+    /// Starts a resident shell in a running container.
+    async fn start_shell(
+        &self,
+        api: &bollard::Docker,
+        container: &str,
+    ) -> Result<ResidentShell, DockerError> {
+        let options = CreateExecOptions {
+            attach_stdin: Some(true),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            tty: Some(false),
+            cmd: Some(vec!["/bin/sh".to_string()]),
+            ..Default::default()
+        };
+        let created = self
+            .run(
+                "create shell exec",
+                OP_TIMEOUT,
+                api.create_exec(container, options),
+            )
+            .await?;
+        let start = StartExecOptions {
+            detach: false,
+            tty: false,
+            output_capacity: Some(64 * 1024),
+        };
+        let started = self
+            .run(
+                "start shell exec",
+                OP_TIMEOUT,
+                api.start_exec(&created.id, Some(start)),
+            )
+            .await?;
+        match started {
+            StartExecResults::Attached { output, input } => Ok(ResidentShell {
+                input,
+                output,
+                idle_since: Instant::now(),
+            }),
+            StartExecResults::Detached => Err(DockerError::Failed(
+                "start exec: the engine did not attach the streams".into(),
+            )),
+        }
+    }
+
+    /// Runs a checked request (see [`fits`]) in one of the container's resident shells,
+    /// starting one if none is idle. Same contract as [`Docker::exec`].
+    pub(crate) async fn exec_in_resident_shell(
+        &self,
+        request: ExecRequest,
+        begun: Instant,
+    ) -> Result<ExecOutput, DockerError> {
+        let api = self.api().await?;
+        let container = request.container.clone();
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let marker = uuid::Uuid::new_v4().simple().to_string();
+        let line = command_line(&nonce, &marker, &request);
+
+        let mut shell = match self.shells().checkout(&container) {
+            Some(mut shell) => {
+                // A pooled shell may have gone since its last use; the line was not run
+                // if it could not be written, so a fresh shell gets it.
+                if shell.input.write_all(line.as_bytes()).await.is_ok()
+                    && shell.input.flush().await.is_ok()
+                {
+                    shell
+                } else {
+                    self.send_to_new_shell(&api, &container, &line).await?
+                }
+            }
+            None => self.send_to_new_shell(&api, &container, &line).await?,
+        };
+
+        let pgid = std::sync::Arc::new(AtomicI64::new(0));
+        let target = KillTarget {
+            api: api.clone(),
+            container: container.clone(),
+            marker,
+            pgid: pgid.clone(),
+        };
+        let mut guard = KillGuard::arm(target.clone());
+        let max = usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX);
+        let mut reading = Reading {
+            stdout_frames: FrameScanner::new(&nonce),
+            stderr_frames: FrameScanner::new(&nonce),
+            stdout: Tail::new(max),
+            stderr: Tail::new(max),
+            ending: Ending::default(),
+        };
+        let deadline =
+            TokioInstant::from_std(begun) + Duration::from_millis(u64::from(request.timeout_ms));
+
+        let mut ended = false;
+        let mut timed_out = false;
+        while !reading.ending.done() && !ended {
+            if TokioInstant::now() >= deadline {
+                timed_out = true;
+                break;
+            }
+            tokio::select! {
+                item = shell.output.next() => match item {
+                    Some(Ok(item)) => reading.take(item, &pgid),
+                    _ => ended = true,
+                },
+                () = tokio::time::sleep_until(deadline) => timed_out = true,
+            }
+        }
+
+        if timed_out {
+            let drain_until = TokioInstant::now() + KILLED_DRAIN;
+            let drain = async {
+                while !reading.ending.done() && !ended {
+                    match tokio::time::timeout_at(drain_until, shell.output.next()).await {
+                        Ok(Some(Ok(item))) => reading.take(item, &pgid),
+                        Ok(_) => ended = true,
+                        Err(_) => break,
+                    }
+                }
+            };
+            let (killed, ()) = tokio::join!(target.kill(), drain);
+            match killed {
+                Ok(()) => guard.disarm(),
+                Err(e) => {
+                    tracing::warn!(container = %container, error = %e, "could not kill a timed-out command");
+                }
+            }
+        } else {
+            guard.disarm();
+        }
+
+        if !reading.ending.done() {
+            reading.flush();
+        }
+        let reusable = reading.ending.done()
+            && !timed_out
+            && !reading.ending.left_processes
+            && !reading.ending.stray;
+        if reusable {
+            self.shells().check_in(&container, shell);
+        }
+
+        let (stdout, stdout_truncated) = reading.stdout.finish();
+        let (stderr, stderr_truncated) = reading.stderr.finish();
+        // A shell that vanished mid-command (the command killed it) reports no exit code,
+        // like a killed command.
+        let exit_code = if timed_out || !reading.ending.stdout_done {
+            None
+        } else {
+            Some(reading.ending.exit.unwrap_or(-1))
+        };
+        Ok(ExecOutput {
+            exit_code,
+            stdout,
+            stderr,
+            stdout_truncated,
+            stderr_truncated,
+            timed_out,
+            duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
+        })
+    }
+
+    async fn send_to_new_shell(
+        &self,
+        api: &bollard::Docker,
+        container: &str,
+        line: &str,
+    ) -> Result<ResidentShell, DockerError> {
+        let mut shell = self.start_shell(api, container).await?;
+        let sent = async {
+            shell.input.write_all(line.as_bytes()).await?;
+            shell.input.flush().await
+        };
+        sent.await.map_err(|e| {
+            DockerError::Failed(format!("could not send the command to the shell: {e}"))
+        })?;
+        Ok(shell)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_requests_use_a_resident_shell() {
+        let mut r = ExecRequest::new("x", Command::Shell("true".into()), 1000, 10);
+        assert!(fits(&r));
+        r.env.push(("GOOD_name1".into(), "v".into()));
+        assert!(fits(&r));
+        r.env.push(("not-a-shell-name".into(), "v".into()));
+        assert!(!fits(&r));
+        r.env.clear();
+        r.user = Some("1000".into());
+        assert!(!fits(&r));
+        r.user = None;
+        r.stdin = Some(b"data".to_vec());
+        assert!(!fits(&r));
+    }
+
+    #[test]
+    fn arguments_are_quoted_for_the_shell() {
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        let mut r = ExecRequest::new(
+            "x",
+            Command::Argv(vec!["echo".into(), "a b'c".into()]),
+            1,
+            1,
+        );
+        r.env.push(("V".into(), "$HOME".into()));
+        r.workdir = Some("/tmp".into());
+        let line = command_line("N", "M", &r);
+        assert!(line.starts_with("WHARF_EXEC_ID='M' V='$HOME' setsid /bin/sh -c "));
+        assert!(line.contains(" wharf-exec '/tmp' 'echo' 'a b'\\''c' </dev/null & "));
+        assert!(line.ends_with("printf '%s:end;' N >&2\n"));
+    }
+}
