@@ -1,11 +1,18 @@
 //! The one front door the API layer calls: loaded backends, tool resolution, argument
 //! validation, sessions, and calls. Nothing above this module touches wasmtime.
+//!
+//! This file builds the host and keeps the backend table; `tool_calls` runs tools,
+//! `session_routes` acquires and releases sessions, `hot_swap` and `lifecycle` load,
+//! replace and unload backends.
 
 mod hot_swap;
 mod lifecycle;
 mod session_routes;
+mod tool_calls;
 
 pub use lifecycle::{Deployed, PendingUpgrade, Rejection, requires_beyond};
+pub use session_routes::SessionRequest;
+pub use tool_calls::{CallOutcome, CallPlace, CallRequest};
 
 use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig, WharfConfig};
@@ -14,15 +21,11 @@ use crate::runtime::WharfEngine;
 use crate::runtime::bindings;
 use crate::runtime::compile_cache::CompileCache;
 use crate::runtime::host_state::{HostServices, HostState};
-use crate::runtime::loaded_backend::{
-    self, LoadedBackend, SessionNeed, ToolCall, ToolDescription, ToolResult,
-};
+use crate::runtime::loaded_backend::{self, LoadedBackend};
 use crate::sessions::SessionManager;
 use crate::store::StateStore;
-use crate::tool_names::{Resolution, ToolIndex, ToolName};
+use crate::tool_names::ToolIndex;
 use anyhow::{Context, Result};
-use serde::Deserialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock, Weak};
@@ -34,74 +37,6 @@ pub const SESSION_LEASE: Duration = Duration::from_secs(60);
 
 /// The tenant used until tokens exist: every caller is this one.
 pub const ANONYMOUS_TENANT: &str = "anonymous";
-
-/// A request to run a tool.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CallRequest {
-    /// `backend:action` or an alias.
-    pub tool: String,
-    /// Arguments (a JSON object).
-    #[serde(default = "empty_object")]
-    pub args: Value,
-    /// The session to run in.
-    #[serde(default)]
-    pub session_id: Option<String>,
-    /// Wall-clock limit; capped by the backend's own.
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Default::default())
-}
-
-/// A request to create (or find again) a session.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SessionRequest {
-    /// Backend name.
-    pub backend: String,
-    /// Caller's key; the same key gives the same session.
-    #[serde(default)]
-    pub key: Option<String>,
-    /// Per-session config for `initialize`.
-    #[serde(default)]
-    pub config: Option<Value>,
-    /// Idle TTL in s (0 = none); defaults to the backend's.
-    #[serde(default)]
-    pub ttl_seconds: Option<u64>,
-    /// Owner claim.
-    #[serde(default)]
-    pub owner: Option<String>,
-    /// Holder claim to take (refused with 4090 while another live holder holds it).
-    #[serde(default)]
-    pub holder: Option<String>,
-}
-
-/// What a call produced, with where it ran.
-#[derive(Debug, Clone)]
-pub struct CallOutcome {
-    /// The canonical tool name.
-    pub tool: String,
-    /// The backend.
-    pub backend: String,
-    /// The session, if any.
-    pub session_id: Option<String>,
-    /// The result.
-    pub result: ToolResult,
-}
-
-/// Where a failed call got to, for the envelope's `meta`.
-#[derive(Debug, Clone, Default)]
-pub struct CallPlace {
-    /// Canonical tool name, once resolved.
-    pub tool: Option<String>,
-    /// Backend, once resolved.
-    pub backend: Option<String>,
-    /// Session, if given.
-    pub session_id: Option<String>,
-}
 
 struct BackendEntry {
     loaded: Arc<LoadedBackend>,
@@ -152,7 +87,7 @@ fn node_id(data_dir: &std::path::Path) -> Result<String> {
     Ok(id)
 }
 
-fn poisoned() -> WharfError {
+pub(crate) fn poisoned() -> WharfError {
     WharfError::internal("backend table lock poisoned")
 }
 
@@ -279,7 +214,10 @@ impl Wharf {
     }
 
     /// Compiles and describes a component without loading it (for `wharf inspect`).
-    pub async fn inspect(&self, wasm: Vec<u8>) -> Result<loaded_backend::BackendDescription> {
+    pub async fn inspect(
+        &self,
+        wasm: Vec<u8>,
+    ) -> Result<crate::runtime::backend_description::BackendDescription> {
         let compiled = loaded_backend::compile(
             self.engine.engine(),
             &self.linker,
@@ -335,214 +273,6 @@ impl Wharf {
     /// Notified whenever the set of tools changes (a backend loaded, replaced or unloaded).
     pub fn subscribe_tool_changes(&self) -> tokio::sync::broadcast::Receiver<()> {
         self.tool_changes.subscribe()
-    }
-
-    /// Every tool of every backend.
-    pub fn tools(&self) -> Vec<(ToolName, String, ToolDescription)> {
-        let mut out = Vec::new();
-        for backend in self.backends() {
-            for tool in &backend.description.tools {
-                out.push((
-                    ToolName {
-                        backend: backend.name.to_string(),
-                        action: tool.action.clone(),
-                    },
-                    backend.description.version.clone(),
-                    tool.clone(),
-                ));
-            }
-        }
-        out
-    }
-
-    /// Resolves a tool name (aliases, short names) to its backend and action.
-    pub fn resolve_tool(
-        &self,
-        requested: &str,
-    ) -> Result<(Arc<LoadedBackend>, String), WharfError> {
-        let index = self.tool_index.read().map_err(|_| poisoned())?.clone();
-        match index.resolve(requested) {
-            Resolution::Found(name) => {
-                let backend = self.backend(&name.backend)?;
-                match backend.tool(&name.action) {
-                    Some(_) => Ok((backend, name.action)),
-                    None => Err(WharfError::invalid_request(format!(
-                        "unknown tool `{requested}`"
-                    ))),
-                }
-            }
-            Resolution::Unknown => match self.unloaded_backend_in(requested) {
-                Some(name) => Err(WharfError::backend_unavailable(format!(
-                    "backend `{name}` is not loaded (it was unloaded)"
-                ))),
-                None => Err(WharfError::invalid_request(format!(
-                    "unknown tool `{requested}`; GET /v1/tools lists them"
-                ))),
-            },
-            Resolution::Ambiguous(candidates) => Err(WharfError::invalid_request(format!(
-                "tool name `{requested}` is ambiguous: {}",
-                candidates.join(", ")
-            ))
-            .with_data(serde_json::json!({ "candidates": candidates }))),
-        }
-    }
-
-    /// Runs a tool for `tenant`.
-    pub async fn call(
-        &self,
-        tenant: &str,
-        request: CallRequest,
-        trace_id: Option<String>,
-    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
-        let started = std::time::Instant::now();
-        // Redacting copies the arguments: only when the audit line is actually written.
-        let args = tracing::enabled!(target: "wharf::audit", tracing::Level::INFO)
-            .then(|| crate::redact::redact(&request.args))
-            .unwrap_or_default();
-        let outcome = self.call_unaudited(tenant, request, trace_id.clone()).await;
-        let (code, tool, backend, session) = match &outcome {
-            Ok(o) => (
-                0,
-                Some(o.tool.as_str()),
-                Some(o.backend.as_str()),
-                o.session_id.as_deref(),
-            ),
-            Err((e, place)) => (
-                e.code.as_u32(),
-                place.tool.as_deref(),
-                place.backend.as_deref(),
-                place.session_id.as_deref(),
-            ),
-        };
-        let (tool, backend) = (tool.unwrap_or("-"), backend.unwrap_or("-"));
-        let elapsed = started.elapsed();
-        tracing::info!(
-            target: "wharf::audit",
-            event = "tool_call",
-            tenant,
-            tool,
-            backend,
-            session = session.unwrap_or("-"),
-            duration_ms = elapsed.as_millis() as u64,
-            code,
-            trace_id = trace_id.as_deref().unwrap_or("-"),
-            %args,
-        );
-        self.metrics.record_call(backend, tool, code, elapsed);
-        outcome
-    }
-
-    async fn call_unaudited(
-        &self,
-        tenant: &str,
-        request: CallRequest,
-        trace_id: Option<String>,
-    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
-        let mut place = CallPlace {
-            session_id: request.session_id.clone(),
-            ..CallPlace::default()
-        };
-        let (backend, action) = self
-            .resolve_tool(&request.tool)
-            .map_err(|e| (e, place.clone()))?;
-        place.tool = Some(format!("{}:{action}", backend.name));
-        place.backend = Some(backend.name.to_string());
-        let Some(tool) = backend.tool(&action) else {
-            return Err((
-                WharfError::invalid_request(format!("unknown tool `{}`", request.tool)),
-                place,
-            ));
-        };
-        self.call_resolved(tenant, &backend, tool, request, trace_id)
-            .await
-            .map_err(|e| {
-                let e = self.explain_session_error(e, place.session_id.as_deref());
-                (e, place.clone())
-            })
-    }
-
-    async fn call_resolved(
-        &self,
-        tenant: &str,
-        backend: &Arc<LoadedBackend>,
-        tool: &ToolDescription,
-        request: CallRequest,
-        trace_id: Option<String>,
-    ) -> Result<CallOutcome, WharfError> {
-        backend.validate_args(&tool.action, &request.args)?;
-        let limit = backend.pool.settings().hook_timeout;
-        let timeout = request
-            .timeout_ms
-            .map(Duration::from_millis)
-            .map_or(limit, |t| t.min(limit));
-        let canonical = format!("{}:{}", backend.name, tool.action);
-        let session_id = match (&request.session_id, tool.session) {
-            (_, SessionNeed::None) => None,
-            (Some(id), _) => Some(id.clone()),
-            (None, SessionNeed::Required) => {
-                return Err(WharfError::session_not_found(format!(
-                    "`{canonical}` needs a session: create one with POST /v1/sessions {{\"backend\": \"{}\"}} and pass its id as session_id",
-                    backend.name
-                )));
-            }
-            (None, SessionNeed::Optional) => None,
-        };
-        if !backend.is_resource_backend() && session_id.is_none() {
-            return Err(WharfError::session_not_found(format!(
-                "`{canonical}` runs in a sandbox: create one with POST /v1/sessions {{\"backend\": \"{}\"}} and pass its id as session_id",
-                backend.name
-            )));
-        }
-        let Some(session_id) = session_id else {
-            let result = backend
-                .call_tool(ToolCall {
-                    action: tool.action.clone(),
-                    args: request.args,
-                    session: None,
-                    timeout,
-                    trace_id,
-                })
-                .await?;
-            return Ok(CallOutcome {
-                tool: canonical,
-                backend: backend.name.to_string(),
-                session_id: None,
-                result,
-            });
-        };
-        let record = self.sessions.get(tenant, &session_id).await?;
-        if record.backend != *backend.name {
-            return Err(WharfError::session_not_found(format!(
-                "session `{session_id}` belongs to backend `{}`, not `{}`",
-                record.backend, backend.name
-            )));
-        }
-        let lock = self.sessions.call_lock(&session_id)?;
-        let _one_at_a_time = lock.lock().await;
-        // Re-read under the lock: the previous call may have changed the data.
-        let record = self.sessions.get(tenant, &session_id).await?;
-        let result = if backend.is_resource_backend() {
-            backend
-                .call_tool(ToolCall {
-                    action: tool.action.clone(),
-                    args: request.args,
-                    session: Some(record.view()),
-                    timeout,
-                    trace_id,
-                })
-                .await
-        } else {
-            crate::sandbox_toolset::call(backend, &record, &tool.action, request.args, timeout)
-                .await
-        };
-        let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());
-        self.sessions.finish_call(&record, new_data).await?;
-        Ok(CallOutcome {
-            tool: canonical,
-            backend: backend.name.to_string(),
-            session_id: Some(session_id),
-            result: result?,
-        })
     }
 
     /// Drains every backend (runs `shutdown` on idle instances). Sessions are kept.

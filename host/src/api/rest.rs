@@ -310,13 +310,14 @@ async fn call(
         Ok(r) => r,
         Err(e) => return t.reply(Err(e)),
     };
-    if let Ok((backend, action)) = wharf.resolve_tool(&request.tool)
-        && let Err(e) = caller.require_tool(&backend.name, Some(&action))
-    {
-        return t.reply(Err(e));
-    }
+    let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));
     match wharf
-        .call(caller.session_tenant(), request, Some(t.trace_id.clone()))
+        .call_permitted(
+            caller.session_tenant(),
+            request,
+            Some(t.trace_id.clone()),
+            permit,
+        )
         .instrument(tracing::info_span!("request", token = %caller.name))
         .await
     {

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
-use futures::StreamExt;
-use tokio::io::AsyncWriteExt;
+use futures::{Stream, StreamExt};
+use std::pin::Pin;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant as TokioInstant;
 
 use super::client::{Docker, OP_TIMEOUT};
@@ -116,7 +117,39 @@ impl Capture {
     }
 }
 
+/// An attached exec's multiplexed output.
+pub(crate) type OutputStream =
+    Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
+/// An attached exec's stdin.
+pub(crate) type InputSink = Pin<Box<dyn AsyncWrite + Send>>;
+
 impl Docker {
+    /// Starts a created exec with its streams attached.
+    pub(crate) async fn start_attached(
+        &self,
+        api: &bollard::Docker,
+        exec_id: &str,
+    ) -> Result<(OutputStream, InputSink), DockerError> {
+        let start = StartExecOptions {
+            detach: false,
+            tty: false,
+            output_capacity: Some(64 * 1024),
+        };
+        let started = self
+            .run(
+                "start exec",
+                OP_TIMEOUT,
+                api.start_exec(exec_id, Some(start)),
+            )
+            .await?;
+        match started {
+            StartExecResults::Attached { output, input } => Ok((output, input)),
+            StartExecResults::Detached => Err(DockerError::Failed(
+                "start exec: the engine did not attach the streams".into(),
+            )),
+        }
+    }
+
     /// Runs a command in a running container `owner` owns. Output beyond
     /// `max_output_bytes` keeps the tail; past `timeout_ms` the command's whole process
     /// group is killed (`timed_out`, no exit code). Dropping the returned future kills it
@@ -172,27 +205,7 @@ impl Docker {
         };
         let mut guard = KillGuard::arm(target.clone());
 
-        let start = StartExecOptions {
-            detach: false,
-            tty: false,
-            output_capacity: Some(64 * 1024),
-        };
-        let started = self
-            .run(
-                "start exec",
-                OP_TIMEOUT,
-                api.start_exec(&created.id, Some(start)),
-            )
-            .await?;
-        let StartExecResults::Attached {
-            mut output,
-            mut input,
-        } = started
-        else {
-            return Err(DockerError::Failed(
-                "start exec: the engine did not attach the streams".into(),
-            ));
-        };
+        let (mut output, mut input) = self.start_attached(&api, &created.id).await?;
 
         let max = usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX);
         let mut capture = Capture {

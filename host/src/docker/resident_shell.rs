@@ -12,26 +12,23 @@
 //! leftovers could write into the next command's output.
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use bollard::container::LogOutput;
-use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
-use futures::{FutureExt, Stream, StreamExt};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use bollard::exec::CreateExecOptions;
+use futures::{FutureExt, StreamExt};
+use tokio::io::AsyncWriteExt;
 use tokio::time::Instant as TokioInstant;
 
 use super::client::{Docker, OP_TIMEOUT};
 use super::error::DockerError;
+use super::exec::{InputSink, OutputStream};
 use super::frames::FrameScanner;
 use super::kill::{KillGuard, KillTarget, MARKER_VAR};
 use super::output::Tail;
 use super::types::{Command, ExecOutput, ExecRequest};
-
-type OutputStream = Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
-type InputSink = Pin<Box<dyn AsyncWrite + Send>>;
 
 /// Idle shells kept per container.
 const MAX_IDLE_PER_CONTAINER: usize = 2;
@@ -175,53 +172,52 @@ struct Reading {
 
 impl Reading {
     fn take(&mut self, item: LogOutput, pgid: &AtomicI64) {
-        match item {
-            LogOutput::StdOut { message } | LogOutput::Console { message } => {
-                if self.ending.stdout_done {
-                    self.ending.stray = true;
-                    return;
+        let (message, is_stdout) = match item {
+            LogOutput::StdOut { message } | LogOutput::Console { message } => (message, true),
+            LogOutput::StdErr { message } => (message, false),
+            LogOutput::StdIn { .. } => return,
+        };
+        let (frames, tail, done) = if is_stdout {
+            (
+                &mut self.stdout_frames,
+                &mut self.stdout,
+                self.ending.stdout_done,
+            )
+        } else {
+            (
+                &mut self.stderr_frames,
+                &mut self.stderr,
+                self.ending.stderr_done,
+            )
+        };
+        if done {
+            self.ending.stray = true;
+            return;
+        }
+        frames.feed(&message);
+        while let Some(fields) = frames.next_frame(&mut |b: &[u8]| tail.push(b)) {
+            let parts: Vec<&str> = fields.split(':').collect();
+            match (is_stdout, parts.as_slice()) {
+                (true, ["", "end", code, left]) => {
+                    self.ending.exit = code.parse().ok();
+                    self.ending.left_processes = *left != "0";
+                    self.ending.stdout_done = true;
                 }
-                self.stdout_frames.feed(&message);
-                let sink = &mut |b: &[u8]| self.stdout.push(b);
-                while let Some(fields) = self.stdout_frames.next_frame(sink) {
-                    let parts: Vec<&str> = fields.split(':').collect();
-                    match parts.as_slice() {
-                        ["", "end", code, left] => {
-                            self.ending.exit = code.parse().ok();
-                            self.ending.left_processes = *left != "0";
-                            self.ending.stdout_done = true;
-                            self.ending.stray |= self.stdout_frames.has_pending();
-                            break;
-                        }
-                        _ => self.ending.stray = true,
+                (false, ["", "end"]) => self.ending.stderr_done = true,
+                (false, ["", "pid", pid]) => {
+                    if let Ok(pid) = pid.parse::<i64>() {
+                        pgid.store(pid, Ordering::SeqCst);
                     }
+                    continue;
+                }
+                _ => {
+                    self.ending.stray = true;
+                    continue;
                 }
             }
-            LogOutput::StdErr { message } => {
-                if self.ending.stderr_done {
-                    self.ending.stray = true;
-                    return;
-                }
-                self.stderr_frames.feed(&message);
-                let sink = &mut |b: &[u8]| self.stderr.push(b);
-                while let Some(fields) = self.stderr_frames.next_frame(sink) {
-                    let parts: Vec<&str> = fields.split(':').collect();
-                    match parts.as_slice() {
-                        ["", "pid", pid] => {
-                            if let Ok(pid) = pid.parse::<i64>() {
-                                pgid.store(pid, Ordering::SeqCst);
-                            }
-                        }
-                        ["", "end"] => {
-                            self.ending.stderr_done = true;
-                            self.ending.stray |= self.stderr_frames.has_pending();
-                            break;
-                        }
-                        _ => self.ending.stray = true,
-                    }
-                }
-            }
-            LogOutput::StdIn { .. } => {}
+            // An end frame: anything after it is not this command's.
+            self.ending.stray |= frames.has_pending();
+            break;
         }
     }
 
@@ -256,28 +252,12 @@ impl Docker {
                 api.create_exec(container, options),
             )
             .await?;
-        let start = StartExecOptions {
-            detach: false,
-            tty: false,
-            output_capacity: Some(64 * 1024),
-        };
-        let started = self
-            .run(
-                "start shell exec",
-                OP_TIMEOUT,
-                api.start_exec(&created.id, Some(start)),
-            )
-            .await?;
-        match started {
-            StartExecResults::Attached { output, input } => Ok(ResidentShell {
-                input,
-                output,
-                idle_since: Instant::now(),
-            }),
-            StartExecResults::Detached => Err(DockerError::Failed(
-                "start exec: the engine did not attach the streams".into(),
-            )),
-        }
+        let (output, input) = self.start_attached(api, &created.id).await?;
+        Ok(ResidentShell {
+            input,
+            output,
+            idle_since: Instant::now(),
+        })
     }
 
     /// Runs a checked request (see [`fits`]) in one of the container's resident shells,

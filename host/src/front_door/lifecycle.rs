@@ -5,7 +5,8 @@
 use super::Wharf;
 use crate::config::BackendConfig;
 use crate::error_code::{Code, WharfError};
-use crate::runtime::loaded_backend::{LoadedBackend, Requires};
+use crate::runtime::backend_description::Requires;
+use crate::runtime::loaded_backend::LoadedBackend;
 use crate::sessions::now_ms;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,12 +2,37 @@
 //! file-transfer access, idle expiry timers, recovery at start-up, node heartbeats and the
 //! orphan reaper.
 
-use super::{SessionRequest, Wharf};
+use super::Wharf;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::sessions::{AcquireRequest, RecoveryReport, SessionRecord, now_ms};
+use serde::Deserialize;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A request to create (or find again) a session.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRequest {
+    /// Backend name.
+    pub backend: String,
+    /// Caller's key; the same key gives the same session.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Per-session config for `initialize`.
+    #[serde(default)]
+    pub config: Option<Value>,
+    /// Idle TTL in s (0 = none); defaults to the backend's.
+    #[serde(default)]
+    pub ttl_seconds: Option<u64>,
+    /// Owner claim.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Holder claim to take (refused with 4090 while another live holder holds it).
+    #[serde(default)]
+    pub holder: Option<String>,
+}
 
 /// How long a holder claim lasts unless renewed.
 const CLAIM_TTL: Duration = Duration::from_secs(300);

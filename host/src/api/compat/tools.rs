@@ -14,7 +14,7 @@ use crate::api::auth::Caller;
 use crate::api::envelope::RequestClock;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
-use crate::runtime::loaded_backend::{SessionNeed, ToolDescription};
+use crate::runtime::backend_description::{SessionNeed, ToolDescription};
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde_json::{Value, json};

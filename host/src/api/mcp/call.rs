@@ -10,7 +10,8 @@ use crate::api::auth::Caller;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallOutcome, CallRequest, SessionRequest, Wharf};
-use crate::runtime::loaded_backend::{AttachmentData, LoadedBackend, SessionNeed};
+use crate::runtime::backend_description::SessionNeed;
+use crate::runtime::loaded_backend::{AttachmentData, LoadedBackend};
 use base64::Engine as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, MetaObject,

@@ -1,0 +1,284 @@
+//! Running a tool: resolving its name, checking its arguments, finding its session, and
+//! the audit line and metrics every call leaves.
+
+use super::{Wharf, poisoned};
+use crate::error_code::WharfError;
+use crate::runtime::backend_description::{SessionNeed, ToolDescription};
+use crate::runtime::loaded_backend::{LoadedBackend, ToolCall, ToolResult};
+use crate::tool_names::{Resolution, ToolName};
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A request to run a tool.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallRequest {
+    /// `backend:action` or an alias.
+    pub tool: String,
+    /// Arguments (a JSON object).
+    #[serde(default = "empty_object")]
+    pub args: Value,
+    /// The session to run in.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Wall-clock limit; capped by the backend's own.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// What a call produced, with where it ran.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    /// The canonical tool name.
+    pub tool: String,
+    /// The backend.
+    pub backend: String,
+    /// The session, if any.
+    pub session_id: Option<String>,
+    /// The result.
+    pub result: ToolResult,
+}
+
+/// Where a failed call got to, for the envelope's `meta`.
+#[derive(Debug, Clone, Default)]
+pub struct CallPlace {
+    /// Canonical tool name, once resolved.
+    pub tool: Option<String>,
+    /// Backend, once resolved.
+    pub backend: Option<String>,
+    /// Session, if given.
+    pub session_id: Option<String>,
+}
+
+impl Wharf {
+    /// Every tool of every backend.
+    pub fn tools(&self) -> Vec<(ToolName, String, ToolDescription)> {
+        let mut out = Vec::new();
+        for backend in self.backends() {
+            for tool in &backend.description.tools {
+                out.push((
+                    ToolName {
+                        backend: backend.name.to_string(),
+                        action: tool.action.clone(),
+                    },
+                    backend.description.version.clone(),
+                    tool.clone(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Resolves a tool name (aliases, short names) to its backend and action.
+    pub fn resolve_tool(
+        &self,
+        requested: &str,
+    ) -> Result<(Arc<LoadedBackend>, String), WharfError> {
+        let index = self.tool_index.read().map_err(|_| poisoned())?.clone();
+        match index.resolve(requested) {
+            Resolution::Found(name) => {
+                let backend = self.backend(&name.backend)?;
+                match backend.tool(&name.action) {
+                    Some(_) => Ok((backend, name.action)),
+                    None => Err(WharfError::invalid_request(format!(
+                        "unknown tool `{requested}`"
+                    ))),
+                }
+            }
+            Resolution::Unknown => match self.unloaded_backend_in(requested) {
+                Some(name) => Err(WharfError::backend_unavailable(format!(
+                    "backend `{name}` is not loaded (it was unloaded)"
+                ))),
+                None => Err(WharfError::invalid_request(format!(
+                    "unknown tool `{requested}`; GET /v1/tools lists them"
+                ))),
+            },
+            Resolution::Ambiguous(candidates) => Err(WharfError::invalid_request(format!(
+                "tool name `{requested}` is ambiguous: {}",
+                candidates.join(", ")
+            ))
+            .with_data(serde_json::json!({ "candidates": candidates }))),
+        }
+    }
+
+    /// Runs a tool for `tenant`.
+    pub async fn call(
+        &self,
+        tenant: &str,
+        request: CallRequest,
+        trace_id: Option<String>,
+    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        self.call_permitted(tenant, request, trace_id, |_, _| Ok(()))
+            .await
+    }
+
+    /// Runs a tool for `tenant` if `permit(backend, action)` allows the resolved tool (a
+    /// token's allowlist); a refusal is audited like any failed call.
+    pub async fn call_permitted(
+        &self,
+        tenant: &str,
+        request: CallRequest,
+        trace_id: Option<String>,
+        permit: impl Fn(&str, &str) -> Result<(), WharfError> + Send,
+    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        let started = std::time::Instant::now();
+        // Redacting copies the arguments: only when the audit line is actually written.
+        let args = tracing::enabled!(target: "wharf::audit", tracing::Level::INFO)
+            .then(|| crate::redact::redact(&request.args))
+            .unwrap_or_default();
+        let outcome = self
+            .call_unaudited(tenant, request, trace_id.clone(), permit)
+            .await;
+        let (code, tool, backend, session) = match &outcome {
+            Ok(o) => (
+                0,
+                Some(o.tool.as_str()),
+                Some(o.backend.as_str()),
+                o.session_id.as_deref(),
+            ),
+            Err((e, place)) => (
+                e.code.as_u32(),
+                place.tool.as_deref(),
+                place.backend.as_deref(),
+                place.session_id.as_deref(),
+            ),
+        };
+        let (tool, backend) = (tool.unwrap_or("-"), backend.unwrap_or("-"));
+        let elapsed = started.elapsed();
+        tracing::info!(
+            target: "wharf::audit",
+            event = "tool_call",
+            tenant,
+            tool,
+            backend,
+            session = session.unwrap_or("-"),
+            duration_ms = elapsed.as_millis() as u64,
+            code,
+            trace_id = trace_id.as_deref().unwrap_or("-"),
+            %args,
+        );
+        self.metrics.record_call(backend, tool, code, elapsed);
+        outcome
+    }
+
+    async fn call_unaudited(
+        &self,
+        tenant: &str,
+        request: CallRequest,
+        trace_id: Option<String>,
+        permit: impl Fn(&str, &str) -> Result<(), WharfError> + Send,
+    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        let mut place = CallPlace {
+            session_id: request.session_id.clone(),
+            ..CallPlace::default()
+        };
+        let (backend, action) = self
+            .resolve_tool(&request.tool)
+            .map_err(|e| (e, place.clone()))?;
+        place.tool = Some(format!("{}:{action}", backend.name));
+        place.backend = Some(backend.name.to_string());
+        permit(&backend.name, &action).map_err(|e| (e, place.clone()))?;
+        let Some(tool) = backend.tool(&action) else {
+            return Err((
+                WharfError::invalid_request(format!("unknown tool `{}`", request.tool)),
+                place,
+            ));
+        };
+        self.call_resolved(tenant, &backend, tool, request, trace_id)
+            .await
+            .map_err(|e| {
+                let e = self.explain_session_error(e, place.session_id.as_deref());
+                (e, place.clone())
+            })
+    }
+
+    async fn call_resolved(
+        &self,
+        tenant: &str,
+        backend: &Arc<LoadedBackend>,
+        tool: &ToolDescription,
+        request: CallRequest,
+        trace_id: Option<String>,
+    ) -> Result<CallOutcome, WharfError> {
+        backend.validate_args(&tool.action, &request.args)?;
+        let limit = backend.pool.settings().hook_timeout;
+        let timeout = request
+            .timeout_ms
+            .map(Duration::from_millis)
+            .map_or(limit, |t| t.min(limit));
+        let canonical = format!("{}:{}", backend.name, tool.action);
+        let session_id = match (&request.session_id, tool.session) {
+            (_, SessionNeed::None) => None,
+            (Some(id), _) => Some(id.clone()),
+            (None, SessionNeed::Required) => {
+                return Err(WharfError::session_not_found(format!(
+                    "`{canonical}` needs a session: create one with POST /v1/sessions {{\"backend\": \"{}\"}} and pass its id as session_id",
+                    backend.name
+                )));
+            }
+            (None, SessionNeed::Optional) => None,
+        };
+        if !backend.is_resource_backend() && session_id.is_none() {
+            return Err(WharfError::session_not_found(format!(
+                "`{canonical}` runs in a sandbox: create one with POST /v1/sessions {{\"backend\": \"{}\"}} and pass its id as session_id",
+                backend.name
+            )));
+        }
+        let Some(session_id) = session_id else {
+            let result = backend
+                .call_tool(ToolCall {
+                    action: tool.action.clone(),
+                    args: request.args,
+                    session: None,
+                    timeout,
+                    trace_id,
+                })
+                .await?;
+            return Ok(CallOutcome {
+                tool: canonical,
+                backend: backend.name.to_string(),
+                session_id: None,
+                result,
+            });
+        };
+        let record = self.sessions.get(tenant, &session_id).await?;
+        if record.backend != *backend.name {
+            return Err(WharfError::session_not_found(format!(
+                "session `{session_id}` belongs to backend `{}`, not `{}`",
+                record.backend, backend.name
+            )));
+        }
+        let lock = self.sessions.call_lock(&session_id)?;
+        let _one_at_a_time = lock.lock().await;
+        // Re-read under the lock: the previous call may have changed the data.
+        let record = self.sessions.get(tenant, &session_id).await?;
+        let result = if backend.is_resource_backend() {
+            backend
+                .call_tool(ToolCall {
+                    action: tool.action.clone(),
+                    args: request.args,
+                    session: Some(record.view()),
+                    timeout,
+                    trace_id,
+                })
+                .await
+        } else {
+            crate::sandbox_toolset::call(backend, &record, &tool.action, request.args, timeout)
+                .await
+        };
+        let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());
+        self.sessions.finish_call(&record, new_data).await?;
+        Ok(CallOutcome {
+            tool: canonical,
+            backend: backend.name.to_string(),
+            session_id: Some(session_id),
+            result: result?,
+        })
+    }
+}
