@@ -751,3 +751,22 @@ async fn kv_state_outlives_instances_and_hosts_and_has_quotas() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kv_quota_usage_counts_bytes_on_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    for (engine, url) in store_urls(dir.path()) {
+        let store = wharf::store::StateStore::open(&url).await.unwrap();
+        let scope = wharf::store::KvScope::Backend;
+        // "é" is one character and two bytes; "日本" two characters and six bytes.
+        store.kv_set("quota", &scope, "é", b"abc").await.unwrap();
+        store
+            .kv_set("quota", &scope, "日本", &[0u8; 10])
+            .await
+            .unwrap();
+        let (keys, bytes) = store.kv_usage_except("quota", &scope, "x").await.unwrap();
+        assert_eq!((keys, bytes), (2, 2 + 3 + 6 + 10), "{engine}");
+        let (keys, bytes) = store.kv_usage_except("quota", &scope, "é").await.unwrap();
+        assert_eq!((keys, bytes), (1, 16), "{engine}");
+    }
+}

@@ -105,7 +105,7 @@ impl StateStore {
         Ok(keys)
     }
 
-    /// Keys and bytes (keys plus values) used by one scope, leaving out `except` (the key
+    /// Keys and bytes (UTF-8 bytes of the keys plus the values) used by one scope, leaving out `except` (the key
     /// about to be written), for quotas: one aggregate query.
     pub async fn kv_usage_except(
         &self,
@@ -114,7 +114,7 @@ impl StateStore {
         except: &str,
     ) -> Result<(u64, u64), WharfError> {
         let row = sqlx::query(
-            "SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(k) + LENGTH(v)), 0) AS bytes
+            "SELECT COUNT(*) AS n, COALESCE(SUM(OCTET_LENGTH(k) + OCTET_LENGTH(v)), 0) AS bytes
              FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k <> $3",
         )
         .bind(backend)
