@@ -329,6 +329,7 @@ async fn destroying_a_session_removes_its_container_and_is_idempotent() {
     let h = host().await;
     let s = session(&h, "destroy").await;
     assert_eq!(containers_labelled("wharf.session", &s).len(), 1);
+    assert_eq!(run(&h, &s, "true").await["exit_code"], 0);
     let again = h
         .post(
             "/v1/sessions",
@@ -356,6 +357,36 @@ async fn destroying_a_session_removes_its_container_and_is_idempotent() {
             .code(),
         4007
     );
+
+    // The container and exec imports the provider made are counted in /metrics.
+    let text = reqwest::get(format!("{}/metrics", h.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let count = |import: &str| -> f64 {
+        let series = format!(
+            r#"wharf_host_import_calls_total{{backend="docker",import="{import}",outcome="ok"}} "#
+        );
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix(&series)?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0.0)
+    };
+    for import in [
+        "container.create",
+        "container.start",
+        "exec.run",
+        "container.remove",
+    ] {
+        assert!(count(import) >= 1.0, "{import} in\n{text}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
