@@ -22,7 +22,9 @@ pub fn wharf_bin() -> PathBuf {
             let bin = profile_dir.join("wharf");
             if !bin.exists() {
                 let mut build = Command::new(env!("CARGO"));
-                build.args(["build", "-p", "wharf", "--bin", "wharf"]);
+                // The whole workspace, as `cargo test --workspace` resolves features: building
+                // `-p wharf` alone would rebuild the dependencies with other features.
+                build.args(["build", "--workspace", "--bins"]);
                 if profile_dir
                     .file_name()
                     .is_some_and(|name| name == "release")
