@@ -59,6 +59,10 @@ impl StateStore {
         let pool = AnyPoolOptions::new()
             .max_connections(max)
             .acquire_timeout(Duration::from_secs(3))
+            // A ping before every checkout doubles each query's round trips; sqlx still
+            // pings on release, so a connection that broke (a store restart) fails one
+            // query with a retryable 5012 and is then closed.
+            .test_before_acquire(false)
             .connect(url)
             .await
             .with_context(|| format!("connecting to the state store {}", redact_url(url)))?;
