@@ -10,10 +10,10 @@
 //! Also what `/v1/backends` shows of the lifecycle: `last_error`, `pending`, `rejected`.
 
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, Meta};
+use crate::api::envelope::{Envelope, RequestClock};
 use crate::config::{BackendConfig, TokenScope};
 use crate::error_code::{Code, WharfError};
-use crate::front_door::{Deployed, Wharf};
+use crate::front_door::{CallPlace, Deployed, Wharf};
 use crate::runtime::loaded_backend::LoadedBackend;
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
@@ -22,7 +22,6 @@ use axum::routing::{post, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Largest component the upload route accepts.
 pub const MAX_UPLOAD_BYTES: usize = 256 << 20;
@@ -58,17 +57,11 @@ pub fn rejected(wharf: &Wharf, caller: &Caller) -> Vec<Value> {
         .collect()
 }
 
-fn reply(started: Instant, backend: &str, result: Result<Value, WharfError>) -> Envelope {
-    let meta = Meta {
+fn reply(clock: &RequestClock, backend: &str, result: Result<Value, WharfError>) -> Envelope {
+    clock.reply(result).at(CallPlace {
         backend: Some(backend.to_string()),
-        duration_ms: started.elapsed().as_millis() as u64,
-        trace_id: uuid::Uuid::new_v4().simple().to_string(),
-        ..Meta::default()
-    };
-    match result {
-        Ok(data) => Envelope::ok(data, meta),
-        Err(e) => Envelope::error(e, meta),
-    }
+        ..CallPlace::default()
+    })
 }
 
 /// `?sha256=` on an upload.
@@ -123,7 +116,7 @@ async fn upload(
     query: Result<Query<UploadQuery>, QueryRejection>,
     request: Request,
 ) -> Envelope {
-    let started = Instant::now();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Admin)?;
         let Query(query) = query.map_err(|e| WharfError::invalid_request(e.body_text()))?;
@@ -146,7 +139,7 @@ async fn upload(
         }
     }
     .await;
-    reply(started, &name, result)
+    reply(&clock, &name, result)
 }
 
 async fn unload(
@@ -154,7 +147,7 @@ async fn unload(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Envelope {
-    let started = Instant::now();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Admin)?;
         let unloaded = wharf.unload_backend(&name).await?;
@@ -162,7 +155,7 @@ async fn unload(
         Ok(json!({ "name": name, "unloaded": unloaded }))
     }
     .await;
-    reply(started, &name, result)
+    reply(&clock, &name, result)
 }
 
 async fn approve(
@@ -170,7 +163,7 @@ async fn approve(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Envelope {
-    let started = Instant::now();
+    let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Admin)?;
         let backend = wharf.approve_backend(&name).await?;
@@ -178,5 +171,5 @@ async fn approve(
         Ok(backend_entry(&wharf, &backend))
     }
     .await;
-    reply(started, &name, result)
+    reply(&clock, &name, result)
 }

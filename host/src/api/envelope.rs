@@ -62,6 +62,13 @@ impl Envelope {
             meta,
         }
     }
+    /// Says in `meta` where the reply's call ran, or got to before it failed.
+    pub fn at(mut self, place: crate::front_door::CallPlace) -> Self {
+        self.meta.tool = place.tool;
+        self.meta.backend = place.backend;
+        self.meta.session_id = place.session_id;
+        self
+    }
 }
 
 impl IntoResponse for Envelope {

@@ -322,23 +322,14 @@ async fn call(
         .await
     {
         Ok(outcome) => {
-            let attachments = attachments_json(&outcome.result.attachments);
-            let mut data = json!({ "result": outcome.result.content });
+            let (result, place) = outcome.into_parts();
+            let attachments = attachments_json(&result.attachments);
+            let mut data = json!({ "result": result.content });
             if !attachments.is_empty() {
                 data["attachments"] = Value::Array(attachments);
             }
-            let mut e = Envelope::ok(data, t.meta());
-            e.meta.tool = Some(outcome.tool);
-            e.meta.backend = Some(outcome.backend);
-            e.meta.session_id = outcome.session_id;
-            e
+            Envelope::ok(data, t.meta()).at(place)
         }
-        Err((err, place)) => {
-            let mut e = Envelope::error(err, t.meta());
-            e.meta.tool = place.tool;
-            e.meta.backend = place.backend;
-            e.meta.session_id = place.session_id;
-            e
-        }
+        Err((err, place)) => Envelope::error(err, t.meta()).at(place),
     }
 }

@@ -45,7 +45,7 @@ pub struct CallOutcome {
     pub result: ToolResult,
 }
 
-/// Where a failed call got to, for the envelope's `meta`.
+/// Where a call ran, or got to before it failed, for the envelope's `meta`.
 #[derive(Debug, Clone, Default)]
 pub struct CallPlace {
     /// Canonical tool name, once resolved.
@@ -54,6 +54,18 @@ pub struct CallPlace {
     pub backend: Option<String>,
     /// Session, if given.
     pub session_id: Option<String>,
+}
+
+impl CallOutcome {
+    /// The tool's result, and where it ran.
+    pub fn into_parts(self) -> (ToolResult, CallPlace) {
+        let place = CallPlace {
+            tool: Some(self.tool),
+            backend: Some(self.backend),
+            session_id: self.session_id,
+        };
+        (self.result, place)
+    }
 }
 
 impl Wharf {

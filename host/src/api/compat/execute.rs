@@ -272,17 +272,9 @@ pub(super) async fn execute(
     let meta = clock.meta();
     match outcome {
         Ok(o) => {
-            let mut e = Envelope::ok(result_data(&o.result), meta);
-            (e.meta.tool, e.meta.backend, e.meta.session_id) =
-                (Some(o.tool), Some(o.backend), o.session_id);
-            e
+            let (result, place) = o.into_parts();
+            Envelope::ok(result_data(&result), meta).at(place)
         }
-        Err((err, place)) => with_place(Envelope::error(err, meta), place),
+        Err((err, place)) => Envelope::error(err, meta).at(place),
     }
-}
-
-fn with_place(mut e: Envelope, place: CallPlace) -> Envelope {
-    (e.meta.tool, e.meta.backend, e.meta.session_id) =
-        (place.tool, place.backend, place.session_id);
-    e
 }
