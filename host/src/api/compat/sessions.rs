@@ -23,6 +23,7 @@ use crate::api::envelope::RequestClock;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{SessionRequest, Wharf};
+use crate::sessions::SessionRecord;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Query, State};
@@ -114,6 +115,38 @@ pub(super) async fn create(
     with_session_meta(clock.reply(result))
 }
 
+/// The start of a route acting for a worker: the `call` scope, the body, and the worker
+/// it names (body or header).
+fn worker_call(
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(WorkerBody, String), WharfError> {
+    caller.require(TokenScope::Call)?;
+    let body: WorkerBody = parse_body(body)?;
+    let worker = require_worker(body.worker_id.as_deref(), headers)?;
+    Ok((body, worker))
+}
+
+/// Deletes each session, going on past a failure; the first failure is the answer.
+async fn delete_sessions<'a>(
+    wharf: &Wharf,
+    tenant: &str,
+    sessions: &'a [SessionRecord],
+) -> Result<Vec<&'a SessionRecord>, WharfError> {
+    let mut deleted = Vec::new();
+    let mut first_error = None;
+    for s in sessions {
+        match wharf.delete_session(tenant, &s.id).await {
+            Ok(_) => deleted.push(s),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(deleted), Err)
+}
+
 /// Copies the session id and backend of a session reply into its `meta`.
 fn with_session_meta(mut e: Envelope) -> Envelope {
     let text = |k: &str| e.data.get(k).and_then(Value::as_str).map(str::to_string);
@@ -132,9 +165,7 @@ pub(super) async fn destroy(
 ) -> Envelope {
     let clock = RequestClock::start();
     let result = async {
-        caller.require(TokenScope::Call)?;
-        let body: WorkerBody = parse_body(body)?;
-        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let (body, worker) = worker_call(&caller, &headers, body)?;
         let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
         if let Some(b) = backend {
             caller.require_tool(b, None)?;
@@ -148,19 +179,11 @@ pub(super) async fn destroy(
         if targets.is_empty() && (backend.is_some() || body.target_session_id.is_some()) {
             return Err(no_session(&worker, backend));
         }
-        let mut destroyed = Vec::new();
-        let mut first_error = None;
-        for s in &targets {
-            match wharf.delete_session(tenant, &s.id).await {
-                Ok(_) => destroyed.push(json!({"session_id": s.id, "resource_type": s.backend})),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
+        let destroyed: Vec<Value> = delete_sessions(&wharf, tenant, &targets)
+            .await?
+            .into_iter()
+            .map(|s| json!({"session_id": s.id, "resource_type": s.backend}))
+            .collect();
         let first = targets.first();
         Ok(json!({
             "message": format!("destroyed {} session(s) of worker {worker}", destroyed.len()),
@@ -246,9 +269,7 @@ pub(super) async fn refresh(
 ) -> Envelope {
     let clock = RequestClock::start();
     let result = async {
-        caller.require(TokenScope::Call)?;
-        let body: WorkerBody = parse_body(body)?;
-        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let (body, worker) = worker_call(&caller, &headers, body)?;
         let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
         let refreshed = refresh_worker(&wharf, &caller, &worker, backend).await?;
         if refreshed.is_empty() && backend.is_some() {
@@ -289,9 +310,7 @@ pub(super) async fn heartbeat(
 ) -> Envelope {
     let clock = RequestClock::start();
     let result = async {
-        caller.require(TokenScope::Call)?;
-        let body: WorkerBody = parse_body(body)?;
-        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let (_, worker) = worker_call(&caller, &headers, body)?;
         let refreshed = refresh_worker(&wharf, &caller, &worker, None).await?;
         let active: Vec<Value> = refreshed
             .iter()
@@ -317,23 +336,14 @@ pub(super) async fn disconnect(
 ) -> Envelope {
     let clock = RequestClock::start();
     let result = async {
-        caller.require(TokenScope::Call)?;
-        let body: WorkerBody = parse_body(body)?;
-        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+        let (_, worker) = worker_call(&caller, &headers, body)?;
         let tenant = caller.session_tenant();
-        let mut cleaned = Vec::new();
-        let mut first_error = None;
-        for s in worker_sessions(&wharf, tenant, None, &worker).await? {
-            match wharf.delete_session(tenant, &s.id).await {
-                Ok(_) => cleaned.push(s.id),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
+        let sessions = worker_sessions(&wharf, tenant, None, &worker).await?;
+        let cleaned: Vec<&str> = delete_sessions(&wharf, tenant, &sessions)
+            .await?
+            .into_iter()
+            .map(|s| s.id.as_str())
+            .collect();
         Ok(json!({ "worker_id": worker, "sessions_cleaned": cleaned.len(), "session_ids": cleaned }))
     }
     .await;
