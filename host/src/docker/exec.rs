@@ -18,7 +18,7 @@ use super::containers::env_strings;
 use super::error::DockerError;
 use super::kill::{KillGuard, KillTarget, MARKER_VAR};
 use super::labels::shorten;
-use super::output::{Stderr, Tail};
+use super::output::{Stderr, Tail, exec_output};
 use super::resident_shell;
 use super::types::{Command, ExecOutput, ExecRequest, Owner};
 
@@ -297,13 +297,7 @@ impl Docker {
                     }
                 }
             };
-            let (killed, ()) = tokio::join!(target.kill(), drain);
-            match killed {
-                Ok(()) => guard.disarm(),
-                Err(e) => {
-                    tracing::warn!(container = %target.container, error = %e, "could not kill a timed-out exec");
-                }
-            }
+            guard.kill_while(drain).await;
         } else {
             guard.disarm();
             // A short grace only: a background child may hold the stream open.
@@ -318,22 +312,13 @@ impl Docker {
             drop(output);
         }
 
-        let (stdout, stdout_truncated) = capture.stdout.finish();
-        let (stderr, stderr_truncated) = capture.stderr.finish();
-        let exit_code = if timed_out {
-            None
-        } else {
-            exit.map(|c| i32::try_from(c).unwrap_or(-1))
-        };
-        Ok(ExecOutput {
-            exit_code,
-            stdout,
-            stderr,
-            stdout_truncated,
-            stderr_truncated,
+        Ok(exec_output(
+            capture.stdout.finish(),
+            capture.stderr.finish(),
+            exit.map(|c| i32::try_from(c).unwrap_or(-1)),
             timed_out,
-            duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
-        })
+            begun,
+        ))
     }
 }
 

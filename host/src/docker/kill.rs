@@ -103,6 +103,22 @@ impl KillGuard {
         }
     }
 
+    /// Kills the command now (it timed out) while `drain` reads what is left of its
+    /// output; the guard is disarmed once the kill went through.
+    pub(crate) async fn kill_while(&mut self, drain: impl std::future::Future<Output = ()>) {
+        let Some(target) = self.target.clone() else {
+            drain.await;
+            return;
+        };
+        let (killed, ()) = tokio::join!(target.kill(), drain);
+        match killed {
+            Ok(()) => self.disarm(),
+            Err(e) => {
+                tracing::warn!(container = %target.container, error = %e, "could not kill a timed-out command");
+            }
+        }
+    }
+
     /// The command finished or was killed: nothing to do on drop.
     pub(crate) fn disarm(&mut self) {
         self.target = None;

@@ -107,6 +107,26 @@ impl Stderr {
     }
 }
 
+/// A finished command's answer: the kept tails of its output, and no exit code when it
+/// timed out (it was killed).
+pub(crate) fn exec_output(
+    (stdout, stdout_truncated): (Vec<u8>, bool),
+    (stderr, stderr_truncated): (Vec<u8>, bool),
+    exit_code: Option<i32>,
+    timed_out: bool,
+    begun: std::time::Instant,
+) -> super::types::ExecOutput {
+    super::types::ExecOutput {
+        exit_code: exit_code.filter(|_| !timed_out),
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
+        timed_out,
+        duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

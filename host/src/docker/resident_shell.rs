@@ -27,7 +27,7 @@ use super::error::DockerError;
 use super::exec::{InputSink, OutputStream};
 use super::frames::FrameScanner;
 use super::kill::{KillGuard, KillTarget, MARKER_VAR};
-use super::output::Tail;
+use super::output::{Tail, exec_output};
 use super::types::{Command, ExecOutput, ExecRequest};
 
 /// Idle shells kept per container.
@@ -334,13 +334,7 @@ impl Docker {
                     }
                 }
             };
-            let (killed, ()) = tokio::join!(target.kill(), drain);
-            match killed {
-                Ok(()) => guard.disarm(),
-                Err(e) => {
-                    tracing::warn!(container = %container, error = %e, "could not kill a timed-out command");
-                }
-            }
+            guard.kill_while(drain).await;
         } else {
             guard.disarm();
         }
@@ -356,24 +350,19 @@ impl Docker {
             self.shells().check_in(&container, shell);
         }
 
-        let (stdout, stdout_truncated) = reading.stdout.finish();
-        let (stderr, stderr_truncated) = reading.stderr.finish();
         // A shell that vanished mid-command (the command killed it) reports no exit code,
         // like a killed command.
-        let exit_code = if timed_out || !reading.ending.stdout_done {
-            None
-        } else {
-            Some(reading.ending.exit.unwrap_or(-1))
-        };
-        Ok(ExecOutput {
+        let exit_code = reading
+            .ending
+            .stdout_done
+            .then(|| reading.ending.exit.unwrap_or(-1));
+        Ok(exec_output(
+            reading.stdout.finish(),
+            reading.stderr.finish(),
             exit_code,
-            stdout,
-            stderr,
-            stdout_truncated,
-            stderr_truncated,
             timed_out,
-            duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
-        })
+            begun,
+        ))
     }
 
     async fn send_to_new_shell(
