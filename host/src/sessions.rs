@@ -113,6 +113,15 @@ impl SessionRecord {
 
 type LockMap<K> = Mutex<HashMap<K, Arc<tokio::sync::Mutex<()>>>>;
 
+/// Removes `key`'s lock when nobody holds or waits for it.
+fn forget_unused_lock<K: std::hash::Hash + Eq>(map: &LockMap<K>, key: &K) {
+    if let Ok(mut locks) = map.lock()
+        && locks.get(key).is_some_and(|l| Arc::strong_count(l) == 1)
+    {
+        locks.remove(key);
+    }
+}
+
 /// Records this node has seen, by id and by identity; each is checked against the store's
 /// generation before it is trusted.
 #[derive(Default)]
@@ -208,12 +217,25 @@ impl SessionManager {
     }
 
     fn release_creation_lock(&self, identity: &SessionIdentity) {
-        if let Ok(mut locks) = self.creation_locks.lock()
-            && locks
-                .get(identity)
-                .is_some_and(|l| Arc::strong_count(l) == 1)
-        {
-            locks.remove(identity);
+        forget_unused_lock(&self.creation_locks, identity);
+    }
+
+    /// Waits for the session's turn (calls in one session run one at a time) and reads it
+    /// fresh under that turn, so the call sees what the previous one left. A session that
+    /// cannot be read leaves no lock behind.
+    pub async fn begin_call(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(SessionRecord, tokio::sync::OwnedMutexGuard<()>), WharfError> {
+        let turn = self.call_lock(id)?.lock_owned().await;
+        match self.get(tenant, id).await {
+            Ok(record) => Ok((record, turn)),
+            Err(e) => {
+                drop(turn);
+                forget_unused_lock(&self.call_locks, &id.to_string());
+                Err(e)
+            }
         }
     }
 
@@ -238,7 +260,7 @@ impl SessionManager {
             .store
             .get_session(id)
             .await?
-            .filter(|r| r.tenant == tenant)
+            .filter(visible)
             .ok_or_else(|| not_found(id))?;
         match record.state {
             SessionState::Ready => {

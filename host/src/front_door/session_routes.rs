@@ -145,7 +145,7 @@ impl Wharf {
         ),
         WharfError,
     > {
-        let record = self.sessions.get(tenant, id).await?;
+        let (record, guard) = self.sessions.begin_call(tenant, id).await?;
         let backend = self.backend(&record.backend)?;
         if backend.is_resource_backend() {
             return Err(WharfError::invalid_request(format!(
@@ -153,7 +153,6 @@ impl Wharf {
                 record.backend
             )));
         }
-        let guard = self.sessions.call_lock(id)?.lock_owned().await;
         self.sessions.finish_call(&record, None).await?;
         Ok((backend, record, guard))
     }

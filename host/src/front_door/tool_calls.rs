@@ -259,17 +259,13 @@ impl Wharf {
                 result,
             });
         };
-        let record = self.sessions.get(tenant, &session_id).await?;
+        let (record, _one_at_a_time) = self.sessions.begin_call(tenant, &session_id).await?;
         if record.backend != *backend.name {
             return Err(WharfError::session_not_found(format!(
                 "session `{session_id}` belongs to backend `{}`, not `{}`",
                 record.backend, backend.name
             )));
         }
-        let lock = self.sessions.call_lock(&session_id)?;
-        let _one_at_a_time = lock.lock().await;
-        // Re-read under the lock: the previous call may have changed the data.
-        let record = self.sessions.get(tenant, &session_id).await?;
         let result = if backend.is_resource_backend() {
             backend
                 .call_tool(ToolCall {
