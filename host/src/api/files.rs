@@ -29,20 +29,36 @@ fn failure(err: WharfError) -> Response {
     Envelope::error(err, Meta::default()).into_response()
 }
 
-async fn sandbox_for(
-    wharf: &Wharf,
-    caller: &Caller,
-    id: &str,
-) -> Result<
-    (
-        Arc<crate::runtime::loaded_backend::LoadedBackend>,
-        crate::sessions::SessionRecord,
-        tokio::sync::OwnedMutexGuard<()>,
-    ),
-    WharfError,
-> {
+/// A sandbox session held for one transfer: its provider, its handle, and its turn (no
+/// other call runs in the session meanwhile).
+struct HeldSandbox {
+    backend: Arc<crate::runtime::loaded_backend::LoadedBackend>,
+    session_id: String,
+    handle: String,
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl HeldSandbox {
+    fn sandbox(&self) -> Sandbox<'_> {
+        Sandbox {
+            backend: &self.backend,
+            session_id: &self.session_id,
+            handle: &self.handle,
+            timeout: self.backend.pool.settings().hook_timeout,
+        }
+    }
+}
+
+async fn sandbox_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<HeldSandbox, WharfError> {
     caller.require(TokenScope::Call)?;
-    wharf.sandbox_session(caller.session_tenant(), id).await
+    let (backend, record, turn) = wharf.sandbox_session(caller.session_tenant(), id).await?;
+    let handle = crate::sandbox_toolset::dispatch::sandbox_handle(&record)?.to_string();
+    Ok(HeldSandbox {
+        backend,
+        session_id: record.id,
+        handle,
+        _turn: turn,
+    })
 }
 
 /// Streams a file out of the sandbox, slice by slice.
@@ -52,51 +68,29 @@ pub async fn download(
     Path(id): Path<String>,
     Query(q): Query<FilePath>,
 ) -> Response {
-    let (backend, record, guard) = match sandbox_for(&wharf, &caller, &id).await {
+    let held = match sandbox_for(&wharf, &caller, &id).await {
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    let timeout = backend.pool.settings().hook_timeout;
-    let size = {
-        let handle = match crate::sandbox_toolset::dispatch::sandbox_handle(&record) {
-            Ok(h) => h.to_string(),
-            Err(e) => return failure(e),
-        };
-        let sandbox = Sandbox {
-            backend: &backend,
-            session_id: &record.id,
-            handle: &handle,
-            timeout,
-        };
-        match sandbox.size(&q.path).await {
-            Ok(size) => size,
-            Err(e) => return failure(e),
-        }
+    let size = match held.sandbox().size(&q.path).await {
+        Ok(size) => size,
+        Err(e) => return failure(e),
     };
     let slices = size.div_ceil(SLICE_BYTES);
     let path = q.path.clone();
-    let stream = futures::stream::unfold((0u64, guard), move |(index, guard)| {
-        let (backend, record, path) = (backend.clone(), record.clone(), path.clone());
+    let stream = futures::stream::unfold((0u64, held), move |(index, held)| {
+        let path = path.clone();
         async move {
             if index >= slices {
                 return None;
             }
-            let handle = record.data["sandbox"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let sandbox = Sandbox {
-                backend: &backend,
-                session_id: &record.id,
-                handle: &handle,
-                timeout,
-            };
-            let slice = sandbox
+            let slice = held
+                .sandbox()
                 .slice(&path, index)
                 .await
                 .map(bytes::Bytes::from)
                 .map_err(std::io::Error::other);
-            Some((slice, (index + 1, guard)))
+            Some((slice, (index + 1, held)))
         }
     });
     Response::builder()
@@ -115,20 +109,11 @@ pub async fn upload(
     body: Body,
 ) -> Response {
     let started = std::time::Instant::now();
-    let (backend, record, _guard) = match sandbox_for(&wharf, &caller, &id).await {
+    let held = match sandbox_for(&wharf, &caller, &id).await {
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    let handle = match crate::sandbox_toolset::dispatch::sandbox_handle(&record) {
-        Ok(h) => h.to_string(),
-        Err(e) => return failure(e),
-    };
-    let sandbox = Sandbox {
-        backend: &backend,
-        session_id: &record.id,
-        handle: &handle,
-        timeout: backend.pool.settings().hook_timeout,
-    };
+    let sandbox = held.sandbox();
     let mut stream = body.into_data_stream();
     let mut buffer: Vec<u8> = Vec::with_capacity(UPLOAD_CHUNK);
     let mut written: u64 = 0;
