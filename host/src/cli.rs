@@ -1,6 +1,6 @@
 //! The `wharf` command line: `serve`, `tools`, `call`, `inspect`, `new`.
 
-use crate::config::{BackendConfig, Limits, SessionLimits, WharfConfig};
+use crate::config::{BackendConfig, WharfConfig};
 use crate::server::{BoundServer, termination_signal};
 use crate::{Wharf, bundled};
 use anyhow::{Context, Result, bail};
@@ -105,15 +105,7 @@ pub fn serve_config(
             for name in bundled::DEFAULT_BACKENDS {
                 cfg.backends.insert(
                     (*name).to_string(),
-                    BackendConfig {
-                        path: format!("bundled:{name}"),
-                        enabled: true,
-                        config: None,
-                        limits: Limits::default(),
-                        sessions: SessionLimits::default(),
-                        grants: Default::default(),
-                        sha256: None,
-                    },
+                    BackendConfig::at(format!("bundled:{name}")),
                 );
             }
             cfg

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use wharf::Wharf;
-use wharf::config::{BackendConfig, Limits, ServerConfig, SessionLimits};
+use wharf::config::{BackendConfig, ServerConfig};
 use wharf::server::BoundServer;
 
 /// A running host.
@@ -34,15 +34,7 @@ impl Drop for TestHost {
 
 /// A backend config for a bundled example.
 pub fn bundled(name: &str) -> BackendConfig {
-    BackendConfig {
-        path: format!("bundled:{name}"),
-        enabled: true,
-        config: None,
-        limits: Limits::default(),
-        sessions: SessionLimits::default(),
-        grants: Default::default(),
-        sha256: None,
-    }
+    BackendConfig::at(format!("bundled:{name}"))
 }
 
 /// Starts a host serving `backends` (operator name, config).
