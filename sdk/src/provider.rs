@@ -13,6 +13,22 @@ pub use wit::{
     SandboxSpec,
 };
 
+impl CommandResult {
+    /// The answer when the sandbox no longer exists: no exit code, no output, and
+    /// `sandbox_terminated` set, so the host ends the session.
+    pub fn sandbox_terminated() -> Self {
+        CommandResult {
+            exit_code: None,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_truncated: false,
+            stderr_truncated: false,
+            timed_out: false,
+            sandbox_terminated: true,
+        }
+    }
+}
+
 /// Name, version, description, native features and capabilities of a provider.
 #[derive(Debug, Clone)]
 pub struct ProviderInfo {

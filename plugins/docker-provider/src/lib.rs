@@ -167,15 +167,7 @@ impl Provider for DockerProvider {
                 timed_out: out.timed_out,
                 sandbox_terminated: false,
             }),
-            Err(e) if is_missing(&e) => Ok(CommandResult {
-                exit_code: None,
-                stdout: Vec::new(),
-                stderr: Vec::new(),
-                stdout_truncated: false,
-                stderr_truncated: false,
-                timed_out: false,
-                sandbox_terminated: true,
-            }),
+            Err(e) if is_missing(&e) => Ok(CommandResult::sandbox_terminated()),
             Err(e) => Err(e),
         }
     }

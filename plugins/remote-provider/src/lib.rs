@@ -130,15 +130,7 @@ impl Provider for RemoteProvider {
         let url = format!("{}/v1/shell/exec", remote.sandbox_url(sandbox));
         let reply = remote.send(Method::Post, &url, Some(to_json(&body)?))?;
         if reply.status == 404 {
-            return Ok(CommandResult {
-                exit_code: None,
-                stdout: Vec::new(),
-                stderr: Vec::new(),
-                stdout_truncated: false,
-                stderr_truncated: false,
-                timed_out: false,
-                sandbox_terminated: true,
-            });
+            return Ok(CommandResult::sandbox_terminated());
         }
         if reply.status != 200 {
             return Err(reply.error("running a command"));
