@@ -229,14 +229,15 @@ async fn get_session(
     Path(id): Path<String>,
 ) -> Envelope {
     let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Read) {
-        return t.reply(Err(e));
-    }
     t.reply(
-        wharf
-            .session(caller.session_tenant(), &id)
-            .await
-            .map(|s| session_json(&s)),
+        async {
+            caller.require(TokenScope::Read)?;
+            wharf
+                .session(caller.session_tenant(), &id)
+                .await
+                .map(|s| session_json(&s))
+        }
+        .await,
     )
 }
 
@@ -246,14 +247,15 @@ async fn refresh_session(
     Path(id): Path<String>,
 ) -> Envelope {
     let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Call) {
-        return t.reply(Err(e));
-    }
     t.reply(
-        wharf
-            .refresh_session(caller.session_tenant(), &id)
-            .await
-            .map(|s| session_json(&s)),
+        async {
+            caller.require(TokenScope::Call)?;
+            wharf
+                .refresh_session(caller.session_tenant(), &id)
+                .await
+                .map(|s| session_json(&s))
+        }
+        .await,
     )
 }
 
@@ -269,14 +271,15 @@ async fn release_claim(
     Query(h): Query<Holder>,
 ) -> Envelope {
     let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Call) {
-        return t.reply(Err(e));
-    }
     t.reply(
-        wharf
-            .release_claim(caller.session_tenant(), &id, &h.holder)
-            .await
-            .map(|released| json!({ "id": id, "released": released })),
+        async {
+            caller.require(TokenScope::Call)?;
+            wharf
+                .release_claim(caller.session_tenant(), &id, &h.holder)
+                .await
+                .map(|released| json!({ "id": id, "released": released }))
+        }
+        .await,
     )
 }
 
@@ -286,14 +289,15 @@ async fn delete_session(
     Path(id): Path<String>,
 ) -> Envelope {
     let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Call) {
-        return t.reply(Err(e));
-    }
     t.reply(
-        wharf
-            .delete_session(caller.session_tenant(), &id)
-            .await
-            .map(|deleted| json!({ "id": id, "deleted": deleted })),
+        async {
+            caller.require(TokenScope::Call)?;
+            wharf
+                .delete_session(caller.session_tenant(), &id)
+                .await
+                .map(|deleted| json!({ "id": id, "deleted": deleted }))
+        }
+        .await,
     )
 }
 
