@@ -737,6 +737,11 @@ async fn other_backends_see_nothing() {
         docker.inspect(&other, &info.id).await.expect("inspect"),
         None
     );
+    // The owner's command leaves an idle resident shell: it must not serve the intruder.
+    assert_eq!(
+        sh(&docker, &owner, &info.id, "true", 5_000).await.exit_code,
+        Some(0)
+    );
     let request = ExecRequest::new(&info.id, Command::Shell("true".into()), 5_000, 10);
     assert!(matches!(
         docker.exec(&other, request).await,

@@ -150,6 +150,18 @@ impl Docker {
         }
     }
 
+    /// Checks that `owner` owns the container and that it is running.
+    async fn require_running(&self, owner: &Owner, id: &str) -> Result<(), DockerError> {
+        let found = self.require_owned(owner, id).await?;
+        if found.state.as_ref().and_then(|s| s.running) != Some(true) {
+            return Err(DockerError::Failed(format!(
+                "container {} is not running",
+                shorten(id)
+            )));
+        }
+        Ok(())
+    }
+
     /// Runs a command in a running container `owner` owns. Output beyond
     /// `max_output_bytes` keeps the tail; past `timeout_ms` the command's whole process
     /// group is killed (`timed_out`, no exit code). Dropping the returned future kills it
@@ -164,16 +176,14 @@ impl Docker {
         check_request(&request)?;
         let cmd = argv(&request.command)?;
         let mut env = env_strings(&request.env)?;
-        let found = self.require_owned(owner, &request.container).await?;
-        if found.state.as_ref().and_then(|s| s.running) != Some(true) {
-            return Err(DockerError::Failed(format!(
-                "container {} is not running",
-                shorten(&request.container)
-            )));
-        }
         if resident_shell::fits(&request) {
-            return self.exec_in_resident_shell(request, begun).await;
+            let container = request.container.clone();
+            let check = self.require_running(owner, &container);
+            return self
+                .exec_in_resident_shell(&owner.backend, request, begun, check)
+                .await;
         }
+        self.require_running(owner, &request.container).await?;
         let marker = uuid::Uuid::new_v4().simple().to_string();
         env.push(format!("{MARKER_VAR}={marker}"));
         let api = self.api().await?;

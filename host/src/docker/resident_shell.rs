@@ -43,6 +43,8 @@ const LAUNCH: &str = r#"[ -z "$1" ] || cd "$1" || exit 126; shift; exec "$@""#;
 
 /// One running `/bin/sh` exec with its streams.
 pub(crate) struct ResidentShell {
+    /// The backend whose ownership check let the shell start.
+    backend: String,
     input: InputSink,
     output: OutputStream,
     idle_since: Instant,
@@ -63,9 +65,14 @@ pub(crate) struct ShellPool {
 }
 
 impl ShellPool {
-    fn checkout(&self, container: &str) -> Option<ResidentShell> {
+    /// An idle shell of `container` that `backend` started: it passed that backend's
+    /// ownership check then, and being alive it shows the container still runs.
+    fn checkout(&self, container: &str, backend: &str) -> Option<ResidentShell> {
         let mut idle = self.idle.lock().ok()?;
         let shells = idle.get_mut(container)?;
+        if shells.first().is_some_and(|s| s.backend != backend) {
+            return None;
+        }
         let found = std::iter::from_fn(|| shells.pop()).find_map(|mut shell| {
             // A shell that ended or printed while idle is dropped here.
             shell.is_quiet().then_some(shell)
@@ -142,6 +149,12 @@ fn command_line(nonce: &str, marker: &str, request: &ExecRequest) -> String {
          printf '%s:end;' {nonce} >&2\n"
     ));
     line
+}
+
+/// Writes one command line to the shell.
+async fn send(shell: &mut ResidentShell, line: &str) -> std::io::Result<()> {
+    shell.input.write_all(line.as_bytes()).await?;
+    shell.input.flush().await
 }
 
 /// How the shell's frames ended one command.
@@ -236,6 +249,7 @@ impl Docker {
         &self,
         api: &bollard::Docker,
         container: &str,
+        backend: &str,
     ) -> Result<ResidentShell, DockerError> {
         let options = CreateExecOptions {
             attach_stdin: Some(true),
@@ -254,18 +268,22 @@ impl Docker {
             .await?;
         let (output, input) = self.start_attached(api, &created.id).await?;
         Ok(ResidentShell {
+            backend: backend.to_string(),
             input,
             output,
             idle_since: Instant::now(),
         })
     }
 
-    /// Runs a checked request (see [`fits`]) in one of the container's resident shells,
-    /// starting one if none is idle. Same contract as [`Docker::exec`].
+    /// Runs a request that [`fits`] in one of the container's resident shells: an idle
+    /// one `backend` started if there is one, else a new one once `check` (ownership, and
+    /// the container running) passed. Same contract as [`Docker::exec`].
     pub(crate) async fn exec_in_resident_shell(
         &self,
+        backend: &str,
         request: ExecRequest,
         begun: Instant,
+        check: impl std::future::Future<Output = Result<(), DockerError>>,
     ) -> Result<ExecOutput, DockerError> {
         let api = self.api().await?;
         let container = request.container.clone();
@@ -273,19 +291,22 @@ impl Docker {
         let marker = uuid::Uuid::new_v4().simple().to_string();
         let line = command_line(&nonce, &marker, &request);
 
-        let mut shell = match self.shells().checkout(&container) {
-            Some(mut shell) => {
-                // A pooled shell may have gone since its last use; the line was not run
-                // if it could not be written, so a fresh shell gets it.
-                if shell.input.write_all(line.as_bytes()).await.is_ok()
-                    && shell.input.flush().await.is_ok()
-                {
-                    shell
-                } else {
-                    self.send_to_new_shell(&api, &container, &line).await?
-                }
+        // A pooled shell may have gone since its last use; the line was not run if it
+        // could not be written, so a new shell gets it.
+        let pooled = match self.shells().checkout(&container, backend) {
+            Some(mut shell) => send(&mut shell, &line).await.ok().map(|()| shell),
+            None => None,
+        };
+        let mut shell = match pooled {
+            Some(shell) => shell,
+            None => {
+                check.await?;
+                let mut shell = self.start_shell(&api, &container, backend).await?;
+                send(&mut shell, &line).await.map_err(|e| {
+                    DockerError::Failed(format!("could not send the command to the shell: {e}"))
+                })?;
+                shell
             }
-            None => self.send_to_new_shell(&api, &container, &line).await?,
         };
 
         let pgid = std::sync::Arc::new(AtomicI64::new(0));
@@ -363,23 +384,6 @@ impl Docker {
             timed_out,
             begun,
         ))
-    }
-
-    async fn send_to_new_shell(
-        &self,
-        api: &bollard::Docker,
-        container: &str,
-        line: &str,
-    ) -> Result<ResidentShell, DockerError> {
-        let mut shell = self.start_shell(api, container).await?;
-        let sent = async {
-            shell.input.write_all(line.as_bytes()).await?;
-            shell.input.flush().await
-        };
-        sent.await.map_err(|e| {
-            DockerError::Failed(format!("could not send the command to the shell: {e}"))
-        })?;
-        Ok(shell)
     }
 }
 
