@@ -267,34 +267,31 @@ impl Wharf {
 
     /// Renews this node's lease in the store now and every few seconds.
     pub(super) fn start_heartbeat(&self) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let weak = self.myself.clone();
-        handle.spawn(async move {
-            loop {
-                let Some(wharf) = weak.upgrade() else { return };
-                let now = now_ms();
-                if let Err(e) = wharf
-                    .sessions
-                    .store()
-                    .heartbeat(
-                        &wharf.node_id,
-                        (now + NODE_LEASE.as_millis() as u64) as i64,
-                        now as i64,
-                    )
-                    .await
-                {
-                    tracing::warn!("node heartbeat failed: {}", e.message);
-                }
-                drop(wharf);
-                tokio::time::sleep(HEARTBEAT_EVERY).await;
+        self.every(HEARTBEAT_EVERY, async |wharf: Arc<Wharf>| {
+            let now = now_ms();
+            let until = (now + NODE_LEASE.as_millis() as u64) as i64;
+            let store = wharf.sessions.store();
+            if let Err(e) = store.heartbeat(&wharf.node_id, until, now as i64).await {
+                tracing::warn!("node heartbeat failed: {}", e.message);
             }
         });
     }
 
     /// Reaps orphans now and then periodically.
     pub fn start_reaper(&self) {
+        self.every(REAP_EVERY, async |wharf: Arc<Wharf>| {
+            if let Err(e) = wharf.reap_orphans().await {
+                tracing::debug!("orphan reaping skipped: {}", e.message);
+            }
+        });
+    }
+
+    /// Runs `tick` now and then every `period` for as long as the host lives (the task
+    /// holds it only while a tick runs).
+    fn every<Tick>(&self, period: Duration, tick: impl Fn(Arc<Wharf>) -> Tick + Send + 'static)
+    where
+        Tick: std::future::Future<Output = ()> + Send,
+    {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -302,11 +299,8 @@ impl Wharf {
         handle.spawn(async move {
             loop {
                 let Some(wharf) = weak.upgrade() else { return };
-                if let Err(e) = wharf.reap_orphans().await {
-                    tracing::debug!("orphan reaping skipped: {}", e.message);
-                }
-                drop(wharf);
-                tokio::time::sleep(REAP_EVERY).await;
+                tick(wharf).await;
+                tokio::time::sleep(period).await;
             }
         });
     }
