@@ -157,15 +157,23 @@ async fn a_session_tool_without_a_session_runs_in_a_temporary_one() {
     let actions: Vec<Value> = (0..3)
         .map(|i| json!({"action": "scratchpad:write", "params": {"note": format!("n{i}")}}))
         .collect();
-    let body = json!({"worker_id": "w-temp", "actions": actions, "parallel": true, "stop_on_error": false});
+    let body = json!({"worker_id": "w-temp", "actions": actions, "parallel": true, "stop_on_error": false, "trace_id": "batch-trace-1"});
     let r = post(&h, "/api/v1/execute/batch", body).await;
     assert_eq!(r.code(), 0, "{}", r.body);
     assert_eq!(codes(&r), [0, 0, 0]);
+    assert_eq!(
+        r.body["meta"]["trace_id"], "batch-trace-1",
+        "the client's trace id"
+    );
     assert!(h.sessions_listed().await.is_empty());
     // A stateless tool needs no worker at all.
-    let body = json!({"action": "echo:say", "params": {"text": "hi", "times": 2}});
+    let body = json!({"action": "echo:say", "params": {"text": "hi", "times": 2}, "trace_id": "say-trace-1"});
     let say = post(&h, "/api/v1/execute", body).await;
     assert_eq!(say.code(), 0, "{}", say.body);
+    assert_eq!(
+        say.body["meta"]["trace_id"], "say-trace-1",
+        "the client's trace id"
+    );
     assert_eq!(say.body["data"]["text"], "hihi");
     assert_eq!(say.body["meta"]["tool"], "echo:say");
 }

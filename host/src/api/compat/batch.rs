@@ -97,17 +97,14 @@ pub(super) async fn batch(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let mut clock = RequestClock::start();
     let body: BatchBody = match caller
         .require(TokenScope::Call)
         .and_then(|()| parse_body(body))
     {
         Ok(b) => b,
-        Err(e) => return clock.reply(Err(e)),
+        Err(e) => return RequestClock::start().reply(Err(e)),
     };
-    if let Some(t) = body.trace_id.filter(|t| !t.is_empty()) {
-        clock.trace_id = t;
-    }
+    let clock = RequestClock::with_trace(body.trace_id.as_deref());
     let Some(actions) = body.actions else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,

@@ -239,17 +239,14 @@ pub(super) async fn execute(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let mut clock = RequestClock::start();
     let body: ExecuteBody = match caller
         .require(TokenScope::Call)
         .and_then(|()| parse_body(body))
     {
         Ok(b) => b,
-        Err(e) => return clock.reply(Err(e)),
+        Err(e) => return RequestClock::start().reply(Err(e)),
     };
-    if let Some(t) = body.trace_id.filter(|t| !t.is_empty()) {
-        clock.trace_id = t;
-    }
+    let clock = RequestClock::with_trace(body.trace_id.as_deref());
     let Some(action) = body.action.filter(|a| !a.is_empty()) else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,
