@@ -35,24 +35,13 @@ fn too_large(path: &str, size: Option<u64>) -> WharfError {
 
 /// Turns a script's exit status into the file error it stands for.
 fn check_exit(result: &CommandResult, path: &str) -> Result<(), WharfError> {
+    let invalid = |what: String| Err(WharfError::new(Code::InvalidInput, what));
     match result.exit_code {
         Some(0) => Ok(()),
-        Some(shell::EXIT_MISSING) => Err(WharfError::new(
-            Code::InvalidInput,
-            format!("no such file or directory: `{path}`"),
-        )),
-        Some(shell::EXIT_DIRECTORY) => Err(WharfError::new(
-            Code::InvalidInput,
-            format!("`{path}` is a directory"),
-        )),
-        Some(shell::EXIT_NOT_REGULAR) => Err(WharfError::new(
-            Code::InvalidInput,
-            format!("`{path}` is not a regular file"),
-        )),
-        Some(shell::EXIT_NOT_DIRECTORY) => Err(WharfError::new(
-            Code::InvalidInput,
-            format!("`{path}` is not a directory"),
-        )),
+        Some(shell::EXIT_MISSING) => invalid(format!("no such file or directory: `{path}`")),
+        Some(shell::EXIT_DIRECTORY) => invalid(format!("`{path}` is a directory")),
+        Some(shell::EXIT_NOT_REGULAR) => invalid(format!("`{path}` is not a regular file")),
+        Some(shell::EXIT_NOT_DIRECTORY) => invalid(format!("`{path}` is not a directory")),
         None if result.timed_out => Err(WharfError::new(
             Code::Timeout,
             format!("the operation on `{path}` timed out"),
