@@ -78,14 +78,14 @@ async fn unknown_wit_versions_and_garbage_are_refused_clearly() {
              (core instance $i (instantiate $m))
              (func $f (canon lift (core func $i "f")))
              (instance $api (export "describe" (func $f)))
-             (export "wharf:plugin/backend@0.2.0" (instance $api)))"#,
+             (export "wharf:plugin/backend@0.9.0" (instance $api)))"#,
     )
     .unwrap();
     let err = wharf
         .load_backend_bytes("future", Arc::new(future), bundled("echo"))
         .await
         .unwrap_err();
-    assert!(format!("{err:#}").contains("wharf:plugin@0.2.0"), "{err:#}");
+    assert!(format!("{err:#}").contains("wharf:plugin@0.9.0"), "{err:#}");
 
     let err = wharf
         .load_backend_bytes(

@@ -196,7 +196,7 @@ async fn replacing_under_load_loses_no_call() {
     let mut first_answers = Vec::new();
     for round in 1..=10 {
         tokio::time::sleep(Duration::from_millis(150)).await;
-        old_pools.push(host.wharf.backend("idx").unwrap().pool.clone());
+        old_pools.push(host.wharf.backend("idx").unwrap().behaviour().pool());
         let id = format!("version-{round}");
         let bytes = if round % 2 == 0 { a.clone() } else { b.clone() };
         let started = Instant::now();
@@ -249,7 +249,7 @@ async fn replacing_under_load_loses_no_call() {
     wait_for("old versions to drain", Duration::from_secs(20), || {
         let done = old_pools
             .iter()
-            .all(|p| p.is_draining() && p.idle_count() == 0);
+            .all(|p| p.is_draining() && p.status().idle == 0);
         async move { done }
     })
     .await;

@@ -25,8 +25,20 @@ async fn trap_answers_5013_and_the_instance_is_replaced() {
     assert_eq!(first.body["data"]["result"], 1);
     let r = h.call("misbehaving:trap", json!({})).await;
     assert_eq!((r.status, r.code()), (500, 5013), "{}", r.body);
+    // The SDK's panic hook (contract 0.2.0) told the host why before the trap.
     assert!(
-        r.body["message"].as_str().unwrap().contains("trapped"),
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("panicked: misbehaving: trapping on purpose"),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body["data"]["panic"]
+            .as_str()
+            .unwrap()
+            .contains("misbehaving: trapping on purpose"),
         "{}",
         r.body
     );

@@ -29,7 +29,8 @@ async fn health_backends_and_tools_with_schemas() {
     assert_eq!(names, ["echo", "scratchpad", "text-index"]);
     let echo = h.backend_info("echo").await;
     assert_eq!(echo["world"], "resource-backend");
-    assert_eq!(echo["wit"], "wharf:plugin@0.1.0");
+    assert_eq!(echo["wit"], "wharf:plugin@0.2.0");
+    assert_eq!(echo["contract"], "0.2.0");
     let tools = h.get("/v1/tools").await;
     let tools = tools.body["data"]["tools"].as_array().unwrap().clone();
     let say = tools

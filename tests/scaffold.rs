@@ -114,3 +114,85 @@ fn new_refuses_an_invalid_name() {
         assert!(!parent.path().join(bad).exists());
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn new_python_backend_tests_builds_and_serves() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(wharf_bin())
+        .args(["new", "greeter-py", "--lang", "python", "--dir"])
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = parent.path().join("greeter-py");
+    for file in ["app.py", "test_app.py", "README.md"] {
+        assert!(dir.join(file).is_file(), "{file} is missing");
+    }
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("readme");
+    assert!(readme.contains("wharf-py build app.py -o greeter-py.wasm"));
+    let provider = Command::new(wharf_bin())
+        .args(["new", "prov", "--lang", "python", "--provider", "--dir"])
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        !provider.status.success(),
+        "a Python provider skeleton is not offered"
+    );
+
+    let venv = tokio::task::spawn_blocking(wharf_integration_tests::python::toolchain)
+        .await
+        .expect("join");
+    let test = Command::new(venv.join("bin/python"))
+        .args(["-m", "unittest", "-v"])
+        .current_dir(&dir)
+        .output()
+        .expect("python runs");
+    let report = String::from_utf8_lossy(&test.stderr);
+    assert!(test.status.success(), "{report}");
+    assert!(report.contains("test_hello_greets_by_name"), "{report}");
+
+    let build = Command::new(venv.join("bin/wharf-py"))
+        .args(["build", "app.py", "-o", "greeter-py.wasm", "-q"])
+        .current_dir(&dir)
+        .output()
+        .expect("wharf-py runs");
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let wasm = dir.join("greeter-py.wasm");
+    let mut config = wharf_integration_tests::bundled("echo");
+    config.path = wasm.display().to_string();
+    let host = wharf_integration_tests::start(vec![("greeter", config)]).await;
+    let reply = host
+        .call("greeter:hello", json!({ "name": "x", "times": 2 }))
+        .await;
+    assert_eq!(
+        reply.body["data"]["result"]["greeting"], "hello, x, hello, x",
+        "{}",
+        reply.body
+    );
+    let reply = host.call("greeter:hello", json!({ "times": 2 })).await;
+    assert_eq!(reply.code(), 4003, "{}", reply.body);
+    let session = host
+        .post("/v1/sessions", json!({"backend": "greeter", "key": "k"}))
+        .await;
+    let id = session.body["data"]["id"].as_str().expect("id").to_string();
+    host.call_in(&id, "greeter:remember", json!({"name": "a"}))
+        .await;
+    let reply = host
+        .call_in(&id, "greeter:remember", json!({"name": "b"}))
+        .await;
+    assert_eq!(
+        reply.body["data"]["result"]["greeted"],
+        json!(["a", "b"]),
+        "{}",
+        reply.body
+    );
+}

@@ -75,20 +75,33 @@ pub enum Command {
         #[arg(long, default_value = ".wharf")]
         data_dir: PathBuf,
     },
-    /// Scaffold a backend crate `PARENT/NAME/` that builds with
-    /// `cargo build --release --target wasm32-wasip2`.
+    /// Scaffold a backend `PARENT/NAME/`: a Rust crate that builds with
+    /// `cargo build --release --target wasm32-wasip2`, or with `--lang python` a Python
+    /// package that builds with `wharf-py build app.py -o NAME.wasm`.
     New {
         /// The crate name (also the backend's name).
         name: String,
-        /// A sandbox provider skeleton instead of a resource backend.
+        /// A sandbox provider skeleton instead of a resource backend (Rust).
         #[arg(long)]
         provider: bool,
         /// The directory to create the crate in.
         #[arg(long, default_value = ".")]
         dir: PathBuf,
-        /// The `wharf-sdk` crate to depend on (default: the SDK this binary was built from).
-        #[arg(long, default_value = crate::scaffold::DEFAULT_SDK)]
-        sdk: PathBuf,
+        /// The language of the new backend.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: crate::scaffold::Lang,
+        /// The SDK to use (default: the `wharf-sdk` crate, or `sdk/python` for Python, this
+        /// binary was built from).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
+    /// Internal: compiles the component on stdin into the compile cache at `--cache-dir`
+    /// (the host runs cold compiles in this child so their memory leaves with it).
+    #[command(name = "compile-worker", hide = true)]
+    CompileWorker {
+        /// The compile cache directory.
+        #[arg(long)]
+        cache_dir: PathBuf,
     },
 }
 
@@ -122,6 +135,14 @@ pub fn serve_config(
 
 /// Runs the command line.
 pub async fn run(cli: Cli) -> Result<()> {
+    // Cold compiles run in a child of this binary; a host that cannot start one (the binary
+    // was replaced or removed) compiles in-process instead, as does one told to (to measure
+    // the difference, or where starting processes is not allowed).
+    if std::env::var_os("WHARF_COMPILE_IN_PROCESS").is_none()
+        && let Ok(exe) = std::env::current_exe()
+    {
+        crate::runtime::compile_worker::compile_in_children_of(exe);
+    }
     match cli.command {
         Command::Serve {
             config,
@@ -219,20 +240,36 @@ pub async fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&description)?);
             Ok(())
         }
+        Command::CompileWorker { cache_dir } => {
+            crate::runtime::compile_worker::run_worker(&cache_dir)
+        }
         Command::New {
             name,
             provider,
             dir,
+            lang,
             sdk,
         } => {
+            use crate::scaffold::{DEFAULT_PYTHON_SDK, DEFAULT_SDK, Lang};
+            let sdk = sdk.unwrap_or_else(|| {
+                PathBuf::from(match lang {
+                    Lang::Rust => DEFAULT_SDK,
+                    Lang::Python => DEFAULT_PYTHON_SDK,
+                })
+            });
+            let build = match lang {
+                Lang::Rust => "cargo build --release --target wasm32-wasip2".to_string(),
+                Lang::Python => format!("wharf-py build app.py -o {name}.wasm"),
+            };
             let created = crate::scaffold::scaffold(&crate::scaffold::NewOptions {
                 name,
                 provider,
                 parent: dir,
                 sdk,
+                lang,
             })?;
             eprintln!(
-                "wharf: created `{}`; build it with `cargo build --release --target wasm32-wasip2`",
+                "wharf: created `{}`; build it with `{build}`",
                 created.display()
             );
             Ok(())

@@ -18,7 +18,6 @@ use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig, WharfConfig};
 use crate::error_code::WharfError;
 use crate::runtime::WharfEngine;
-use crate::runtime::bindings;
 use crate::runtime::compile_cache::CompileCache;
 use crate::runtime::host_state::{HostServices, HostState};
 use crate::runtime::loaded_backend::{self, LoadedBackend};
@@ -30,7 +29,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 
 /// How long a node may hold a `creating` or `releasing` row before another takes over.
 pub const SESSION_LEASE: Duration = Duration::from_secs(60);
@@ -61,19 +60,6 @@ pub struct Wharf {
     myself: Weak<Wharf>,
 }
 
-fn linker(engine: &wasmtime::Engine) -> Result<Linker<HostState>> {
-    let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-    use bindings::backend::wharf::plugin as wit;
-    wit::types::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    wit::log::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    wit::kv::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    wit::container::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    wit::exec::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    Ok(linker)
-}
-
 /// This node's id: kept in the data dir, so a restarted process is the same node.
 fn node_id(data_dir: &std::path::Path) -> Result<String> {
     let path = data_dir.join("node-id");
@@ -95,7 +81,7 @@ impl Wharf {
     /// A host with no backends yet; the compile cache lives under the data dir.
     pub async fn new(server: ServerConfig) -> Result<Arc<Self>> {
         let engine = WharfEngine::new()?;
-        let linker = linker(engine.engine())?;
+        let linker = crate::runtime::linker::linker(engine.engine())?;
         let cache = CompileCache::open(&server.data_dir.join("compile-cache"))?;
         let node_id = node_id(&server.data_dir)?;
         let connected = match &server.docker_host {
@@ -225,7 +211,11 @@ impl Wharf {
             Arc::new(wasm),
         )
         .await?;
-        Ok(compiled.description)
+        let mut description = compiled.description;
+        if description.world == crate::runtime::world::WorldKind::SandboxProvider {
+            crate::sandbox_toolset::ProviderBackend::describe(&mut description);
+        }
+        Ok(description)
     }
 
     /// Every loaded backend, by name.

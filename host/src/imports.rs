@@ -3,13 +3,15 @@
 //! come back as WIT errors; only host bugs trap.
 
 pub mod container;
+pub mod egress;
 pub mod exec;
 pub mod http;
 pub mod kv;
 pub mod log;
+pub mod v0_1;
 
 use crate::error_code::Code;
-use crate::runtime::bindings::wit_types;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::types as wit_types;
 
 /// A WIT error for the guest.
 pub fn guest_error(code: Code, message: impl Into<String>) -> wit_types::Error {

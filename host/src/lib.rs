@@ -26,6 +26,7 @@ pub mod schema_validation;
 pub mod server;
 pub mod sessions;
 pub mod store;
+pub mod tool;
 pub mod tool_names;
 
 pub use error_code::{Code, WharfError};

@@ -39,6 +39,11 @@ struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ContractLabels {
+    contract: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ImportLabels {
     backend: String,
     import: String,
@@ -91,6 +96,7 @@ pub struct Metrics {
     retired: Family<BackendLabels, Counter>,
     sessions: Family<StateLabels, Gauge>,
     containers: Family<BackendLabels, Gauge>,
+    contracts: Family<ContractLabels, Gauge>,
     imports: Family<ImportLabels, Counter>,
     compile: HistogramFamily<CompileLabels>,
     events: Family<EventLabels, Counter>,
@@ -153,6 +159,12 @@ impl Metrics {
             "Wharf-labelled containers on the Docker engine by backend",
             Family::clone(&containers),
         );
+        let contracts = Family::default();
+        registry.register(
+            "wharf_backends_by_contract",
+            "Loaded backends by the contract version they were built against (older ones are deprecated)",
+            Family::clone(&contracts),
+        );
         let imports = Family::default();
         registry.register(
             "wharf_host_import_calls",
@@ -181,6 +193,7 @@ impl Metrics {
             retired,
             sessions,
             containers,
+            contracts,
             imports,
             compile,
             events,
@@ -266,13 +279,22 @@ impl Metrics {
         self.instances.clear();
         self.discarded.clear();
         self.retired.clear();
+        self.contracts.clear();
+        for version in crate::runtime::world::ContractVersion::SUPPORTED {
+            let loaded = backends
+                .iter()
+                .filter(|b| b.description.contract == version)
+                .count();
+            self.contracts
+                .get_or_create(&ContractLabels {
+                    contract: version.as_str().to_string(),
+                })
+                .set(i64::try_from(loaded).unwrap_or(i64::MAX));
+        }
         for b in backends {
             let backend = b.name.to_string();
-            let stats = &b.pool.stats;
-            for (state, n) in [
-                ("idle", b.pool.idle_count()),
-                ("busy", stats.busy.load(Ordering::Relaxed)),
-            ] {
+            let pool = b.behaviour().pool().status();
+            for (state, n) in [("idle", pool.idle), ("busy", pool.busy)] {
                 self.instances
                     .get_or_create(&StateLabels {
                         backend: backend.clone(),
@@ -284,11 +306,11 @@ impl Metrics {
             self.discarded
                 .get_or_create(&labels)
                 .inner()
-                .store(stats.discarded.load(Ordering::Relaxed), Ordering::Relaxed);
+                .store(pool.discarded, Ordering::Relaxed);
             self.retired
                 .get_or_create(&labels)
                 .inner()
-                .store(stats.retired.load(Ordering::Relaxed), Ordering::Relaxed);
+                .store(pool.retired, Ordering::Relaxed);
         }
         self.refresh_sessions().await;
         self.refresh_containers().await;

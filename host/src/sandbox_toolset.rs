@@ -1,5 +1,6 @@
 //! The standard sandbox toolset the host builds over any sandbox provider:
-//! `run_command`, `read_file`, `write_file`, `list_directory`, `str_replace`, `export_file`.
+//! `run_command`, `read_file`, `write_file`, `list_directory`, `str_replace`, `export_file`,
+//! presented to the rest of the host as an ordinary backend ([`ProviderBackend`]).
 //! Native provider operations are used when declared; otherwise everything is done over
 //! `run-command` with quoted paths, content through stdin or ≤ 100 KiB chunks, 4 MiB slices
 //! for export, a sentinel byte to detect "too large", and exit codes for missing, directory
@@ -7,9 +8,10 @@
 
 pub mod dispatch;
 pub mod file_ops;
+pub mod provider_backend;
 pub mod session_spec;
 pub mod shell;
 pub mod tools;
 
-pub use dispatch::call;
+pub use provider_backend::ProviderBackend;
 pub use tools::tool_descriptions;

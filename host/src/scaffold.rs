@@ -1,17 +1,33 @@
-//! `wharf new`: scaffolds a backend crate that builds with one command
-//! (`cargo build --release --target wasm32-wasip2`) and passes its own unit test natively.
+//! `wharf new`: scaffolds a backend that builds with one command and passes its own unit
+//! tests natively: a Rust crate (`cargo build --release --target wasm32-wasip2`) or, with
+//! `--lang python`, a Python package (`wharf-py build app.py -o NAME.wasm`).
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
 /// The SDK this binary was built from: the default `wharf-sdk` path of a new crate.
 pub const DEFAULT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
+/// The Python SDK this binary was built beside: what a new Python package installs.
+pub const DEFAULT_PYTHON_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/python");
 
 const CARGO_TOML: &str = include_str!("../templates/Cargo.toml.tmpl");
 const CARGO_CONFIG: &str = include_str!("../templates/cargo-config.toml.tmpl");
 const README: &str = include_str!("../templates/README.md.tmpl");
 const BACKEND_LIB: &str = include_str!("../templates/backend.rs.tmpl");
 const PROVIDER_LIB: &str = include_str!("../templates/provider.rs.tmpl");
+const PY_APP: &str = include_str!("../templates/python/app.py.tmpl");
+const PY_TEST: &str = include_str!("../templates/python/test_app.py.tmpl");
+const PY_README: &str = include_str!("../templates/python/README.md.tmpl");
+
+/// The language of a new backend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    /// A Rust crate built with cargo.
+    #[default]
+    Rust,
+    /// A Python package built with `wharf-py build`.
+    Python,
+}
 
 /// What to scaffold.
 #[derive(Debug, Clone)]
@@ -22,8 +38,10 @@ pub struct NewOptions {
     pub provider: bool,
     /// The directory the crate directory is created in.
     pub parent: PathBuf,
-    /// The `wharf-sdk` crate to depend on, by path.
+    /// The SDK to use, by path: the `wharf-sdk` crate, or `sdk/python` for Python.
     pub sdk: PathBuf,
+    /// The language.
+    pub lang: Lang,
 }
 
 const RESERVED: &[&str] = &[
@@ -147,7 +165,8 @@ fn render(template: &str, opts: &NewOptions, sdk: &Path) -> String {
 }
 
 /// Creates `PARENT/NAME/` with `Cargo.toml`, `.cargo/config.toml`, `src/lib.rs` and
-/// `README.md`; returns the new directory. Refuses an invalid name, an existing directory
+/// `README.md` (for Python: `app.py`, `test_app.py` and `README.md`); returns the new
+/// directory. Refuses an invalid name, an existing directory
 /// and an SDK path that is not a crate.
 pub fn scaffold(opts: &NewOptions) -> Result<PathBuf> {
     validate_name(&opts.name)?;
@@ -157,8 +176,17 @@ pub fn scaffold(opts: &NewOptions) -> Result<PathBuf> {
     }
     let sdk = std::fs::canonicalize(&opts.sdk)
         .with_context(|| format!("the SDK path `{}` does not exist", opts.sdk.display()))?;
-    if !sdk.join("Cargo.toml").is_file() {
-        bail!("`{}` is not a crate (no Cargo.toml)", sdk.display());
+    let manifest = match opts.lang {
+        Lang::Rust => "Cargo.toml",
+        Lang::Python => "pyproject.toml",
+    };
+    if !sdk.join(manifest).is_file() {
+        bail!("`{}` is not the SDK (no {manifest})", sdk.display());
+    }
+    if opts.lang == Lang::Python && opts.provider {
+        bail!(
+            "`--provider` scaffolds Rust only; a Python provider subclasses `wharf_sdk.Provider` (see sdk/python/README.md)"
+        );
     }
     std::fs::create_dir_all(&opts.parent)
         .with_context(|| format!("cannot create `{}`", opts.parent.display()))?;
@@ -169,13 +197,20 @@ pub fn scaffold(opts: &NewOptions) -> Result<PathBuf> {
     } else {
         BACKEND_LIB
     };
-    let files: [(&str, &str); 4] = [
-        ("Cargo.toml", CARGO_TOML),
-        (".cargo/config.toml", CARGO_CONFIG),
-        ("src/lib.rs", lib),
-        ("README.md", README),
-    ];
-    for (path, template) in files {
+    let files: &[(&str, &str)] = match opts.lang {
+        Lang::Rust => &[
+            ("Cargo.toml", CARGO_TOML),
+            (".cargo/config.toml", CARGO_CONFIG),
+            ("src/lib.rs", lib),
+            ("README.md", README),
+        ],
+        Lang::Python => &[
+            ("app.py", PY_APP),
+            ("test_app.py", PY_TEST),
+            ("README.md", PY_README),
+        ],
+    };
+    for &(path, template) in files {
         let path = dir.join(path);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)

@@ -12,7 +12,7 @@ pub use acquire::AcquireRequest;
 pub use recovery::RecoveryReport;
 
 use crate::error_code::{Code, WharfError};
-use crate::runtime::loaded_backend::SessionView;
+use crate::runtime::guest_types::SessionView;
 use crate::store::{SessionState, StateStore};
 use serde::Serialize;
 use serde_json::Value;

@@ -175,6 +175,7 @@ impl<B: Backend> wit::Guest for BackendExport<B> {
     }
 
     fn warmup(config: String) -> Result<(), wit_types::Error> {
+        crate::host::install_panic_hook();
         let config = parse_config(&config)?;
         with_instance::<B, _>(|i| i.backend.warmup(config)).map_err(Into::into)
     }

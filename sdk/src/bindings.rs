@@ -5,7 +5,7 @@
 pub mod backend_world {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "wharf:plugin/resource-backend",
+        world: "wharf:plugin/resource-backend@0.2.0",
         generate_all,
         pub_export_macro: true,
         export_macro_name: "__export_backend_world",
@@ -18,14 +18,15 @@ pub mod backend_world {
 pub mod provider_world {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "wharf:plugin/sandbox-provider",
+        world: "wharf:plugin/sandbox-provider@0.2.0",
         generate_all,
         with: {
-            "wharf:plugin/types@0.1.0": crate::bindings::backend_world::wharf::plugin::types,
-            "wharf:plugin/container@0.1.0": crate::bindings::backend_world::wharf::plugin::container,
-            "wharf:plugin/exec@0.1.0": crate::bindings::backend_world::wharf::plugin::exec,
-            "wharf:plugin/kv@0.1.0": crate::bindings::backend_world::wharf::plugin::kv,
-            "wharf:plugin/log@0.1.0": crate::bindings::backend_world::wharf::plugin::log,
+            "wharf:plugin/types@0.2.0": crate::bindings::backend_world::wharf::plugin::types,
+            "wharf:plugin/container@0.2.0": crate::bindings::backend_world::wharf::plugin::container,
+            "wharf:plugin/exec@0.2.0": crate::bindings::backend_world::wharf::plugin::exec,
+            "wharf:plugin/kv@0.2.0": crate::bindings::backend_world::wharf::plugin::kv,
+            "wharf:plugin/log@0.2.0": crate::bindings::backend_world::wharf::plugin::log,
+            "wharf:plugin/egress@0.2.0": crate::bindings::backend_world::wharf::plugin::egress,
         },
         pub_export_macro: true,
         export_macro_name: "__export_provider_world",

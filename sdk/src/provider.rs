@@ -120,22 +120,6 @@ pub trait Provider: Sized + 'static {
     fn list_dir(&mut self, _sandbox: &str, _path: &str) -> Result<Vec<DirEntry>, ToolError> {
         Err(unsupported("list-dir"))
     }
-    /// The sandbox's tags (feature `tags`).
-    fn read_tags(&mut self, _sandbox: &str) -> Result<Vec<(String, String)>, ToolError> {
-        Err(unsupported("read-tags"))
-    }
-    /// Replaces the sandbox's tags (feature `tags`).
-    fn write_tags(
-        &mut self,
-        _sandbox: &str,
-        _tags: Vec<(String, String)>,
-    ) -> Result<(), ToolError> {
-        Err(unsupported("write-tags"))
-    }
-    /// Sandboxes carrying all of `tags` (feature `tags`).
-    fn find_by_tags(&mut self, _tags: Vec<(String, String)>) -> Result<Vec<String>, ToolError> {
-        Err(unsupported("find-by-tags"))
-    }
 }
 
 thread_local! {
@@ -173,6 +157,7 @@ impl<P: Provider> wit::Guest for ProviderExport<P> {
         }
     }
     fn warmup(config: String) -> Result<(), wit_types::Error> {
+        crate::host::install_panic_hook();
         let config: Value = if config.trim().is_empty() {
             Value::Null
         } else {
@@ -214,14 +199,5 @@ impl<P: Provider> wit::Guest for ProviderExport<P> {
     }
     fn list_dir(sandbox: String, path: String) -> Result<Vec<DirEntry>, wit_types::Error> {
         with_provider::<P, _>(|p| p.list_dir(&sandbox, &path))
-    }
-    fn read_tags(sandbox: String) -> Result<Vec<(String, String)>, wit_types::Error> {
-        with_provider::<P, _>(|p| p.read_tags(&sandbox))
-    }
-    fn write_tags(sandbox: String, tags: Vec<(String, String)>) -> Result<(), wit_types::Error> {
-        with_provider::<P, _>(|p| p.write_tags(&sandbox, tags))
-    }
-    fn find_by_tags(tags: Vec<(String, String)>) -> Result<Vec<String>, wit_types::Error> {
-        with_provider::<P, _>(|p| p.find_by_tags(tags))
     }
 }

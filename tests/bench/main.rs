@@ -152,6 +152,66 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// p50 and p99 (µs) of `samples` calls of `echo:ping` on each backend, alternating in
+/// rounds so both see the same machine.
+async fn ping_percentiles(
+    backends: &[&wharf::runtime::LoadedBackend],
+    samples: usize,
+) -> Vec<(f64, f64)> {
+    let call = || ToolCall {
+        action: "ping".into(),
+        args: json!({}),
+        session: None,
+        timeout: Duration::from_secs(5),
+        trace_id: None,
+    };
+    for b in backends {
+        for _ in 0..2_000 {
+            b.call_tool(call()).await.unwrap();
+        }
+    }
+    let mut all: Vec<Vec<f64>> = vec![Vec::with_capacity(samples); backends.len()];
+    for _ in 0..samples / 1_000 {
+        for (b, out) in backends.iter().zip(all.iter_mut()) {
+            for _ in 0..1_000 {
+                let t = Instant::now();
+                b.call_tool(call()).await.unwrap();
+                out.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+    }
+    all.into_iter()
+        .map(|mut s| {
+            s.sort_by(f64::total_cmp);
+            (percentile(&s, 0.5), percentile(&s, 0.99))
+        })
+        .collect()
+}
+
+/// The same call into the 0.1.0 build of echo (through the adapters) and its 0.2.0 build.
+async fn contract_versions() -> ((f64, f64), (f64, f64)) {
+    let dir = tempfile::tempdir().unwrap();
+    let wharf = Wharf::new(ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let old = wharf
+        .load_backend(
+            "echo_old",
+            wharf::config::BackendConfig::at(format!(
+                "{}/fixtures/echo-0.1.0.wasm",
+                env!("CARGO_MANIFEST_DIR")
+            )),
+        )
+        .await
+        .unwrap();
+    let new = wharf.load_backend("echo", bundled("echo")).await.unwrap();
+    let figures = ping_percentiles(&[&old, &new], 20_000).await;
+    (figures[0], figures[1])
+}
+
 async fn in_process() -> (f64, f64, f64) {
     let dir = tempfile::tempdir().unwrap();
     let wharf = Wharf::new(ServerConfig {
@@ -181,9 +241,8 @@ async fn in_process() -> (f64, f64, f64) {
     let mut fresh = Vec::new();
     for _ in 0..300 {
         let t = Instant::now();
-        let instance = echo.pool.instantiate().await.unwrap();
+        echo.behaviour().pool().fresh_instance().await.unwrap();
         fresh.push(t.elapsed().as_secs_f64() * 1e6);
-        drop(instance);
     }
     fresh.sort_by(f64::total_cmp);
     (
@@ -266,6 +325,19 @@ fn main() {
     rows.push((
         "in-process instantiate + warmup (no pool)".into(),
         format!("p50 {fresh:.1} µs"),
+    ));
+    let ((old50, old99), (new50, new99)) = rt.block_on(contract_versions());
+    rows.push((
+        "in-process call, echo built against 0.1.0 (adapters)".into(),
+        format!("p50 {old50:.1} µs, p99 {old99:.1} µs"),
+    ));
+    rows.push((
+        "in-process call, echo built against 0.2.0".into(),
+        format!("p50 {new50:.1} µs, p99 {new99:.1} µs"),
+    ));
+    rows.push((
+        "ratio 0.1.0 / 0.2.0, in-process call p50".into(),
+        format!("{:.2}x", old50 / new50),
     ));
 
     let sandbox = if docker_ready() {

@@ -19,17 +19,16 @@ async fn a_bad_upgrade_leaves_the_old_version_serving() {
              (core instance $i (instantiate $m))
              (func $f (canon lift (core func $i "f")))
              (instance $api (export "describe" (func $f)))
-             (export "wharf:plugin/backend@0.2.0" (instance $api)))"#,
+             (export "wharf:plugin/backend@0.9.0" (instance $api)))"#,
     )
     .unwrap();
     let (_, body) = put_wasm(&host, "echo", future, Some(ADMIN)).await;
     assert_eq!(body["code"], 4000, "{body}");
+    let message = body["message"].as_str().unwrap();
     assert!(
-        body["message"]
-            .as_str()
-            .unwrap()
-            .contains("wharf:plugin@0.2.0"),
-        "{body}"
+        message.contains("wharf:plugin@0.9.0")
+            && message.contains("wharf:plugin@0.1.0, wharf:plugin@0.2.0"),
+        "the refusal names the version and the ones served: {body}"
     );
     let (_, reply) = call_as(&host, AGENT, "echo:say", json!({"text": "ok"})).await;
     assert_eq!(
@@ -47,7 +46,7 @@ async fn a_bad_upgrade_leaves_the_old_version_serving() {
         echo["last_error"]["reason"]
             .as_str()
             .unwrap()
-            .contains("wharf:plugin@0.2.0"),
+            .contains("wharf:plugin@0.9.0"),
         "{echo}"
     );
     assert_eq!(echo["last_error"]["sha256"].as_str().unwrap().len(), 64);
@@ -74,7 +73,7 @@ async fn a_bad_upgrade_leaves_the_old_version_serving() {
 #[tokio::test]
 async fn unload_drains_then_answers_5011() {
     let host = Arc::new(admin_host(vec![("slow", bundled("misbehaving"))]).await);
-    let pool = host.wharf.backend("slow").unwrap().pool.clone();
+    let pool = host.wharf.backend("slow").unwrap().behaviour().pool();
     let busy = {
         let host = host.clone();
         tokio::spawn(async move {
@@ -89,7 +88,7 @@ async fn unload_drains_then_answers_5011() {
     };
     wait_for("the call to start", Duration::from_secs(10), || {
         let pool = pool.clone();
-        async move { pool.stats.busy.load(Ordering::Relaxed) == 1 }
+        async move { pool.status().busy == 1 }
     })
     .await;
     let url = format!("{}/v1/admin/backends/slow", host.url);
@@ -100,7 +99,7 @@ async fn unload_drains_then_answers_5011() {
         "{body}"
     );
     assert_eq!(
-        pool.stats.busy.load(Ordering::Relaxed),
+        pool.status().busy,
         0,
         "the unload waited for the call in flight"
     );
@@ -116,7 +115,7 @@ async fn unload_drains_then_answers_5011() {
         "{reply}"
     );
     assert!(
-        pool.is_draining() && pool.idle_count() == 0,
+        pool.is_draining() && pool.status().idle == 0,
         "old instances were shut down"
     );
 }
@@ -124,23 +123,43 @@ async fn unload_drains_then_answers_5011() {
 /// An instance still out when its pool drains is shut down when it comes back, not kept.
 #[tokio::test]
 async fn an_instance_checked_in_after_the_drain_is_not_kept() {
-    let host = start(vec![("echo", bundled("echo"))]).await;
-    let pool = host.wharf.backend("echo").unwrap().pool.clone();
-    let out = pool.checkout(Default::default()).await.unwrap();
-    pool.drain().await;
+    let host = Arc::new(start(vec![("slow", bundled("misbehaving"))]).await);
+    let backend = host.wharf.backend("slow").unwrap();
+    let pool = backend.behaviour().pool();
+    let busy = {
+        let host = host.clone();
+        tokio::spawn(async move {
+            host.call("slow:busy", json!({"iterations": 300_000_000u64}))
+                .await
+        })
+    };
+    wait_for("the call to start", Duration::from_secs(10), || {
+        let pool = pool.clone();
+        async move { pool.status().busy == 1 }
+    })
+    .await;
+    let retired_before = pool.status().retired;
+    backend.drain().await;
     assert!(pool.is_draining());
-    assert_eq!(pool.idle_count(), 0);
-    out.checkin();
-    assert_eq!(pool.idle_count(), 0, "a drained pool keeps nothing");
+    assert_eq!(pool.status().idle, 0);
+    let finished = busy.await.unwrap();
+    assert_eq!(finished.code(), 0, "the call out during the drain finished");
+    assert_eq!(pool.status().idle, 0, "a drained pool keeps nothing");
     assert_eq!(
-        pool.stats.retired.load(Ordering::Relaxed),
-        1,
-        "it was retired (shut down)"
+        pool.status().retired,
+        retired_before + 1,
+        "the instance that came back was retired (shut down)"
     );
-    assert!(
-        pool.checkout(Default::default()).await.is_err(),
-        "no new checkouts"
-    );
+    let refused = backend
+        .call_tool(wharf::runtime::ToolCall {
+            action: "count".into(),
+            args: json!({}),
+            session: None,
+            timeout: Duration::from_secs(5),
+            trace_id: None,
+        })
+        .await;
+    assert!(refused.is_err(), "no new checkouts");
 }
 
 #[tokio::test]

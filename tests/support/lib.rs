@@ -3,6 +3,7 @@
 
 pub mod processes;
 pub mod provisioner;
+pub mod python;
 
 use serde_json::{Value, json};
 use std::net::SocketAddr;

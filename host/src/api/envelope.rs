@@ -129,9 +129,7 @@ impl RequestClock {
 }
 
 /// Attachments as JSON: name, MIME type, size and the bytes in base64.
-pub fn attachments_json(
-    attachments: &[crate::runtime::loaded_backend::AttachmentData],
-) -> Vec<Value> {
+pub fn attachments_json(attachments: &[crate::tool::Attachment]) -> Vec<Value> {
     use base64::Engine as _;
     attachments
         .iter()

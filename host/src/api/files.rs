@@ -6,8 +6,8 @@ use crate::api::envelope::{Envelope, Meta};
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
 use crate::front_door::Wharf;
-use crate::sandbox_toolset::file_ops::Sandbox;
-use crate::sandbox_toolset::shell::SLICE_BYTES;
+use crate::runtime::backend::{SLICE_BYTES, SandboxFiles};
+use crate::runtime::guest_types::SessionView;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -33,30 +33,43 @@ fn failure(err: WharfError) -> Response {
 /// other call runs in the session meanwhile).
 struct HeldSandbox {
     backend: Arc<crate::runtime::loaded_backend::LoadedBackend>,
-    session_id: String,
-    handle: String,
+    session: SessionView,
     _turn: tokio::sync::OwnedMutexGuard<()>,
 }
 
 impl HeldSandbox {
-    fn sandbox(&self) -> Sandbox<'_> {
-        Sandbox {
-            backend: &self.backend,
-            session_id: &self.session_id,
-            handle: &self.handle,
-            timeout: self.backend.pool.settings().hook_timeout,
-        }
+    fn files(&self) -> Result<&dyn SandboxFiles, WharfError> {
+        self.backend.behaviour().files().ok_or_else(|| {
+            WharfError::invalid_request(format!(
+                "backend `{}` has no sandbox to move files in and out of",
+                self.backend.name
+            ))
+        })
+    }
+
+    async fn size(&self, path: &str) -> Result<u64, WharfError> {
+        self.files()?.size(&self.session, path).await
+    }
+
+    async fn slice(&self, path: &str, index: u64) -> Result<Vec<u8>, WharfError> {
+        self.files()?.slice(&self.session, path, index).await
+    }
+
+    async fn write(&self, path: &str, content: Vec<u8>) -> Result<(), WharfError> {
+        self.files()?.write(&self.session, path, content).await
+    }
+
+    async fn append(&self, path: &str, content: Vec<u8>) -> Result<(), WharfError> {
+        self.files()?.append(&self.session, path, content).await
     }
 }
 
 async fn sandbox_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<HeldSandbox, WharfError> {
     caller.require(TokenScope::Call)?;
     let (backend, record, turn) = wharf.sandbox_session(caller.session_tenant(), id).await?;
-    let handle = crate::sandbox_toolset::dispatch::sandbox_handle(&record)?.to_string();
     Ok(HeldSandbox {
         backend,
-        session_id: record.id,
-        handle,
+        session: record.view(),
         _turn: turn,
     })
 }
@@ -72,7 +85,7 @@ pub async fn download(
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    let size = match held.sandbox().size(&q.path).await {
+    let size = match held.size(&q.path).await {
         Ok(size) => size,
         Err(e) => return failure(e),
     };
@@ -85,7 +98,6 @@ pub async fn download(
                 return None;
             }
             let slice = held
-                .sandbox()
                 .slice(&path, index)
                 .await
                 .map(bytes::Bytes::from)
@@ -113,7 +125,6 @@ pub async fn upload(
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    let sandbox = held.sandbox();
     let mut stream = body.into_data_stream();
     let mut buffer: Vec<u8> = Vec::with_capacity(UPLOAD_CHUNK);
     let mut written: u64 = 0;
@@ -135,9 +146,9 @@ pub async fn upload(
             let piece = std::mem::take(&mut buffer);
             written += piece.len() as u64;
             let result = if first {
-                sandbox.write(&q.path, piece).await
+                held.write(&q.path, piece).await
             } else {
-                sandbox.append(&q.path, piece).await
+                held.append(&q.path, piece).await
             };
             if let Err(e) = result {
                 return failure(e);

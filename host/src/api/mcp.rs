@@ -9,7 +9,7 @@
 pub mod call;
 
 use crate::front_door::Wharf;
-use crate::runtime::backend_description::ToolDescription;
+use crate::tool::ToolDescription;
 use crate::tool_names::ToolName;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult,

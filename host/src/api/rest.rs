@@ -88,8 +88,8 @@ async fn readyz(State(wharf): State<Arc<Wharf>>) -> Envelope {
 /// What `/v1/backends` shows of a backend.
 pub fn backend_json(b: &LoadedBackend) -> Value {
     let d = &b.description;
-    let stats = &b.pool.stats;
-    use std::sync::atomic::Ordering::Relaxed;
+    let pool = b.behaviour().pool().status();
+    let settings = &b.settings;
     json!({
         "name": &*b.name,
         "declared_name": d.declared_name,
@@ -103,10 +103,10 @@ pub fn backend_json(b: &LoadedBackend) -> Value {
         "requires": d.requires,
         "provider_features": d.provider_features,
         "config": crate::redact::redact(&b.config),
-        "instances": { "idle": b.pool.idle_count(), "busy": stats.busy.load(Relaxed), "created": stats.created.load(Relaxed),
-                        "discarded": stats.discarded.load(Relaxed), "retired": stats.retired.load(Relaxed) },
-        "limits": { "pool_min": b.pool.settings().min, "pool_max": b.pool.settings().max,
-                     "memory_bytes": b.pool.settings().memory_limit_bytes, "call_timeout_ms": b.pool.settings().hook_timeout.as_millis() as u64 },
+        "contract": d.contract,
+        "instances": pool,
+        "limits": { "pool_min": settings.min, "pool_max": settings.max,
+                     "memory_bytes": settings.memory_limit_bytes, "call_timeout_ms": settings.hook_timeout.as_millis() as u64 },
     })
 }
 

@@ -13,8 +13,13 @@ use super::{BackendEntry, Wharf};
 use crate::config::{BackendConfig, toml_to_json};
 use crate::error_code::{Code, WharfError};
 use crate::metrics::BackendEvent;
+use crate::runtime::backend::Backend;
+use crate::runtime::backend_description::CompiledPre;
 use crate::runtime::instance_pool::PoolSettings;
-use crate::runtime::loaded_backend::{self, LoadedBackend};
+use crate::runtime::loaded_backend::{self, BackendParts, LoadedBackend};
+use crate::runtime::provider_component::ProviderComponent;
+use crate::runtime::resource_component::ResourceComponent;
+use crate::sandbox_toolset::ProviderBackend;
 use crate::sessions::now_ms;
 use anyhow::{Result, anyhow};
 use serde_json::Value;
@@ -26,7 +31,7 @@ use std::time::{Duration, Instant};
 /// deadline passes, then drains it: idle instances get `shutdown`, and instances still out
 /// are shut down when they come back.
 pub(super) async fn drain_when_released(backend: Arc<LoadedBackend>) {
-    let settings = backend.pool.settings();
+    let settings = &backend.settings;
     let deadline = Instant::now() + settings.hook_timeout + settings.queue_timeout;
     while Arc::strong_count(&backend) > 1 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -83,16 +88,52 @@ impl Wharf {
             .map(toml_to_json)
             .unwrap_or(Value::Null);
         let grants = Arc::new(config.grants.clone());
-        let loaded = LoadedBackend::start(
+        let name: Arc<str> = Arc::from(name);
+        let mut description = compiled.description;
+        let behaviour: Box<dyn Backend> = match compiled.pre {
+            CompiledPre::Resource(pre) => Box::new(
+                ResourceComponent::start(
+                    name.clone(),
+                    pre,
+                    settings.clone(),
+                    &warmup_config,
+                    grants,
+                    self.services.clone(),
+                )
+                .await?,
+            ),
+            CompiledPre::Provider(pre) => {
+                ProviderBackend::describe(&mut description);
+                let provider = ProviderComponent::start(
+                    name.clone(),
+                    pre,
+                    description.features,
+                    settings.clone(),
+                    &warmup_config,
+                    grants,
+                    self.services.clone(),
+                )
+                .await?;
+                Box::new(ProviderBackend::new(provider))
+            }
+        };
+        if description.contract.deprecated() {
+            tracing::warn!(
+                backend = &*name,
+                contract = %description.contract,
+                current = %crate::runtime::world::ContractVersion::CURRENT,
+                "the backend was built against an older contract; it is served through adapters, rebuild it against the current one"
+            );
+        }
+        let parts = BackendParts {
             name,
-            compiled,
+            description,
             settings,
-            warmup_config,
-            grants,
-            self.services.clone(),
-        )
-        .await?;
-        Ok(Arc::new(loaded))
+            config: warmup_config,
+            cache: compiled.cache,
+            compile_time: compiled.compile_time,
+        };
+        Ok(Arc::new(LoadedBackend::new(parts, behaviour)?))
     }
 
     /// Puts `loaded` in the table (new calls use it from now on) and drains the version it

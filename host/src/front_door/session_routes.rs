@@ -147,7 +147,7 @@ impl Wharf {
     > {
         let (record, guard) = self.sessions.begin_call(tenant, id).await?;
         let backend = self.backend(&record.backend)?;
-        if backend.is_resource_backend() {
+        if backend.behaviour().files().is_none() {
             return Err(WharfError::invalid_request(format!(
                 "session `{id}` belongs to `{}`, which is not a sandbox provider",
                 record.backend

@@ -3,8 +3,8 @@
 
 use super::{Wharf, poisoned};
 use crate::error_code::WharfError;
-use crate::runtime::backend_description::{SessionNeed, ToolDescription};
-use crate::runtime::loaded_backend::{LoadedBackend, ToolCall, ToolResult};
+use crate::runtime::{LoadedBackend, ToolCall};
+use crate::tool::{SessionNeed, ToolDescription, ToolResult};
 use crate::tool_names::{Resolution, ToolName};
 use serde::Deserialize;
 use serde_json::Value;
@@ -219,7 +219,7 @@ impl Wharf {
         trace_id: Option<String>,
     ) -> Result<CallOutcome, WharfError> {
         backend.validate_args(&tool.action, &request.args)?;
-        let limit = backend.pool.settings().hook_timeout;
+        let limit = backend.call_timeout();
         let timeout = request
             .timeout_ms
             .map(Duration::from_millis)
@@ -236,12 +236,6 @@ impl Wharf {
             }
             (None, SessionNeed::Optional) => None,
         };
-        if !backend.is_resource_backend() && session_id.is_none() {
-            return Err(WharfError::session_not_found(format!(
-                "`{canonical}` runs in a sandbox: create one with POST /v1/sessions {{\"backend\": \"{}\"}} and pass its id as session_id",
-                backend.name
-            )));
-        }
         let Some(session_id) = session_id else {
             let result = backend
                 .call_tool(ToolCall {
@@ -266,20 +260,15 @@ impl Wharf {
                 record.backend, backend.name
             )));
         }
-        let result = if backend.is_resource_backend() {
-            backend
-                .call_tool(ToolCall {
-                    action: tool.action.clone(),
-                    args: request.args,
-                    session: Some(record.view()),
-                    timeout,
-                    trace_id,
-                })
-                .await
-        } else {
-            crate::sandbox_toolset::call(backend, &record, &tool.action, request.args, timeout)
-                .await
-        };
+        let result = backend
+            .call_tool(ToolCall {
+                action: tool.action.clone(),
+                args: request.args,
+                session: Some(record.view()),
+                timeout,
+                trace_id,
+            })
+            .await;
         let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());
         self.sessions.finish_call(&record, new_data).await?;
         Ok(CallOutcome {

@@ -5,10 +5,10 @@ use super::guest_error;
 use crate::docker::{self, DockerError, Owner};
 use crate::error_code::Code;
 use crate::policy::{ContainerRequest, NetworkRequest};
-use crate::runtime::bindings::backend::wharf::plugin::container::{
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
     ContainerInfo, ContainerSpec, ContainerState, Host, Network,
 };
-use crate::runtime::bindings::wit_types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
 
 type Answer<T> = wasmtime::Result<Result<T, Error>>;

@@ -6,10 +6,10 @@ use super::container::docker_error;
 use super::guest_error;
 use crate::docker;
 use crate::error_code::Code;
-use crate::runtime::bindings::backend::wharf::plugin::exec::{
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::exec::{
     Command, ExecOutput, ExecRequest, Host,
 };
-use crate::runtime::bindings::wit_types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
 use std::time::Instant;
 

@@ -89,7 +89,7 @@ impl WasiHttpHooks for EgressHooks {
 }
 
 /// Where a request goes: scheme, host (as written) and port.
-fn target(uri: &http::Uri) -> Result<(bool, String, u16), Error> {
+pub(super) fn target(uri: &http::Uri) -> Result<(bool, String, u16), Error> {
     let tls = match uri.scheme_str() {
         Some("https") => true,
         Some("http") => false,

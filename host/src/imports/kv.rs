@@ -3,8 +3,8 @@
 
 use super::guest_error;
 use crate::error_code::{Code, WharfError};
-use crate::runtime::bindings::backend::wharf::plugin::kv::{Host, Scope};
-use crate::runtime::bindings::wit_types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::kv::{Host, Scope};
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
 use crate::store::{KvScope, StateStore};
 
@@ -45,6 +45,64 @@ impl HostState {
         Ok((store, scope))
     }
 }
+
+/// Refuses a write of `value` under `key` that would break the scope's quotas.
+async fn check_quota(
+    store: &StateStore,
+    backend: &str,
+    scope: &KvScope,
+    key: &str,
+    value: &[u8],
+) -> Result<(), Error> {
+    check_key(key)?;
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(guest_error(
+            Code::InvalidInput,
+            format!("values are at most {MAX_VALUE_BYTES} bytes"),
+        ));
+    }
+    // Usage of every other key, in one aggregate query, plus this key's new size.
+    let (keys, bytes) = store
+        .kv_usage_except(backend, scope, key)
+        .await
+        .map_err(wharf_error)?;
+    if keys + 1 > MAX_KEYS || bytes + (key.len() + value.len()) as u64 > MAX_SCOPE_BYTES {
+        return Err(guest_error(
+            Code::Forbidden,
+            format!(
+                "kv quota exceeded: at most {MAX_KEYS} keys and {} MiB per scope",
+                MAX_SCOPE_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Replaces `expected` (`None`: absent) with `new` (`None`: delete), atomically.
+async fn compare_and_swap(
+    store: &StateStore,
+    backend: &str,
+    scope: &KvScope,
+    key: &str,
+    expected: Option<&[u8]>,
+    new: Option<&[u8]>,
+) -> Result<bool, Error> {
+    if let Some(value) = new {
+        check_quota(store, backend, scope, key, value).await?;
+    }
+    let swapped = match (expected, new) {
+        (None, Some(value)) => store.kv_insert_if_absent(backend, scope, key, value).await,
+        (Some(old), new) => store.kv_replace_if(backend, scope, key, old, new).await,
+        (None, None) => store
+            .kv_get(backend, scope, key)
+            .await
+            .map(|found| found.is_none()),
+    };
+    swapped.map_err(wharf_error)
+}
+
+/// How many times `increment` retries its compare-and-swap when other writers race it.
+const INCREMENT_ATTEMPTS: u32 = 64;
 
 fn check_key(key: &str) -> Result<(), Error> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES {
@@ -96,27 +154,7 @@ impl Host for HostState {
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), Error>> {
         self.kv_op("kv.set", scope, async |store, backend, scope| {
-            check_key(&key)?;
-            if value.len() > MAX_VALUE_BYTES {
-                return Err(guest_error(
-                    Code::InvalidInput,
-                    format!("values are at most {MAX_VALUE_BYTES} bytes"),
-                ));
-            }
-            // Usage of every other key, in one aggregate query, plus this key's new size.
-            let (keys, bytes) = store
-                .kv_usage_except(backend, &scope, &key)
-                .await
-                .map_err(wharf_error)?;
-            if keys + 1 > MAX_KEYS || bytes + (key.len() + value.len()) as u64 > MAX_SCOPE_BYTES {
-                return Err(guest_error(
-                    Code::Forbidden,
-                    format!(
-                        "kv quota exceeded: at most {MAX_KEYS} keys and {} MiB per scope",
-                        MAX_SCOPE_BYTES >> 20
-                    ),
-                ));
-            }
+            check_quota(store, backend, &scope, &key, &value).await?;
             store
                 .kv_set(backend, &scope, &key, &value)
                 .await
@@ -146,6 +184,87 @@ impl Host for HostState {
                 .await
                 .map_err(wharf_error)
         })
+        .await
+    }
+
+    async fn increment(
+        &mut self,
+        scope: Scope,
+        key: String,
+        delta: i64,
+    ) -> wasmtime::Result<Result<i64, Error>> {
+        self.kv_op("kv.increment", scope, async |store, backend, scope| {
+            check_key(&key)?;
+            for _ in 0..INCREMENT_ATTEMPTS {
+                let current = store
+                    .kv_get(backend, &scope, &key)
+                    .await
+                    .map_err(wharf_error)?;
+                let now = match &current {
+                    None => 0,
+                    Some(bytes) => std::str::from_utf8(bytes)
+                        .ok()
+                        .and_then(|text| text.trim().parse::<i64>().ok())
+                        .ok_or_else(|| {
+                            guest_error(
+                                Code::InvalidInput,
+                                format!("the value under `{key}` is not a decimal 64-bit integer"),
+                            )
+                        })?,
+                };
+                let next = now.checked_add(delta).ok_or_else(|| {
+                    guest_error(
+                        Code::InvalidInput,
+                        format!("adding {delta} to {now} under `{key}` overflows 64 bits"),
+                    )
+                })?;
+                let text = next.to_string();
+                if compare_and_swap(
+                    store,
+                    backend,
+                    &scope,
+                    &key,
+                    current.as_deref(),
+                    Some(text.as_bytes()),
+                )
+                .await?
+                {
+                    return Ok(next);
+                }
+            }
+            Err(guest_error(
+                Code::Conflict,
+                format!(
+                    "`{key}` kept changing under {INCREMENT_ATTEMPTS} attempts to increment it"
+                ),
+            ))
+        })
+        .await
+    }
+
+    async fn compare_and_swap(
+        &mut self,
+        scope: Scope,
+        key: String,
+        expected: Option<Vec<u8>>,
+        new: Option<Vec<u8>>,
+    ) -> wasmtime::Result<Result<bool, Error>> {
+        self.kv_op(
+            "kv.compare-and-swap",
+            scope,
+            async |store, backend, scope| {
+                check_key(&key)?;
+                compare_and_swap(
+                    store,
+                    backend,
+                    &scope,
+                    &key,
+                    expected.as_deref(),
+                    new.as_deref(),
+                )
+                .await
+            },
+        )
         .await
     }
 }

@@ -1,6 +1,6 @@
 //! `log`: guest logs into the host's tracing, tagged with backend and session.
 
-use crate::runtime::bindings::backend::wharf::plugin::log::{Host, Level};
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::log::{Host, Level};
 use crate::runtime::host_state::HostState;
 
 /// Longest message kept; a guest cannot flood the host's logs with one call.
@@ -8,15 +8,7 @@ const MAX_MESSAGE: usize = 8 * 1024;
 
 impl Host for HostState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        let mut message = message;
-        if message.len() > MAX_MESSAGE {
-            let mut end = MAX_MESSAGE;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            message.truncate(end);
-            message.push('…');
-        }
+        let message = truncate(message);
         let backend = &*self.backend;
         let session = self.call.session_id.as_deref().unwrap_or("-");
         match level {
@@ -28,4 +20,24 @@ impl Host for HostState {
         }
         Ok(())
     }
+
+    async fn panic(&mut self, message: String) -> wasmtime::Result<()> {
+        let message = truncate(message);
+        tracing::error!(target: "wharf::guest", backend = &*self.backend, session = self.call.session_id.as_deref().unwrap_or("-"), "panicked: {message}");
+        self.call.panic = Some(message);
+        Ok(())
+    }
+}
+
+/// At most [`MAX_MESSAGE`] bytes, cut on a character boundary.
+fn truncate(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
 }

@@ -1,40 +1,83 @@
-//! Host-side bindings of the two worlds. The WASI parts map to wasmtime's own bindings;
-//! the `sandbox-provider` world reuses the `resource-backend` world's wharf interfaces.
+//! Host-side bindings of every contract version this host serves, each with its two
+//! worlds. The WASI parts map to wasmtime's own bindings; each version's
+//! `sandbox-provider` world reuses that version's `resource-backend` interfaces. Nothing
+//! outside `runtime/` and `imports/` sees these types: `guest_types` is the host's own
+//! vocabulary, and the conversions live beside the world wrappers.
 #![allow(missing_docs, clippy::all)]
 
-/// The `resource-backend` world.
-pub mod backend {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "wharf:plugin/resource-backend",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        with: {
-            "wasi:http": wasmtime_wasi_http::p2::bindings::http,
-            "wasi:io": wasmtime_wasi::p2::bindings::io,
-            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-        },
-    });
+/// `wharf:plugin@0.2.0`, the current contract (`wit/plugin.wit`).
+pub mod v0_2 {
+    /// The `resource-backend` world.
+    pub mod backend {
+        wasmtime::component::bindgen!({
+            path: "../wit",
+            world: "wharf:plugin/resource-backend@0.2.0",
+            imports: { default: async | trappable },
+            exports: { default: async },
+            with: {
+                "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+                "wasi:io": wasmtime_wasi::p2::bindings::io,
+                "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+            },
+        });
+    }
+
+    /// The `sandbox-provider` world.
+    pub mod provider {
+        wasmtime::component::bindgen!({
+            path: "../wit",
+            world: "wharf:plugin/sandbox-provider@0.2.0",
+            imports: { default: async | trappable },
+            exports: { default: async },
+            with: {
+                "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+                "wasi:io": wasmtime_wasi::p2::bindings::io,
+                "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+                "wharf:plugin/types@0.2.0": super::backend::wharf::plugin::types,
+                "wharf:plugin/container@0.2.0": super::backend::wharf::plugin::container,
+                "wharf:plugin/exec@0.2.0": super::backend::wharf::plugin::exec,
+                "wharf:plugin/kv@0.2.0": super::backend::wharf::plugin::kv,
+                "wharf:plugin/log@0.2.0": super::backend::wharf::plugin::log,
+                "wharf:plugin/egress@0.2.0": super::backend::wharf::plugin::egress,
+            },
+        });
+    }
 }
 
-/// The `sandbox-provider` world.
-pub mod provider {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "wharf:plugin/sandbox-provider",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        with: {
-            "wasi:http": wasmtime_wasi_http::p2::bindings::http,
-            "wasi:io": wasmtime_wasi::p2::bindings::io,
-            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-            "wharf:plugin/types": super::backend::wharf::plugin::types,
-            "wharf:plugin/container": super::backend::wharf::plugin::container,
-            "wharf:plugin/exec": super::backend::wharf::plugin::exec,
-            "wharf:plugin/kv": super::backend::wharf::plugin::kv,
-            "wharf:plugin/log": super::backend::wharf::plugin::log,
-        },
-    });
-}
+/// `wharf:plugin@0.1.0`, frozen (`wit/deps/wharf-plugin@0.1.0/`).
+pub mod v0_1 {
+    /// The `resource-backend` world.
+    pub mod backend {
+        wasmtime::component::bindgen!({
+            path: "../wit/wharf-plugin@0.1.0",
+            world: "wharf:plugin/resource-backend@0.1.0",
+            imports: { default: async | trappable },
+            exports: { default: async },
+            with: {
+                "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+                "wasi:io": wasmtime_wasi::p2::bindings::io,
+                "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+            },
+        });
+    }
 
-pub use backend::wharf::plugin::types as wit_types;
+    /// The `sandbox-provider` world.
+    pub mod provider {
+        wasmtime::component::bindgen!({
+            path: "../wit/wharf-plugin@0.1.0",
+            world: "wharf:plugin/sandbox-provider@0.1.0",
+            imports: { default: async | trappable },
+            exports: { default: async },
+            with: {
+                "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+                "wasi:io": wasmtime_wasi::p2::bindings::io,
+                "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+                "wharf:plugin/types@0.1.0": super::backend::wharf::plugin::types,
+                "wharf:plugin/container@0.1.0": super::backend::wharf::plugin::container,
+                "wharf:plugin/exec@0.1.0": super::backend::wharf::plugin::exec,
+                "wharf:plugin/kv@0.1.0": super::backend::wharf::plugin::kv,
+                "wharf:plugin/log@0.1.0": super::backend::wharf::plugin::log,
+            },
+        });
+    }
+}

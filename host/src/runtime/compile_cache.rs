@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::runtime::compile_worker::{self, WorkerOutcome};
+
 /// Where a component came from: the cache, or a fresh compile (then stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheOutcome {
@@ -57,41 +59,40 @@ impl CompileCache {
         self.dir.join(format!("{}.cwasm", Self::key(engine, wasm)))
     }
 
-    /// Returns the compiled component, from the cache when a verified entry exists.
+    /// Returns the compiled component, from the cache when a verified entry exists. A
+    /// cold compile runs in a worker process when one is enabled
+    /// ([`compile_worker`](crate::runtime::compile_worker)), else in this process.
     pub fn load_or_compile(
         &self,
         engine: &Engine,
         wasm: &[u8],
     ) -> Result<(Component, CacheOutcome)> {
         let artifact = self.artifact_path(engine, wasm);
-        let digest_path = artifact.with_extension("sha256");
-        let mut outcome = CacheOutcome::Compiled;
-        if let (Ok(bytes), Ok(digest)) = (
-            std::fs::read(&artifact),
-            std::fs::read_to_string(&digest_path),
-        ) {
-            if sha256_hex(&bytes) == digest.trim() {
-                match deserialize(engine, &bytes) {
-                    Ok(component) => return Ok((component, CacheOutcome::Hit)),
-                    Err(err) => tracing::warn!(
-                        "compile cache entry {} unusable: {err:#}",
+        let outcome = match self.load(engine, &artifact) {
+            Entry::Loaded(component) => return Ok((component, CacheOutcome::Hit)),
+            Entry::Absent => CacheOutcome::Compiled,
+            Entry::Unusable => CacheOutcome::Rebuilt,
+        };
+        if let Some(exe) = compile_worker::worker_exe() {
+            match compile_worker::compile_in_child(exe, &self.dir, wasm) {
+                WorkerOutcome::Stored => match self.load(engine, &artifact) {
+                    Entry::Loaded(component) => return Ok((component, outcome)),
+                    _ => tracing::warn!(
+                        "the compile worker's artifact {} is unusable; compiling in-process",
                         artifact.display()
                     ),
+                },
+                WorkerOutcome::Refused(reason) => {
+                    return Err(anyhow::anyhow!(reason));
                 }
-            } else {
-                tracing::warn!(
-                    "compile cache entry {} failed its digest check; rebuilding",
-                    artifact.display()
-                );
+                WorkerOutcome::Unavailable(why) => {
+                    tracing::warn!("compile worker unavailable ({why}); compiling in-process")
+                }
             }
-            outcome = CacheOutcome::Rebuilt;
         }
-        let compiled = engine
-            .precompile_component(wasm)
-            .map_err(anyhow::Error::from)
-            .context("compiling the component")?;
+        let compiled = precompile(engine, wasm)?;
         let component = deserialize(engine, &compiled)?;
-        if let Err(err) = self.store(&artifact, &digest_path, &compiled) {
+        if let Err(err) = self.store(engine, wasm, &compiled) {
             tracing::warn!(
                 "could not write compile cache entry {}: {err:#}",
                 artifact.display()
@@ -100,15 +101,61 @@ impl CompileCache {
         Ok((component, outcome))
     }
 
-    fn store(&self, artifact: &Path, digest_path: &Path, compiled: &[u8]) -> Result<()> {
+    /// The verified entry for `artifact`, if there is one.
+    fn load(&self, engine: &Engine, artifact: &Path) -> Entry {
+        let digest_path = artifact.with_extension("sha256");
+        let (Ok(bytes), Ok(digest)) = (
+            std::fs::read(artifact),
+            std::fs::read_to_string(&digest_path),
+        ) else {
+            return Entry::Absent;
+        };
+        if sha256_hex(&bytes) != digest.trim() {
+            tracing::warn!(
+                "compile cache entry {} failed its digest check; rebuilding",
+                artifact.display()
+            );
+            return Entry::Unusable;
+        }
+        match deserialize(engine, &bytes) {
+            Ok(component) => Entry::Loaded(component),
+            Err(err) => {
+                tracing::warn!(
+                    "compile cache entry {} unusable: {err:#}",
+                    artifact.display()
+                );
+                Entry::Unusable
+            }
+        }
+    }
+
+    /// Stores `compiled` (the output of [`precompile`] for `wasm` on `engine`) with its digest.
+    pub fn store(&self, engine: &Engine, wasm: &[u8], compiled: &[u8]) -> Result<()> {
+        let artifact = self.artifact_path(engine, wasm);
+        let digest_path = artifact.with_extension("sha256");
         let tmp = tempfile_in(&self.dir)?;
         std::fs::write(&tmp, compiled)?;
-        std::fs::rename(&tmp, artifact)?;
+        std::fs::rename(&tmp, &artifact)?;
         let tmp = tempfile_in(&self.dir)?;
         std::fs::write(&tmp, sha256_hex(compiled))?;
         std::fs::rename(&tmp, digest_path)?;
         Ok(())
     }
+}
+
+/// What the cache holds for one component.
+enum Entry {
+    Loaded(Component),
+    Absent,
+    Unusable,
+}
+
+/// Compiles a component to the bytes the cache stores.
+pub fn precompile(engine: &Engine, wasm: &[u8]) -> Result<Vec<u8>> {
+    engine
+        .precompile_component(wasm)
+        .map_err(anyhow::Error::from)
+        .context("compiling the component")
 }
 
 fn tempfile_in(dir: &Path) -> Result<PathBuf> {

@@ -20,6 +20,8 @@ pub struct CallContext {
     pub deadline_hit: bool,
     /// The request's trace id, for logs.
     pub trace_id: Option<String>,
+    /// What the guest said (`log.panic`) before it trapped.
+    pub panic: Option<String>,
 }
 
 /// Caps linear memory per instance and remembers the peak, for the pool's high-water mark.

@@ -5,8 +5,7 @@
 
 use crate::error_code::{Code, WharfError};
 use crate::policy::Grants;
-use crate::runtime::bindings::{backend::ResourceBackend, provider::SandboxProvider};
-use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxProviderPre};
+use crate::runtime::guest_types::GuestError;
 use crate::runtime::host_state::HostServices;
 use crate::runtime::host_state::{CallContext, HostState};
 use anyhow::{Result, anyhow};
@@ -14,7 +13,35 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::{Engine, Store, UpdateDeadline};
+
+/// A boxed future, for the few guest calls a pool makes without knowing the world.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A pre-instantiated component of one world (of any served contract version): what a
+/// pool makes instances of, and the hooks every world has.
+pub trait GuestWorld: Clone + Send + Sync + 'static {
+    /// The exports of one instance.
+    type Exports: Send + Sync + 'static;
+    /// The engine it was compiled for.
+    fn engine(&self) -> &Engine;
+    /// A new instance in `store`.
+    fn instantiate<'a>(
+        &'a self,
+        store: &'a mut Store<HostState>,
+    ) -> BoxFuture<'a, Result<Self::Exports>>;
+    /// `warmup(config)`.
+    fn warmup<'a>(
+        exports: &'a Self::Exports,
+        store: &'a mut Store<HostState>,
+        config: &'a str,
+    ) -> BoxFuture<'a, wasmtime::Result<Result<(), GuestError>>>;
+    /// `shutdown()`.
+    fn shutdown<'a>(
+        exports: &'a Self::Exports,
+        store: &'a mut Store<HostState>,
+    ) -> BoxFuture<'a, wasmtime::Result<()>>;
+}
 
 /// Sizing and retirement of one pool.
 #[derive(Debug, Clone)]
@@ -35,29 +62,12 @@ pub struct PoolSettings {
     pub hook_timeout: Duration,
 }
 
-/// Pre-instantiated component of either world.
-#[derive(Clone)]
-pub enum Pre {
-    /// A resource backend.
-    Backend(ResourceBackendPre<HostState>),
-    /// A sandbox provider.
-    Provider(SandboxProviderPre<HostState>),
-}
-
-/// The exports of one instance.
-pub enum Exports {
-    /// A resource backend.
-    Backend(ResourceBackend),
-    /// A sandbox provider.
-    Provider(SandboxProvider),
-}
-
 /// One instance: its store, its exports and how many calls it served.
-pub struct Instance {
+pub struct Instance<W: GuestWorld> {
     /// The store (one per instance).
     pub store: Store<HostState>,
     /// The exported interface.
-    pub exports: Exports,
+    pub exports: W::Exports,
     calls: u64,
 }
 
@@ -74,15 +84,53 @@ pub struct PoolStats {
     pub busy: AtomicUsize,
 }
 
+/// Instance pool counters, for `/v1/backends` and metrics.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct PoolStatus {
+    /// Instances waiting for a call.
+    pub idle: usize,
+    /// Calls in progress.
+    pub busy: usize,
+    /// Instances created (and warmed).
+    pub created: u64,
+    /// Instances thrown away after a trap, a blown limit or a cancelled call.
+    pub discarded: u64,
+    /// Instances retired after N calls or the memory high-water mark.
+    pub retired: u64,
+}
+
+/// A look at a pool from outside, whatever its world: counters and whether it drains.
+pub trait PoolWatch: Send + Sync {
+    /// Counters.
+    fn status(&self) -> PoolStatus;
+    /// Whether the pool is draining (its backend was replaced or unloaded).
+    fn is_draining(&self) -> bool;
+    /// Creates and warms one instance outside the pool and throws it away: what a call
+    /// pays when no warm instance is idle (for benchmarks).
+    fn fresh_instance(&self) -> BoxFuture<'_, Result<()>>;
+}
+
+impl<W: GuestWorld> PoolWatch for InstancePool<W> {
+    fn status(&self) -> PoolStatus {
+        InstancePool::status(self)
+    }
+    fn is_draining(&self) -> bool {
+        InstancePool::is_draining(self)
+    }
+    fn fresh_instance(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { self.instantiate().await.map(drop) })
+    }
+}
+
 /// The pool of one backend.
-pub struct InstancePool {
+pub struct InstancePool<W: GuestWorld> {
     name: Arc<str>,
-    pre: Pre,
+    pre: W,
     settings: PoolSettings,
     warmup_config: String,
     grants: Arc<Grants>,
     services: Arc<HostServices>,
-    idle: Mutex<Vec<Instance>>,
+    idle: Mutex<Vec<Instance<W>>>,
     permits: Arc<Semaphore>,
     /// Set (under the `idle` lock) by [`InstancePool::drain`]: from then on an instance
     /// checked in or warmed is shut down instead of kept.
@@ -113,11 +161,11 @@ fn arm_deadline(store: &mut Store<HostState>) {
     });
 }
 
-impl InstancePool {
+impl<W: GuestWorld> InstancePool<W> {
     /// A pool with `settings.min` instances created and warmed; fails if one cannot be.
     pub async fn start(
         name: Arc<str>,
-        pre: Pre,
+        pre: W,
         settings: PoolSettings,
         warmup_config: String,
         grants: Arc<Grants>,
@@ -154,6 +202,17 @@ impl InstancePool {
         self.idle.lock().map(|v| v.len()).unwrap_or(0)
     }
 
+    /// Counters.
+    pub fn status(&self) -> PoolStatus {
+        PoolStatus {
+            idle: self.idle_count(),
+            busy: self.stats.busy.load(Ordering::Relaxed),
+            created: self.stats.created.load(Ordering::Relaxed),
+            discarded: self.stats.discarded.load(Ordering::Relaxed),
+            retired: self.stats.retired.load(Ordering::Relaxed),
+        }
+    }
+
     /// Whether the pool is draining (its backend was replaced or unloaded).
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
@@ -162,7 +221,7 @@ impl InstancePool {
     /// Keeps an idle instance, or hands it back when the pool is draining (checked under
     /// the same lock `drain` takes, so none slips in after the drain emptied the pool).
     #[must_use]
-    fn push_idle(&self, instance: Instance) -> Option<Instance> {
+    fn push_idle(&self, instance: Instance<W>) -> Option<Instance<W>> {
         match self.idle.lock() {
             Ok(mut idle) if !self.draining.load(Ordering::Acquire) => {
                 idle.push(instance);
@@ -172,45 +231,28 @@ impl InstancePool {
         }
     }
 
-    fn pop_idle(&self) -> Option<Instance> {
+    fn pop_idle(&self) -> Option<Instance<W>> {
         self.idle.lock().ok().and_then(|mut idle| idle.pop())
     }
 
     /// A new instance, warmed up.
-    pub async fn instantiate(&self) -> Result<Instance> {
+    pub async fn instantiate(&self) -> Result<Instance<W>> {
         let state = HostState::new(
             self.name.clone(),
             self.settings.memory_limit_bytes,
             self.grants.clone(),
             self.services.clone(),
         );
-        let engine = match &self.pre {
-            Pre::Backend(p) => p.engine().clone(),
-            Pre::Provider(p) => p.engine().clone(),
-        };
-        let mut store = Store::new(&engine, state);
+        let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);
         arm_deadline(&mut store);
         store.data_mut().call.deadline = Some(Instant::now() + self.settings.hook_timeout);
-        let exports = match &self.pre {
-            Pre::Backend(p) => Exports::Backend(p.instantiate_async(&mut store).await?),
-            Pre::Provider(p) => Exports::Provider(p.instantiate_async(&mut store).await?),
-        };
+        let exports = self.pre.instantiate(&mut store).await?;
         let config = self.warmup_config.clone();
-        let warmed = tokio::time::timeout(self.settings.hook_timeout, async {
-            match &exports {
-                Exports::Backend(b) => {
-                    b.wharf_plugin_backend()
-                        .call_warmup(&mut store, &config)
-                        .await
-                }
-                Exports::Provider(p) => {
-                    p.wharf_plugin_provider()
-                        .call_warmup(&mut store, &config)
-                        .await
-                }
-            }
-        })
+        let warmed = tokio::time::timeout(
+            self.settings.hook_timeout,
+            W::warmup(&exports, &mut store, &config),
+        )
         .await
         .map_err(|_| {
             anyhow!(
@@ -234,7 +276,7 @@ impl InstancePool {
     pub async fn checkout(
         self: &Arc<Self>,
         context: CallContext,
-    ) -> Result<CheckedOut, WharfError> {
+    ) -> Result<CheckedOut<W>, WharfError> {
         let permit = tokio::time::timeout(
             self.settings.queue_timeout,
             self.permits.clone().acquire_owned(),
@@ -294,7 +336,7 @@ impl InstancePool {
         }
     }
 
-    fn retire(self: &Arc<Self>, mut instance: Instance) {
+    fn retire(self: &Arc<Self>, mut instance: Instance<W>) {
         self.stats.retired.fetch_add(1, Ordering::Relaxed);
         let timeout = self.settings.hook_timeout;
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -309,7 +351,7 @@ impl InstancePool {
     /// Marks the pool draining, runs `shutdown` on every idle instance and drops them, and
     /// refuses new checkouts. Instances still out are shut down when they come back.
     pub async fn drain(&self) {
-        let idle: Vec<Instance> = self
+        let idle: Vec<Instance<W>> = self
             .idle
             .lock()
             .map(|mut v| {
@@ -327,36 +369,25 @@ impl InstancePool {
     }
 }
 
-async fn shutdown(instance: &mut Instance) {
-    let result = match &instance.exports {
-        Exports::Backend(b) => {
-            b.wharf_plugin_backend()
-                .call_shutdown(&mut instance.store)
-                .await
-        }
-        Exports::Provider(p) => {
-            p.wharf_plugin_provider()
-                .call_shutdown(&mut instance.store)
-                .await
-        }
-    };
-    if let Err(e) = result {
-        tracing::warn!(backend = %instance.store.data().backend, "shutdown trapped: {e:#}");
+async fn shutdown<W: GuestWorld>(instance: &mut Instance<W>) {
+    let Instance { store, exports, .. } = instance;
+    if let Err(e) = W::shutdown(exports, store).await {
+        tracing::warn!(backend = %store.data().backend, "shutdown trapped: {e:#}");
     }
 }
 
 /// An instance lent to one call. [`CheckedOut::checkin`] returns it; dropping it any other
 /// way (a trap, a timeout, the caller went away) discards it: a store whose call did not
 /// finish cleanly is never reused.
-pub struct CheckedOut {
-    instance: Option<Instance>,
-    pool: Arc<InstancePool>,
+pub struct CheckedOut<W: GuestWorld> {
+    instance: Option<Instance<W>>,
+    pool: Arc<InstancePool<W>>,
     _permit: OwnedSemaphorePermit,
 }
 
-impl CheckedOut {
+impl<W: GuestWorld> CheckedOut<W> {
     /// The instance.
-    pub fn instance(&mut self) -> Result<&mut Instance, WharfError> {
+    pub fn instance(&mut self) -> Result<&mut Instance<W>, WharfError> {
         self.instance
             .as_mut()
             .ok_or_else(|| WharfError::internal("instance already returned"))
@@ -381,7 +412,7 @@ impl CheckedOut {
     }
 }
 
-impl Drop for CheckedOut {
+impl<W: GuestWorld> Drop for CheckedOut<W> {
     fn drop(&mut self) {
         if self.instance.take().is_some() {
             self.pool.stats.busy.fetch_sub(1, Ordering::Relaxed);

@@ -1,33 +1,33 @@
-//! A backend as loaded: its compiled component, what it says about itself (see
-//! [`backend_description`](crate::runtime::backend_description)), the validators
-//! of its tools' argument schemas, and its instance pool. Every call goes through
-//! [`LoadedBackend::run`], which checks an instance out, runs one export under the call's
-//! deadline, and classifies what happened.
+//! A backend as loaded: what it says about itself (see
+//! [`backend_description`](crate::runtime::backend_description)), the validators of its
+//! tools' argument schemas, its pool settings, and its behaviour behind the [`Backend`]
+//! face. [`compile`] turns bytes into a described component of either world and any
+//! served contract version.
 
-use crate::error_code::{Code, WharfError};
-use crate::policy::Grants;
-use crate::runtime::backend_description::{BackendDescription, ToolDescription, describe};
-use crate::runtime::bindings::wit_types;
-use crate::runtime::bindings::{backend::ResourceBackendPre, provider::SandboxProviderPre};
+use crate::error_code::WharfError;
+use crate::runtime::backend::{Backend, ToolCall};
+use crate::runtime::backend_description::{BackendDescription, CompiledPre, describe};
 use crate::runtime::compile_cache::{CacheOutcome, CompileCache};
-use crate::runtime::guest_ops::{Op, OpOutput, run_op};
-use crate::runtime::host_state::{CallContext, HostServices, HostState};
-use crate::runtime::instance_pool::{InstancePool, PoolSettings, Pre};
-use crate::runtime::wit_version::{World, detect_world};
+use crate::runtime::host_state::HostState;
+use crate::runtime::instance_pool::PoolSettings;
+use crate::runtime::provider_guest::ProviderPre;
+use crate::runtime::resource_guest::ResourcePre;
+use crate::runtime::world::{self, WorldKind};
 use crate::schema_validation::ArgsValidator;
+use crate::tool::{ToolDescription, ToolResult};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::Instrument;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 /// A compiled, described component, before its pool exists.
 pub struct CompiledBackend {
-    pre: Pre,
+    /// The pre-instantiated component.
+    pub pre: CompiledPre,
     /// What it says about itself.
     pub description: BackendDescription,
     /// Whether the compile cache served it.
@@ -53,16 +53,20 @@ pub async fn compile(
             .context("the compile task failed")??
     };
     let compile_time = started.elapsed();
-    let world = detect_world(engine, &component)?;
+    let target = world::detect(engine, &component)?;
     let instance_pre = linker
         .instantiate_pre(&component)
         .map_err(anyhow::Error::from)
         .context("the component's imports cannot be satisfied")?;
-    let pre = match world {
-        World::ResourceBackend => Pre::Backend(ResourceBackendPre::new(instance_pre)?),
-        World::SandboxProvider => Pre::Provider(SandboxProviderPre::new(instance_pre)?),
+    let pre = match target.kind {
+        WorldKind::ResourceBackend => {
+            CompiledPre::Resource(ResourcePre::new(target.version, instance_pre)?)
+        }
+        WorldKind::SandboxProvider => {
+            CompiledPre::Provider(ProviderPre::new(target.version, instance_pre)?)
+        }
     };
-    let description = describe(engine, &pre, world, sha256).await?;
+    let description = describe(&pre, target, sha256).await?;
     Ok(CompiledBackend {
         pre,
         description,
@@ -71,96 +75,22 @@ pub async fn compile(
     })
 }
 
-/// A session as handed to a backend.
-#[derive(Debug, Clone)]
-pub struct SessionView {
-    /// Session id.
-    pub id: String,
-    /// Caller's key.
-    pub key: String,
-    /// Session data.
-    pub data: Value,
-    /// Creation time, ms since the epoch.
-    pub created_at_ms: u64,
-    /// Expiry, ms since the epoch.
-    pub expires_at_ms: Option<u64>,
-}
-
-impl SessionView {
-    fn to_wit(&self) -> wit_types::SessionInfo {
-        wit_types::SessionInfo {
-            id: self.id.clone(),
-            key: self.key.clone(),
-            data: self.data.to_string(),
-            created_at_ms: self.created_at_ms,
-            expires_at_ms: self.expires_at_ms,
-        }
-    }
-}
-
-/// One tool call, validated.
-#[derive(Debug, Clone)]
-pub struct ToolCall {
-    /// Action name.
-    pub action: String,
-    /// Arguments, already validated against the schema.
-    pub args: Value,
-    /// The session, when the call has one.
-    pub session: Option<SessionView>,
-    /// Wall-clock limit for this call.
-    pub timeout: Duration,
-    /// For logs.
-    pub trace_id: Option<String>,
-}
-
-/// Binary output of a tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AttachmentData {
-    /// File name.
-    pub name: String,
-    /// MIME type.
-    pub mime_type: String,
-    /// Bytes.
-    pub data: Vec<u8>,
-}
-
-/// What a tool returned.
-#[derive(Debug, Clone)]
-pub struct ToolResult {
-    /// The JSON result.
-    pub content: Value,
-    /// Binary outputs.
-    pub attachments: Vec<AttachmentData>,
-    /// New session data, when the tool changed it.
-    pub session_data: Option<Value>,
-}
-
-/// The discovery verdict for a stored session.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Discovery {
-    /// Usable.
-    Alive,
-    /// Usable with repaired data.
-    AliveWith(Value),
-    /// Gone.
-    Gone,
-}
-
-/// A loaded backend: description, validators and pool.
+/// A loaded backend: description, validators, settings and behaviour.
 pub struct LoadedBackend {
     /// The operator's name for it.
     pub name: Arc<str>,
-    /// What it says about itself.
+    /// What it says about itself (with the toolset's tools, for a provider).
     pub description: BackendDescription,
-    /// Its instances.
-    pub pool: Arc<InstancePool>,
-    validators: BTreeMap<String, ArgsValidator>,
+    /// Its pool's settings.
+    pub settings: PoolSettings,
     /// The operator config given to warmup.
     pub config: Value,
     /// Whether the compile cache served it at load.
     pub cache: CacheOutcome,
     /// Compile (or cache load) time.
     pub compile_time: Duration,
+    validators: BTreeMap<String, ArgsValidator>,
+    behaviour: Box<dyn Backend>,
 }
 
 impl std::fmt::Debug for LoadedBackend {
@@ -172,46 +102,52 @@ impl std::fmt::Debug for LoadedBackend {
     }
 }
 
+/// Everything about a backend except its behaviour, to build a [`LoadedBackend`].
+pub struct BackendParts {
+    /// The operator's name.
+    pub name: Arc<str>,
+    /// Its description (tools included).
+    pub description: BackendDescription,
+    /// Pool settings.
+    pub settings: PoolSettings,
+    /// Operator config.
+    pub config: Value,
+    /// Cache outcome at load.
+    pub cache: CacheOutcome,
+    /// Compile time.
+    pub compile_time: Duration,
+}
+
 impl LoadedBackend {
-    /// Starts the pool of a compiled backend (warming `pool_min` instances).
-    pub async fn start(
-        name: &str,
-        compiled: CompiledBackend,
-        settings: PoolSettings,
-        config: Value,
-        grants: Arc<Grants>,
-        services: Arc<HostServices>,
-    ) -> Result<Self> {
-        let name: Arc<str> = Arc::from(name);
+    /// A backend from its parts and its behaviour; refuses tools with an invalid input
+    /// schema or a name used twice.
+    pub fn new(parts: BackendParts, behaviour: Box<dyn Backend>) -> Result<Self> {
         let mut validators = BTreeMap::new();
-        for tool in &compiled.description.tools {
+        for tool in &parts.description.tools {
             let validator = ArgsValidator::new(&tool.input_schema)
                 .with_context(|| format!("tool `{}` has an invalid input schema", tool.action))?;
-            validators.insert(tool.action.clone(), validator);
+            if validators.insert(tool.action.clone(), validator).is_some() {
+                anyhow::bail!(
+                    "the backend declares tool `{}` twice; tool names must be unique",
+                    tool.action
+                );
+            }
         }
-        let warmup_config = if config.is_null() {
-            String::new()
-        } else {
-            config.to_string()
-        };
-        let pool = InstancePool::start(
-            name.clone(),
-            compiled.pre,
-            settings,
-            warmup_config,
-            grants,
-            services,
-        )
-        .await?;
         Ok(Self {
-            name,
-            description: compiled.description,
-            pool,
+            name: parts.name,
+            description: parts.description,
+            settings: parts.settings,
+            config: parts.config,
+            cache: parts.cache,
+            compile_time: parts.compile_time,
             validators,
-            config,
-            cache: compiled.cache,
-            compile_time: compiled.compile_time,
+            behaviour,
         })
+    }
+
+    /// The backend's behaviour: calls, session hooks, draining.
+    pub fn behaviour(&self) -> &dyn Backend {
+        self.behaviour.as_ref()
     }
 
     /// The tool named `action`.
@@ -230,222 +166,18 @@ impl LoadedBackend {
         }
     }
 
-    pub(crate) async fn run(
-        &self,
-        op: Op<'_>,
-        session_id: Option<&str>,
-        timeout: Duration,
-        trace_id: Option<String>,
-    ) -> Result<OpOutput, WharfError> {
-        let deadline = Instant::now() + timeout;
-        // Host imports run inside this span, so their log and audit lines carry the
-        // backend, the session and the request's trace id.
-        let span = tracing::info_span!(
-            "backend_call",
-            backend = %self.name,
-            session = session_id.unwrap_or("-"),
-            trace_id = trace_id.as_deref().unwrap_or("-"),
-        );
-        let context = CallContext {
-            session_id: session_id.map(str::to_string),
-            deadline: Some(deadline),
-            deadline_hit: false,
-            trace_id,
-        };
-        let mut checked_out = self.pool.checkout(context).await?;
-        let outcome = {
-            let instance = checked_out.instance()?;
-            tokio::time::timeout(timeout, run_op(instance, op))
-                .instrument(span)
-                .await
-        };
-        match outcome {
-            Ok(Ok(Ok(output))) => {
-                checked_out.checkin();
-                Ok(output)
-            }
-            Ok(Ok(Err(guest_error))) => {
-                checked_out.checkin();
-                Err(
-                    WharfError::new(Code::from_backend(guest_error.code), guest_error.message)
-                        .retryable(guest_error.retryable)
-                        .with_data_opt(
-                            guest_error.data.and_then(|d| serde_json::from_str(&d).ok()),
-                        ),
-                )
-            }
-            Ok(Err(trap)) => {
-                let state = &checked_out.instance()?.store.data();
-                let err = if state.call.deadline_hit {
-                    WharfError::new(
-                        Code::Timeout,
-                        format!(
-                            "backend `{}` exceeded the call deadline of {} ms",
-                            self.name,
-                            timeout.as_millis()
-                        ),
-                    )
-                } else if state.limiter.denied() {
-                    WharfError::internal(format!(
-                        "backend `{}` ran out of memory (limit {} MiB); the instance was discarded",
-                        self.name,
-                        self.pool.settings().memory_limit_bytes >> 20
-                    ))
-                } else {
-                    WharfError::internal(format!(
-                        "backend `{}` trapped: {}; the instance was discarded",
-                        self.name,
-                        trap.root_cause()
-                    ))
-                };
-                tracing::warn!(backend = %self.name, "{}", err.message);
-                drop(checked_out);
-                Err(err)
-            }
-            Err(_elapsed) => {
-                drop(checked_out);
-                Err(WharfError::new(
-                    Code::Timeout,
-                    format!(
-                        "backend `{}` did not answer within {} ms",
-                        self.name,
-                        timeout.as_millis()
-                    ),
-                ))
-            }
-        }
-    }
-
     /// Runs one tool.
     pub async fn call_tool(&self, call: ToolCall) -> Result<ToolResult, WharfError> {
-        let session_id = call.session.as_ref().map(|s| s.id.clone());
-        let op = Op::Call {
-            tool: &call.action,
-            args: call.args.to_string(),
-            session: call.session.as_ref().map(SessionView::to_wit),
-        };
-        match self
-            .run(
-                op,
-                session_id.as_deref(),
-                call.timeout,
-                call.trace_id.clone(),
-            )
-            .await?
-        {
-            OpOutput::Call(out) => Ok(ToolResult {
-                content: serde_json::from_str(&out.content).unwrap_or(Value::String(out.content)),
-                attachments: out
-                    .attachments
-                    .into_iter()
-                    .map(|a| AttachmentData {
-                        name: a.name,
-                        mime_type: a.mime_type,
-                        data: a.data,
-                    })
-                    .collect(),
-                session_data: match out.session_data {
-                    Some(text) => Some(serde_json::from_str(&text).map_err(|e| {
-                        WharfError::new(
-                            Code::ExecutionError,
-                            format!("the backend returned session data that is not JSON: {e}"),
-                        )
-                    })?),
-                    None => None,
-                },
-            }),
-            _ => Err(WharfError::internal("mismatched answer")),
-        }
+        self.behaviour.call(call).await
     }
 
-    /// Creates per-session resources; returns the session data.
-    pub async fn initialize(
-        &self,
-        session_id: &str,
-        key: &str,
-        config: &Value,
-        timeout: Duration,
-    ) -> Result<Value, WharfError> {
-        let config = if config.is_null() {
-            String::new()
-        } else {
-            config.to_string()
-        };
-        match self
-            .run(
-                Op::Initialize {
-                    session_id,
-                    key,
-                    config,
-                },
-                Some(session_id),
-                timeout,
-                None,
-            )
-            .await?
-        {
-            OpOutput::Initialize(data) => serde_json::from_str(&data).map_err(|e| {
-                WharfError::new(
-                    Code::ExecutionError,
-                    format!("initialize returned session data that is not JSON: {e}"),
-                )
-            }),
-            _ => Err(WharfError::internal("mismatched answer")),
-        }
-    }
-
-    /// Releases per-session resources.
-    pub async fn cleanup(
-        &self,
-        session: &SessionView,
-        timeout: Duration,
-    ) -> Result<(), WharfError> {
-        self.run(
-            Op::Cleanup(session.to_wit()),
-            Some(&session.id),
-            timeout,
-            None,
-        )
-        .await
-        .map(|_| ())
-    }
-
-    /// Asks whether a stored session is still usable.
-    pub async fn discover(
-        &self,
-        session: &SessionView,
-        timeout: Duration,
-    ) -> Result<Discovery, WharfError> {
-        match self
-            .run(
-                Op::Discover(session.to_wit()),
-                Some(&session.id),
-                timeout,
-                None,
-            )
-            .await?
-        {
-            OpOutput::Discover(wit_types::Discovery::Alive) => Ok(Discovery::Alive),
-            OpOutput::Discover(wit_types::Discovery::AliveWith(data)) => Ok(Discovery::AliveWith(
-                serde_json::from_str(&data).map_err(|e| {
-                    WharfError::new(
-                        Code::ExecutionError,
-                        format!("discover returned data that is not JSON: {e}"),
-                    )
-                })?,
-            )),
-            OpOutput::Discover(wit_types::Discovery::Gone) => Ok(Discovery::Gone),
-            _ => Err(WharfError::internal("mismatched answer")),
-        }
-    }
-
-    /// Whether this backend is a resource backend with hooks (not a provider).
-    pub fn is_resource_backend(&self) -> bool {
-        self.description.world == World::ResourceBackend
+    /// The longest a hook or a call may take.
+    pub fn call_timeout(&self) -> Duration {
+        self.settings.hook_timeout
     }
 
     /// Drains idle instances (running `shutdown`) and refuses new checkouts.
     pub async fn drain(&self) {
-        self.pool.drain().await
+        self.behaviour.drain().await
     }
 }

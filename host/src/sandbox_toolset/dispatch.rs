@@ -3,8 +3,10 @@
 use super::file_ops::Sandbox;
 use super::shell;
 use crate::error_code::{Code, WharfError};
-use crate::runtime::loaded_backend::{LoadedBackend, ToolResult};
-use crate::sessions::{SessionRecord, now_ms};
+use crate::runtime::guest_types::SessionView;
+use crate::runtime::provider_component::ProviderComponent;
+use crate::sessions::now_ms;
+use crate::tool::ToolResult;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -60,38 +62,34 @@ struct PathOnly {
 }
 
 /// The sandbox handle stored in a provider session's data.
-pub fn sandbox_handle(session: &SessionRecord) -> Result<&str, WharfError> {
+pub fn sandbox_handle(session: &SessionView) -> Result<&str, WharfError> {
     session.data["sandbox"].as_str().ok_or_else(|| {
         WharfError::session_not_found(format!("session `{}` has no sandbox", session.id))
     })
 }
 
 /// What is left of a session's lifetime, if it has an end.
-fn remaining_lifetime(session: &SessionRecord) -> Option<Duration> {
+fn remaining_lifetime(session: &SessionView) -> Option<Duration> {
     session
-        .expires_at_ms()
+        .expires_at_ms
         .map(|end| Duration::from_millis(end.saturating_sub(now_ms())))
 }
 
 fn ok(content: Value) -> ToolResult {
-    ToolResult {
-        content,
-        attachments: Vec::new(),
-        session_data: None,
-    }
+    ToolResult::json(content)
 }
 
 /// Runs `action` of the toolset in `session`'s sandbox.
 pub async fn call(
-    backend: &LoadedBackend,
-    session: &SessionRecord,
+    provider: &ProviderComponent,
+    session: &SessionView,
     action: &str,
     arguments: Value,
     timeout: Duration,
 ) -> Result<ToolResult, WharfError> {
     let handle = sandbox_handle(session)?;
     let sandbox = Sandbox {
-        backend,
+        provider,
         session_id: &session.id,
         handle,
         timeout,
@@ -108,7 +106,7 @@ pub async fn call(
                 limit = limit.min(left.max(Duration::from_millis(1)));
             }
             let stdin = a.stdin.map(String::into_bytes);
-            if stdin.is_some() && !backend.has_feature("stdin") {
+            if stdin.is_some() && !provider.features().stdin {
                 return Err(WharfError::new(
                     Code::InvalidInput,
                     "this provider does not accept stdin",

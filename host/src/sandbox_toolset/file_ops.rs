@@ -3,17 +3,15 @@
 
 use super::shell::{self, Entry};
 use crate::error_code::{Code, WharfError};
-use crate::runtime::bindings::provider::exports::wharf::plugin::provider::{
-    CommandRequest, CommandResult, EntryKind,
-};
-use crate::runtime::loaded_backend::LoadedBackend;
+use crate::runtime::guest_types::{CommandRequest, CommandResult, EntryKind};
+use crate::runtime::provider_component::ProviderComponent;
 use base64::Engine as _;
 use std::time::Duration;
 
 /// One sandbox of one provider, for the duration of one tool call.
 pub struct Sandbox<'a> {
     /// The provider.
-    pub backend: &'a LoadedBackend,
+    pub provider: &'a ProviderComponent,
     /// The session that owns the sandbox.
     pub session_id: &'a str,
     /// The provider's handle.
@@ -65,7 +63,7 @@ impl Sandbox<'_> {
         timeout: Duration,
         max_output: u64,
     ) -> Result<CommandResult, WharfError> {
-        if stdin.is_some() && !self.backend.has_feature("stdin") {
+        if stdin.is_some() && !self.provider.features().stdin {
             return Err(WharfError::internal("this provider does not accept stdin"));
         }
         let request = CommandRequest {
@@ -77,7 +75,7 @@ impl Sandbox<'_> {
         // The provider call itself gets a little longer than the command it runs.
         let call_timeout = timeout + Duration::from_secs(5);
         let result = self
-            .backend
+            .provider
             .run_command(self.session_id, self.handle, request, call_timeout)
             .await?;
         if result.sandbox_terminated {
@@ -102,10 +100,10 @@ impl Sandbox<'_> {
 
     /// A whole file of at most [`shell::MAX_READ_BYTES`].
     pub async fn read(&self, path: &str) -> Result<Vec<u8>, WharfError> {
-        if self.backend.has_feature("read-file") {
+        if self.provider.features().read_file {
             let chunk = self
-                .backend
-                .native_read(
+                .provider
+                .read_file(
                     self.session_id,
                     self.handle,
                     path,
@@ -137,10 +135,10 @@ impl Sandbox<'_> {
 
     /// A file's size in bytes.
     pub async fn size(&self, path: &str) -> Result<u64, WharfError> {
-        if self.backend.has_feature("read-file") {
+        if self.provider.features().read_file {
             let chunk = self
-                .backend
-                .native_read(self.session_id, self.handle, path, 0, 0, self.timeout)
+                .provider
+                .read_file(self.session_id, self.handle, path, 0, 0, self.timeout)
                 .await?;
             return Ok(chunk.total_size);
         }
@@ -157,11 +155,11 @@ impl Sandbox<'_> {
 
     /// Slice `index` of [`shell::SLICE_BYTES`].
     pub async fn slice(&self, path: &str, index: u64) -> Result<Vec<u8>, WharfError> {
-        if self.backend.has_feature("read-file") {
+        if self.provider.features().read_file {
             let offset = index * shell::SLICE_BYTES;
             let chunk = self
-                .backend
-                .native_read(
+                .provider
+                .read_file(
                     self.session_id,
                     self.handle,
                     path,
@@ -183,10 +181,10 @@ impl Sandbox<'_> {
 
     /// Replaces a file's content.
     pub async fn write(&self, path: &str, content: Vec<u8>) -> Result<(), WharfError> {
-        if self.backend.has_feature("write-file") {
+        if self.provider.features().write_file {
             return self
-                .backend
-                .native_write(self.session_id, self.handle, path, content, self.timeout)
+                .provider
+                .write_file(self.session_id, self.handle, path, content, self.timeout)
                 .await;
         }
         self.write_over_shell(path, content, false).await
@@ -203,7 +201,7 @@ impl Sandbox<'_> {
         content: Vec<u8>,
         append: bool,
     ) -> Result<(), WharfError> {
-        if self.backend.has_feature("stdin") {
+        if self.provider.features().stdin {
             self.script(
                 shell::write_stdin_script(path, append),
                 Some(content),
@@ -234,10 +232,10 @@ impl Sandbox<'_> {
 
     /// A directory's entries.
     pub async fn list(&self, path: &str) -> Result<Vec<Entry>, WharfError> {
-        if self.backend.has_feature("list-dir") {
+        if self.provider.features().list_dir {
             let entries = self
-                .backend
-                .native_list(self.session_id, self.handle, path, self.timeout)
+                .provider
+                .list_dir(self.session_id, self.handle, path, self.timeout)
                 .await?;
             return Ok(entries
                 .into_iter()

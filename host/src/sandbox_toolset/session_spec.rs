@@ -2,9 +2,7 @@
 //! provider cannot enforce is refused by the provider (never a weaker sandbox than asked).
 
 use crate::error_code::{Code, WharfError};
-use crate::runtime::bindings::provider::exports::wharf::plugin::provider::{
-    NetworkPolicy, SandboxSpec,
-};
+use crate::runtime::guest_types::{NetworkPolicy, SandboxSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

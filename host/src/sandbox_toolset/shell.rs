@@ -13,8 +13,8 @@ pub const EXIT_NOT_DIRECTORY: i32 = 116;
 
 /// Largest file `read_file` returns; one byte more is the sentinel that says "too large".
 pub const MAX_READ_BYTES: u64 = 4 << 20;
-/// Slice size for export.
-pub const SLICE_BYTES: u64 = 4 << 20;
+/// Slice size for export (the files route's slice size too).
+pub const SLICE_BYTES: u64 = crate::runtime::backend::SLICE_BYTES;
 /// Largest piece of content put on a command line when the provider has no stdin.
 pub const MAX_ARG_CHUNK: usize = 100 * 1024;
 

@@ -1,6 +1,6 @@
 //! The toolset's names, descriptions, schemas and annotations.
 
-use crate::runtime::backend_description::{SessionNeed, ToolAnnotations, ToolDescription};
+use crate::tool::{SessionNeed, ToolAnnotations, ToolDescription};
 use serde_json::json;
 
 fn tool(

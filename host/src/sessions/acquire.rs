@@ -7,7 +7,8 @@
 use super::hooks;
 use super::{SessionIdentity, SessionManager, SessionRecord, now_ms};
 use crate::error_code::{Code, WharfError};
-use crate::runtime::loaded_backend::{Discovery, LoadedBackend};
+use crate::runtime::guest_types::Discovery;
+use crate::runtime::loaded_backend::LoadedBackend;
 use crate::store::SessionState;
 use serde_json::Value;
 use std::time::{Duration, Instant};

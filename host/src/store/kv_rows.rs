@@ -81,6 +81,59 @@ impl StateStore {
         Ok(())
     }
 
+    /// Stores `value` under `key` only if the key is absent; true when stored.
+    pub async fn kv_insert_if_absent(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+        value: &[u8],
+    ) -> Result<bool, WharfError> {
+        let done = sqlx::query(
+            "INSERT INTO wharf_kv (backend, scope, k, v) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (backend, scope, k) DO NOTHING",
+        )
+        .bind(backend)
+        .bind(scope.column())
+        .bind(key)
+        .bind(value.to_vec())
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Replaces the value under `key` with `new` (deletes it when `None`) only if it is
+    /// `expected` now; true when replaced. One statement, so atomic on both engines.
+    pub async fn kv_replace_if(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+        expected: &[u8],
+        new: Option<&[u8]>,
+    ) -> Result<bool, WharfError> {
+        let query = match new {
+            Some(value) => sqlx::query(
+                "UPDATE wharf_kv SET v = $5 WHERE backend = $1 AND scope = $2 AND k = $3 AND v = $4",
+            )
+            .bind(backend)
+            .bind(scope.column())
+            .bind(key)
+            .bind(expected.to_vec())
+            .bind(value.to_vec()),
+            None => sqlx::query(
+                "DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k = $3 AND v = $4",
+            )
+            .bind(backend)
+            .bind(scope.column())
+            .bind(key)
+            .bind(expected.to_vec()),
+        };
+        let done = query.execute(self.pool()).await.map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Keys starting with `prefix`, sorted.
     pub async fn kv_keys(
         &self,

@@ -44,6 +44,28 @@ struct KvArgs {
     repeat: Option<usize>,
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct CounterArgs {
+    /// `backend` or `session`.
+    scope: String,
+    key: String,
+    /// Added atomically by the host (contract 0.2.0's `kv.increment`).
+    by: i64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SwapArgs {
+    /// `backend` or `session`.
+    scope: String,
+    key: String,
+    /// What the value must be now (absent: the key must be absent).
+    #[serde(default)]
+    expected: Option<String>,
+    /// The new value (absent: delete the key).
+    #[serde(default)]
+    new: Option<String>,
+}
+
 fn scope(name: &str) -> Result<kv::Scope, ToolError> {
     match name {
         "backend" => Ok(kv::Scope::Backend),
@@ -163,6 +185,20 @@ impl Backend for Probe {
                 let value = kv::get(s, &a.key)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 let keys = kv::list_keys(s, "")?;
                 Ok(wharf_sdk::json!({ "value": value, "keys": keys }))
+            })
+            .session(wharf_sdk::SessionNeed::Optional)
+            .tool("counter", "Add `by` to the integer under `key`, atomically; returns the new value.", |_: &mut Self, a: CounterArgs, _: &mut Call| {
+                Ok(kv::increment(scope(&a.scope)?, &a.key, a.by)?)
+            })
+            .session(wharf_sdk::SessionNeed::Optional)
+            .tool("swap", "Replace `expected` with `new` under `key` if it is still `expected`.", |_: &mut Self, a: SwapArgs, _: &mut Call| {
+                let swapped = kv::compare_and_swap(
+                    scope(&a.scope)?,
+                    &a.key,
+                    a.expected.as_ref().map(|v| v.as_bytes()),
+                    a.new.as_ref().map(|v| v.as_bytes()),
+                )?;
+                Ok(swapped)
             })
             .session(wharf_sdk::SessionNeed::Optional)
     }

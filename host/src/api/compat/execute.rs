@@ -19,8 +19,7 @@ use crate::api::envelope::RequestClock;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallOutcome, CallPlace, CallRequest, SessionRequest, Wharf};
-use crate::runtime::backend_description::SessionNeed;
-use crate::runtime::loaded_backend::ToolResult;
+use crate::tool::{SessionNeed, ToolResult};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -156,7 +155,7 @@ pub(super) async fn run_action(
         let e = WharfError::invalid_request(format!("unknown tool `{}`", spec.action));
         return Err(fail(e, &place));
     };
-    let needs_session = need == SessionNeed::Required || !backend.is_resource_backend();
+    let needs_session = need == SessionNeed::Required;
     let mut temporary = None;
     let session_id = match (ctx.worker, need) {
         (_, SessionNeed::None) if !needs_session => None,

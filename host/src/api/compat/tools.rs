@@ -14,11 +14,10 @@ use crate::api::auth::Caller;
 use crate::api::envelope::RequestClock;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
-use crate::runtime::backend_description::{SessionNeed, ToolDescription};
+use crate::tool::{SessionNeed, ToolDescription};
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// Fields of a tool repeated at the top level of a schema reply.
@@ -36,27 +35,8 @@ const SCHEMA_FIELDS: &[&str] = &[
     "requires_session",
 ];
 
-/// Names of the loaded sandbox providers (their tools all run in a session).
-fn providers(wharf: &Wharf) -> BTreeSet<String> {
-    wharf
-        .backends()
-        .iter()
-        .filter(|b| !b.is_resource_backend())
-        .map(|b| b.name.to_string())
-        .collect()
-}
-
-fn tool_json(
-    backend: &str,
-    version: &str,
-    tool: &ToolDescription,
-    providers: &BTreeSet<String>,
-) -> Value {
-    let need = if providers.contains(backend) {
-        SessionNeed::Required
-    } else {
-        tool.session
-    };
+fn tool_json(backend: &str, version: &str, tool: &ToolDescription) -> Value {
+    let need = tool.session;
     json!({
         "name": format!("{backend}:{}", tool.action),
         "backend": backend,
@@ -77,12 +57,11 @@ fn tool_json(
 pub(super) async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Response {
     let clock = RequestClock::start();
     let result = caller.require(TokenScope::Read).map(|()| {
-        let providers = providers(&wharf);
         let tools: Vec<Value> = wharf
             .tools()
             .into_iter()
             .filter(|(name, _, _)| caller.may_use(&name.backend, Some(&name.action)))
-            .map(|(name, version, tool)| tool_json(&name.backend, &version, &tool, &providers))
+            .map(|(name, version, tool)| tool_json(&name.backend, &version, &tool))
             .collect();
         json!({ "count": tools.len(), "tools": tools })
     });
@@ -103,12 +82,7 @@ pub(super) async fn schema(
         let tool = backend.tool(&action).ok_or_else(|| {
             crate::error_code::WharfError::invalid_request(format!("unknown tool `{name}`"))
         })?;
-        Ok(tool_json(
-            &backend.name,
-            &backend.description.version,
-            tool,
-            &providers(&wharf),
-        ))
+        Ok(tool_json(&backend.name, &backend.description.version, tool))
     })();
     let mut envelope = clock.reply(result);
     envelope.meta.tool = envelope

@@ -10,8 +10,8 @@ use crate::api::auth::Caller;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallOutcome, CallRequest, SessionRequest, Wharf};
-use crate::runtime::backend_description::SessionNeed;
-use crate::runtime::loaded_backend::{AttachmentData, LoadedBackend};
+use crate::runtime::LoadedBackend;
+use crate::tool::{Attachment, SessionNeed};
 use base64::Engine as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, MetaObject,
@@ -169,7 +169,7 @@ async fn session_for(
     need: SessionNeed,
     key: Option<String>,
 ) -> Result<Option<String>, WharfError> {
-    let required = need == SessionNeed::Required || !backend.is_resource_backend();
+    let required = need == SessionNeed::Required;
     if !required && need == SessionNeed::None {
         return Ok(None);
     }
@@ -249,7 +249,7 @@ fn success(outcome: CallOutcome) -> CallToolResult {
 }
 
 /// An attachment as MCP content: `image/*` as an image, anything else as a blob resource.
-fn attachment(a: &AttachmentData) -> ContentBlock {
+fn attachment(a: &Attachment) -> ContentBlock {
     let data = base64::engine::general_purpose::STANDARD.encode(&a.data);
     if a.mime_type.starts_with("image/") {
         ContentBlock::image(data, a.mime_type.clone())

@@ -1,0 +1,64 @@
+//! `egress`: why outbound HTTP to a URL would be refused, in words that name the grant.
+//! `wasi:http` can only say `HTTP-request-denied` or `destination-IP-prohibited`; an
+//! author's HTTP helper asks here to turn that into a message an operator can act on.
+
+use super::guest_error;
+use super::http::target;
+use crate::error_code::Code;
+use crate::policy::Grants;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::egress::Host;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::runtime::host_state::HostState;
+use std::net::{IpAddr, SocketAddr};
+
+/// Ok when `url` may be fetched under `grants` now; else 4030 naming the missing grant
+/// (4000 when `url` is not an `http`/`https` URL with a host).
+pub async fn check(grants: &Grants, url: &str) -> Result<(), Error> {
+    let invalid = |why: &str| guest_error(Code::InvalidInput, format!("`{url}` {why}"));
+    let uri: http::Uri = url.parse().map_err(|_| invalid("is not a URL"))?;
+    let (_, host, port) =
+        target(&uri).map_err(|_| invalid("is not an http or https URL with a host"))?;
+    if !grants.http_host_allowed(&host, port) {
+        return Err(guest_error(
+            Code::Forbidden,
+            format!(
+                "outbound HTTP to `{host}:{port}` is not granted: add it to grants.http_hosts (now {:?})",
+                grants.http_hosts
+            ),
+        ));
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::net::lookup_host((bare, port))
+            .await
+            .map_err(|e| {
+                guest_error(
+                    Code::DependencyFailure,
+                    format!("`{bare}` does not resolve: {e}"),
+                )
+            })?
+            .collect(),
+    };
+    match addrs.iter().find(|a| !grants.ip_allowed(a.ip())) {
+        Some(refused) => Err(guest_error(
+            Code::Forbidden,
+            format!(
+                "`{bare}` resolves to {}, a loopback, private, link-local or otherwise restricted address: \
+                 grant its range in grants.http_private_cidrs (now {:?})",
+                refused.ip(),
+                grants.http_private_cidrs
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+impl Host for HostState {
+    async fn check(&mut self, url: String) -> wasmtime::Result<Result<(), Error>> {
+        let answer = check(&self.grants, &url).await;
+        self.services
+            .metrics
+            .import_answer(&self.backend, "egress.check", Ok(answer))
+    }
+}

@@ -1,0 +1,95 @@
+//! What the rest of the host sees of a loaded backend, whatever it is: a resource
+//! backend's own component ([`ResourceComponent`](crate::runtime::resource_component)),
+//! or a sandbox provider presented by the standard sandbox toolset
+//! (`sandbox_toolset::ProviderBackend`). Sessions, tool calls and every API call through
+//! this one face; nothing above it asks which world a backend is.
+
+use crate::error_code::WharfError;
+use crate::runtime::guest_types::{Discovery, SessionView};
+pub use crate::runtime::instance_pool::{PoolStatus, PoolWatch};
+use crate::tool::ToolResult;
+use async_trait::async_trait;
+use serde_json::Value;
+use std::time::Duration;
+
+/// One tool call, its arguments already validated against the tool's schema.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// Action name.
+    pub action: String,
+    /// Arguments.
+    pub args: Value,
+    /// The session, when the call has one.
+    pub session: Option<SessionView>,
+    /// Wall-clock limit for this call.
+    pub timeout: Duration,
+    /// For logs.
+    pub trace_id: Option<String>,
+}
+
+/// A session being created: what the backend needs to make its resources.
+#[derive(Debug, Clone)]
+pub struct SessionStart {
+    /// Session id.
+    pub id: String,
+    /// Caller's key.
+    pub key: String,
+    /// Owner claim (providers record it on the sandbox).
+    pub owner: Option<String>,
+    /// The caller's per-session config (`null` when none).
+    pub config: Value,
+    /// The session's hard lifetime, s (0 = none).
+    pub max_lifetime_seconds: u64,
+}
+
+/// A loaded backend's behaviour.
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// Runs one tool.
+    async fn call(&self, call: ToolCall) -> Result<ToolResult, WharfError>;
+    /// Creates a session's resources; returns its data.
+    async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError>;
+    /// Releases a session's resources (must succeed when they are already gone).
+    async fn cleanup(&self, session: &SessionView) -> Result<(), WharfError>;
+    /// Whether a stored session's resources still exist.
+    async fn discover(&self, session: &SessionView) -> Result<Discovery, WharfError>;
+    /// Stops taking calls and shuts its instances down (those out come back first).
+    async fn drain(&self);
+    /// Its instance pool, to watch.
+    fn pool(&self) -> std::sync::Arc<dyn PoolWatch>;
+    /// Moving whole files in and out of a session's sandbox, for backends that have one.
+    fn files(&self) -> Option<&dyn SandboxFiles> {
+        None
+    }
+}
+
+/// Whole-file access to a session's sandbox (the files route), in slices.
+#[async_trait]
+pub trait SandboxFiles: Send + Sync {
+    /// Size of a regular file, as the sandbox reports it.
+    async fn size(&self, session: &SessionView, path: &str) -> Result<u64, WharfError>;
+    /// Slice `index` of a file (slices of [`SLICE_BYTES`]).
+    async fn slice(
+        &self,
+        session: &SessionView,
+        path: &str,
+        index: u64,
+    ) -> Result<Vec<u8>, WharfError>;
+    /// Replaces a file's content.
+    async fn write(
+        &self,
+        session: &SessionView,
+        path: &str,
+        content: Vec<u8>,
+    ) -> Result<(), WharfError>;
+    /// Appends to a file.
+    async fn append(
+        &self,
+        session: &SessionView,
+        path: &str,
+        content: Vec<u8>,
+    ) -> Result<(), WharfError>;
+}
+
+/// The slice size of [`SandboxFiles::slice`].
+pub const SLICE_BYTES: u64 = 4 << 20;

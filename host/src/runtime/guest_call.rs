@@ -1,0 +1,138 @@
+//! One call into a pooled instance: check an instance out, run one export under the
+//! call's deadline (epoch callback for running Wasm, a timer for a guest waiting on the
+//! host), and turn what happened into the host's answer. A guest error keeps its code if
+//! a backend may use it; a trap, a blown memory limit or a missed deadline discards the
+//! instance and names the cause, with the guest's last words (`log.panic`) when it left
+//! some.
+
+use crate::error_code::{Code, WharfError};
+use crate::runtime::guest_types::GuestError;
+use crate::runtime::host_state::CallContext;
+use crate::runtime::instance_pool::{BoxFuture, GuestWorld, Instance, InstancePool};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+
+/// Where and for how long a guest call runs.
+#[derive(Debug, Clone)]
+pub struct CallSite<'a> {
+    /// The session the call runs in, if any (host imports read it).
+    pub session_id: Option<&'a str>,
+    /// Wall-clock limit.
+    pub timeout: Duration,
+    /// The request's trace id, for logs.
+    pub trace_id: Option<&'a str>,
+}
+
+/// A guest's error as the host answers it. A code a backend may not use becomes 5000,
+/// and the substitution is logged with the backend and the original code.
+pub fn guest_failure(backend: &str, e: GuestError) -> WharfError {
+    let code = Code::from_backend(e.code);
+    if code.as_u32() != e.code {
+        tracing::warn!(
+            backend,
+            code = e.code,
+            "the backend returned a code it may not use; answering 5000 (backends may use 4000–4004, 4006, 4007, 4030, 5000, 5006, 5012)"
+        );
+    }
+    let data = e.data.and_then(|d| serde_json::from_str(&d).ok());
+    WharfError::new(code, e.message)
+        .retryable(e.retryable)
+        .with_data_opt(data)
+}
+
+/// Runs `op` on an instance of `pool` checked out for this call.
+pub async fn run<W, T>(
+    pool: &Arc<InstancePool<W>>,
+    backend: &str,
+    site: CallSite<'_>,
+    op: impl for<'i> FnOnce(
+        &'i mut Instance<W>,
+    ) -> BoxFuture<'i, wasmtime::Result<Result<T, GuestError>>>
+    + Send,
+) -> Result<T, WharfError>
+where
+    W: GuestWorld,
+    T: Send,
+{
+    let timeout = site.timeout;
+    let deadline = Instant::now() + timeout;
+    // Host imports run inside this span, so their log and audit lines carry the backend,
+    // the session and the request's trace id.
+    let span = tracing::info_span!(
+        "backend_call",
+        backend = %backend,
+        session = site.session_id.unwrap_or("-"),
+        trace_id = site.trace_id.unwrap_or("-"),
+    );
+    let context = CallContext {
+        session_id: site.session_id.map(str::to_string),
+        deadline: Some(deadline),
+        trace_id: site.trace_id.map(str::to_string),
+        ..CallContext::default()
+    };
+    let mut checked_out = pool.checkout(context).await?;
+    let outcome = {
+        let instance = checked_out.instance()?;
+        tokio::time::timeout(timeout, op(instance))
+            .instrument(span)
+            .await
+    };
+    match outcome {
+        Ok(Ok(Ok(value))) => {
+            checked_out.checkin();
+            Ok(value)
+        }
+        Ok(Ok(Err(guest_error))) => {
+            checked_out.checkin();
+            Err(guest_failure(backend, guest_error))
+        }
+        Ok(Err(trap)) => {
+            let state = checked_out.instance()?.store.data();
+            let err = if state.call.deadline_hit {
+                WharfError::new(
+                    Code::Timeout,
+                    format!(
+                        "backend `{backend}` exceeded the call deadline of {} ms",
+                        timeout.as_millis()
+                    ),
+                )
+            } else if state.limiter.denied() {
+                WharfError::internal(format!(
+                    "backend `{backend}` ran out of memory (limit {} MiB); the instance was discarded",
+                    pool.settings().memory_limit_bytes >> 20
+                ))
+            } else if let Some(panic) = &state.call.panic {
+                WharfError::internal(format!(
+                    "backend `{backend}` panicked: {panic}; the instance was discarded"
+                ))
+                .with_data(json!({ "panic": panic, "trap": trap.root_cause().to_string() }))
+            } else {
+                WharfError::internal(format!(
+                    "backend `{backend}` trapped: {}; the instance was discarded",
+                    trap.root_cause()
+                ))
+            };
+            tracing::warn!(backend = %backend, "{}", err.message);
+            drop(checked_out);
+            Err(err)
+        }
+        Err(_elapsed) => {
+            drop(checked_out);
+            Err(WharfError::new(
+                Code::Timeout,
+                format!(
+                    "backend `{backend}` did not answer within {} ms",
+                    timeout.as_millis()
+                ),
+            ))
+        }
+    }
+}
+
+/// Parses JSON text a guest returned; `what` names it in the error.
+pub fn guest_json(text: &str, what: &str) -> Result<Value, WharfError> {
+    serde_json::from_str(text)
+        .map_err(|e| WharfError::new(Code::ExecutionError, format!("{what} is not JSON: {e}")))
+}

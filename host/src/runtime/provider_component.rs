@@ -1,0 +1,233 @@
+//! A sandbox provider as loaded: its pool of instances and the provider contract as
+//! typed host calls — `create`, `run-command`, `destroy`, `is-alive` and the native file
+//! operations its features declare. The sandbox toolset builds the standard tools and
+//! the session hooks on top of this (`sandbox_toolset::ProviderBackend`).
+
+use crate::error_code::WharfError;
+use crate::policy::Grants;
+use crate::runtime::backend::PoolWatch;
+use crate::runtime::guest_call::{self, CallSite};
+use crate::runtime::guest_types::{
+    CommandRequest, CommandResult, DirEntry, FileChunk, ProviderFeatures, SandboxSpec,
+};
+use crate::runtime::host_state::HostServices;
+use crate::runtime::instance_pool::{InstancePool, PoolSettings};
+use crate::runtime::provider_guest::ProviderPre;
+use crate::runtime::resource_component::config_text;
+use anyhow::Result;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A running sandbox provider.
+pub struct ProviderComponent {
+    name: Arc<str>,
+    features: ProviderFeatures,
+    pool: Arc<InstancePool<ProviderPre>>,
+}
+
+impl ProviderComponent {
+    /// Starts the pool (warming `settings.min` instances).
+    pub async fn start(
+        name: Arc<str>,
+        pre: ProviderPre,
+        features: ProviderFeatures,
+        settings: PoolSettings,
+        config: &Value,
+        grants: Arc<Grants>,
+        services: Arc<HostServices>,
+    ) -> Result<Self> {
+        let pool = InstancePool::start(
+            name.clone(),
+            pre,
+            settings,
+            config_text(config),
+            grants,
+            services,
+        )
+        .await?;
+        Ok(Self {
+            name,
+            features,
+            pool,
+        })
+    }
+
+    /// The operator's name for the provider.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What it implements natively.
+    pub fn features(&self) -> ProviderFeatures {
+        self.features
+    }
+
+    /// The pool's settings (the hook timeout bounds each provider call by default).
+    pub fn settings(&self) -> &PoolSettings {
+        self.pool.settings()
+    }
+
+    /// Its instance pool, to watch.
+    pub fn pool(&self) -> Arc<dyn PoolWatch> {
+        self.pool.clone()
+    }
+
+    /// Stops taking calls and shuts the instances down.
+    pub async fn drain(&self) {
+        self.pool.drain().await
+    }
+
+    fn site<'a>(session_id: &'a str, timeout: Duration) -> CallSite<'a> {
+        CallSite {
+            session_id: Some(session_id),
+            timeout,
+            trace_id: None,
+        }
+    }
+
+    /// Provisions a sandbox for `session_id`; returns its handle.
+    pub async fn create(
+        &self,
+        session_id: &str,
+        spec: SandboxSpec,
+        timeout: Duration,
+    ) -> Result<String, WharfError> {
+        guest_call::run(
+            &self.pool,
+            &self.name,
+            Self::site(session_id, timeout),
+            move |i| Box::pin(async move { i.exports.create(&mut i.store, &spec).await }),
+        )
+        .await
+    }
+
+    /// Runs a shell command in a sandbox.
+    pub async fn run_command(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        request: CommandRequest,
+        timeout: Duration,
+    ) -> Result<CommandResult, WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(
+            &self.pool,
+            &self.name,
+            Self::site(session_id, timeout),
+            move |i| {
+                Box::pin(async move {
+                    i.exports
+                        .run_command(&mut i.store, &sandbox, &request)
+                        .await
+                })
+            },
+        )
+        .await
+    }
+
+    /// Destroys a sandbox (idempotent).
+    pub async fn destroy(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        timeout: Duration,
+    ) -> Result<(), WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(
+            &self.pool,
+            &self.name,
+            Self::site(session_id, timeout),
+            move |i| Box::pin(async move { i.exports.destroy(&mut i.store, &sandbox).await }),
+        )
+        .await
+    }
+
+    /// Whether a sandbox still exists and answers.
+    pub async fn is_alive(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        timeout: Duration,
+    ) -> Result<bool, WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(
+            &self.pool,
+            &self.name,
+            Self::site(session_id, timeout),
+            move |i| Box::pin(async move { i.exports.is_alive(&mut i.store, &sandbox).await }),
+        )
+        .await
+    }
+
+    /// Native read (feature `read-file`).
+    pub async fn read_file(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        path: &str,
+        offset: u64,
+        max_bytes: u64,
+        timeout: Duration,
+    ) -> Result<FileChunk, WharfError> {
+        let (sandbox, path) = (sandbox.to_string(), path.to_string());
+        guest_call::run(
+            &self.pool,
+            &self.name,
+            Self::site(session_id, timeout),
+            move |i| {
+                Box::pin(async move {
+                    i.exports
+                        .read_file(&mut i.store, &sandbox, &path, offset, max_bytes)
+                        .await
+                })
+            },
+        )
+        .await
+    }
+
+    /// Native write (feature `write-file`).
+    pub async fn write_file(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        path: &str,
+        content: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(), WharfError> {
+        let (sandbox, path) = (sandbox.to_string(), path.to_string());
+        guest_call::run(
+            &self.pool,
+            &self.name,
+            Self::site(session_id, timeout),
+            move |i| {
+                Box::pin(async move {
+                    i.exports
+                        .write_file(&mut i.store, &sandbox, &path, &content)
+                        .await
+                })
+            },
+        )
+        .await
+    }
+
+    /// Native listing (feature `list-dir`).
+    pub async fn list_dir(
+        &self,
+        session_id: &str,
+        sandbox: &str,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<Vec<DirEntry>, WharfError> {
+        let (sandbox, path) = (sandbox.to_string(), path.to_string());
+        guest_call::run(
+            &self.pool,
+            &self.name,
+            Self::site(session_id, timeout),
+            move |i| {
+                Box::pin(async move { i.exports.list_dir(&mut i.store, &sandbox, &path).await })
+            },
+        )
+        .await
+    }
+}

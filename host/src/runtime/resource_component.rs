@@ -1,0 +1,146 @@
+//! A resource backend as loaded: its pool of instances, and the [`Backend`] face that
+//! runs its hooks and tools through [`guest_call::run`].
+
+use crate::error_code::WharfError;
+use crate::policy::Grants;
+use crate::runtime::backend::{Backend, PoolWatch, SessionStart, ToolCall};
+use crate::runtime::guest_call::{self, CallSite, guest_json};
+use crate::runtime::guest_types::{Discovery, RawDiscovery, SessionView};
+use crate::runtime::host_state::HostServices;
+use crate::runtime::instance_pool::{InstancePool, PoolSettings};
+use crate::runtime::resource_guest::ResourcePre;
+use crate::tool::ToolResult;
+use anyhow::Result;
+use async_trait::async_trait;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A running resource backend.
+pub struct ResourceComponent {
+    name: Arc<str>,
+    pool: Arc<InstancePool<ResourcePre>>,
+}
+
+/// The operator's config as `warmup` and `initialize` get it: JSON text, or empty.
+pub(crate) fn config_text(config: &Value) -> String {
+    if config.is_null() {
+        String::new()
+    } else {
+        config.to_string()
+    }
+}
+
+impl ResourceComponent {
+    /// Starts the pool (warming `settings.min` instances).
+    pub async fn start(
+        name: Arc<str>,
+        pre: ResourcePre,
+        settings: PoolSettings,
+        config: &Value,
+        grants: Arc<Grants>,
+        services: Arc<HostServices>,
+    ) -> Result<Self> {
+        let pool = InstancePool::start(
+            name.clone(),
+            pre,
+            settings,
+            config_text(config),
+            grants,
+            services,
+        )
+        .await?;
+        Ok(Self { name, pool })
+    }
+
+    fn hook_site<'a>(&self, session: &'a str) -> CallSite<'a> {
+        CallSite {
+            session_id: Some(session),
+            timeout: self.pool.settings().hook_timeout,
+            trace_id: None,
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for ResourceComponent {
+    async fn call(&self, call: ToolCall) -> Result<ToolResult, WharfError> {
+        let site = CallSite {
+            session_id: call.session.as_ref().map(|s| s.id.as_str()),
+            timeout: call.timeout,
+            trace_id: call.trace_id.as_deref(),
+        };
+        let args = call.args.to_string();
+        let (action, session) = (call.action.clone(), call.session.clone());
+        let out = guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move {
+                i.exports
+                    .call(&mut i.store, &action, &args, session.as_ref())
+                    .await
+            })
+        })
+        .await?;
+        let session_data = match out.session_data {
+            Some(text) => Some(guest_json(&text, "the session data the backend returned")?),
+            None => None,
+        };
+        Ok(ToolResult {
+            content: serde_json::from_str(&out.content).unwrap_or(Value::String(out.content)),
+            attachments: out.attachments,
+            session_data,
+        })
+    }
+
+    async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {
+        let config = config_text(&start.config);
+        let (id, key) = (start.id.clone(), start.key);
+        let data = guest_call::run(
+            &self.pool,
+            &self.name,
+            self.hook_site(&start.id),
+            move |i| {
+                Box::pin(
+                    async move { i.exports.initialize(&mut i.store, &id, &key, &config).await },
+                )
+            },
+        )
+        .await?;
+        guest_json(&data, "the session data initialize returned")
+    }
+
+    async fn cleanup(&self, session: &SessionView) -> Result<(), WharfError> {
+        let owned = session.clone();
+        guest_call::run(
+            &self.pool,
+            &self.name,
+            self.hook_site(&session.id),
+            move |i| Box::pin(async move { i.exports.cleanup(&mut i.store, &owned).await }),
+        )
+        .await
+    }
+
+    async fn discover(&self, session: &SessionView) -> Result<Discovery, WharfError> {
+        let owned = session.clone();
+        let found = guest_call::run(
+            &self.pool,
+            &self.name,
+            self.hook_site(&session.id),
+            move |i| Box::pin(async move { i.exports.discover(&mut i.store, &owned).await }),
+        )
+        .await?;
+        Ok(match found {
+            RawDiscovery::Alive => Discovery::Alive,
+            RawDiscovery::AliveWith(data) => {
+                Discovery::AliveWith(guest_json(&data, "the data discover returned")?)
+            }
+            RawDiscovery::Gone => Discovery::Gone,
+        })
+    }
+
+    async fn drain(&self) {
+        self.pool.drain().await
+    }
+
+    fn pool(&self) -> Arc<dyn PoolWatch> {
+        self.pool.clone()
+    }
+}

@@ -1,0 +1,144 @@
+//! A sandbox provider presented as an ordinary backend: its tools are the standard
+//! toolset, a session's `initialize` provisions a sandbox (`create`, the handle kept in
+//! the session data), `discover` asks `is-alive`, `cleanup` calls `destroy`, and the files
+//! route reads and writes through it. Nothing else in the host knows it is a provider.
+
+use super::dispatch::{self, sandbox_handle};
+use super::file_ops::Sandbox;
+use super::session_spec::{self, sandbox_spec};
+use super::tools::tool_descriptions;
+use crate::error_code::WharfError;
+use crate::runtime::backend::{Backend, PoolWatch, SandboxFiles, SessionStart, ToolCall};
+use crate::runtime::backend_description::BackendDescription;
+use crate::runtime::guest_types::{Discovery, SessionView};
+use crate::runtime::provider_component::ProviderComponent;
+use crate::tool::ToolResult;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+/// A provider behind the standard toolset.
+pub struct ProviderBackend {
+    provider: ProviderComponent,
+}
+
+impl ProviderBackend {
+    /// Wraps a running provider.
+    pub fn new(provider: ProviderComponent) -> Self {
+        Self { provider }
+    }
+
+    /// Adds what the toolset declares to a provider's description: the six tools and the
+    /// sandbox config schema.
+    pub fn describe(description: &mut BackendDescription) {
+        description.tools = tool_descriptions();
+        description.session_config_schema = Some(session_spec::schema());
+    }
+
+    fn sandbox<'a>(&'a self, session: &'a SessionView) -> Result<Sandbox<'a>, WharfError> {
+        Ok(Sandbox {
+            provider: &self.provider,
+            session_id: &session.id,
+            handle: sandbox_handle(session)?,
+            timeout: self.provider.settings().hook_timeout,
+        })
+    }
+}
+
+#[async_trait]
+impl Backend for ProviderBackend {
+    async fn call(&self, call: ToolCall) -> Result<ToolResult, WharfError> {
+        let Some(session) = &call.session else {
+            return Err(WharfError::session_not_found(format!(
+                "`{}:{}` runs in a sandbox: create a session first",
+                self.provider.name(),
+                call.action
+            )));
+        };
+        dispatch::call(
+            &self.provider,
+            session,
+            &call.action,
+            call.args,
+            call.timeout,
+        )
+        .await
+    }
+
+    async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {
+        let spec = sandbox_spec(&start.config, start.owner, start.max_lifetime_seconds)?;
+        let timeout = self.provider.settings().hook_timeout;
+        let handle = self.provider.create(&start.id, spec, timeout).await?;
+        Ok(json!({ "sandbox": handle }))
+    }
+
+    async fn cleanup(&self, session: &SessionView) -> Result<(), WharfError> {
+        match sandbox_handle(session) {
+            Ok(handle) => {
+                let timeout = self.provider.settings().hook_timeout;
+                self.provider.destroy(&session.id, handle, timeout).await
+            }
+            // It never got a sandbox: nothing to release.
+            Err(_) => Ok(()),
+        }
+    }
+
+    async fn discover(&self, session: &SessionView) -> Result<Discovery, WharfError> {
+        let Ok(handle) = sandbox_handle(session) else {
+            return Ok(Discovery::Gone);
+        };
+        let timeout = self.provider.settings().hook_timeout;
+        Ok(
+            if self.provider.is_alive(&session.id, handle, timeout).await? {
+                Discovery::Alive
+            } else {
+                Discovery::Gone
+            },
+        )
+    }
+
+    async fn drain(&self) {
+        self.provider.drain().await
+    }
+
+    fn pool(&self) -> std::sync::Arc<dyn PoolWatch> {
+        self.provider.pool()
+    }
+
+    fn files(&self) -> Option<&dyn SandboxFiles> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl SandboxFiles for ProviderBackend {
+    async fn size(&self, session: &SessionView, path: &str) -> Result<u64, WharfError> {
+        self.sandbox(session)?.size(path).await
+    }
+
+    async fn slice(
+        &self,
+        session: &SessionView,
+        path: &str,
+        index: u64,
+    ) -> Result<Vec<u8>, WharfError> {
+        self.sandbox(session)?.slice(path, index).await
+    }
+
+    async fn write(
+        &self,
+        session: &SessionView,
+        path: &str,
+        content: Vec<u8>,
+    ) -> Result<(), WharfError> {
+        self.sandbox(session)?.write(path, content).await
+    }
+
+    async fn append(
+        &self,
+        session: &SessionView,
+        path: &str,
+        content: Vec<u8>,
+    ) -> Result<(), WharfError> {
+        self.sandbox(session)?.append(path, content).await
+    }
+}
