@@ -105,7 +105,8 @@ fn serve_tools_call_and_inspect() {
     );
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(info["world"], "resource-backend");
-    assert_eq!(info["wit"], "wharf:plugin@0.1.0");
+    assert_eq!(info["wit"], "wharf:plugin@0.2.0");
+    assert_eq!(info["contract"], "0.2.0");
     assert_eq!(info["tools"][0]["action"], "write");
     assert_eq!(info["tools"][0]["session"], "required");
     assert!(info["tools"][0]["input_schema"]["properties"]["note"].is_object());
