@@ -1,5 +1,6 @@
-//! The `wharf` command line: `serve`, `tools`, `call`, `sessions`, `inspect`, `new`.
+//! The `wharf` command line: `serve`, `tools`, `call`, `sessions`, `inspect`, `new`, `dev`.
 
+mod dev;
 mod sessions;
 
 use crate::config::{BackendConfig, WharfConfig};
@@ -111,6 +112,16 @@ pub enum Command {
         /// Depend on the `wharf-sdk` crate in this git repository (Rust).
         #[arg(long)]
         sdk_git: Option<String>,
+    },
+    /// Build the backend crate in DIR for wasm32-wasip2, serve it on a loopback server, and
+    /// rebuild and hot-swap it on every save. Grants what the backend declares.
+    Dev {
+        /// The crate directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Listen address (loopback only).
+        #[arg(long, default_value = "127.0.0.1:7420")]
+        listen: SocketAddr,
     },
     /// Internal: compiles the component on stdin into the compile cache at `--cache-dir`
     /// (the host runs cold compiles in this child so their memory leaves with it).
@@ -263,6 +274,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             url,
             token,
         } => sessions::run(command, &url, token).await,
+        Command::Dev { dir, listen } => dev::run(dir, listen).await,
         Command::CompileWorker { cache_dir } => {
             crate::runtime::compile_worker::run_worker(&cache_dir)
         }
