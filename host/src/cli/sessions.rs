@@ -89,10 +89,10 @@ pub async fn run(command: SessionsCommand, url: &str, token: Option<String>) -> 
             if let Some(key) = key {
                 query.push(("key", key));
             }
-            let reply = http_json(with_token(
-                client.get(format!("{url}/v1/sessions")).query(&query),
-                token,
-            ))
+            let list_url =
+                reqwest::Url::parse_with_params(&format!("{url}/v1/sessions"), &query)
+                    .with_context(|| format!("`{url}` is not a URL"))?;
+            let reply = http_json(with_token(client.get(list_url), token))
             .await?;
             let data = ok_data(&reply)?;
             if json {
