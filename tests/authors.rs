@@ -229,9 +229,20 @@ fn mcp_params(tool: &str, args: Value) -> CallToolRequestParams {
         .with_arguments(args.as_object().cloned().expect("object"))
 }
 
+/// The result of a successful call: its structured content, or (for a result that is not
+/// an object, such as a list) its text content parsed as JSON.
 fn structured(r: &CallToolResult) -> Value {
     assert_eq!(r.is_error, Some(false), "{r:?}");
-    r.structured_content.clone().expect("structured content")
+    if let Some(content) = &r.structured_content {
+        return content.clone();
+    }
+    let text = r
+        .content
+        .iter()
+        .find_map(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_else(|| panic!("no content: {r:?}"));
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -273,10 +284,6 @@ async fn tracker_serves_over_mcp() {
         .await
         .expect("call");
     let listed = structured(&listed);
-    let listed = listed
-        .get("result")
-        .cloned()
-        .unwrap_or(listed);
     assert_eq!(listed[0]["id"], issue["id"], "{listed}");
     let stats = client
         .call_tool(mcp_params("tracker_stats", json!({})))
