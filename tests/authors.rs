@@ -62,10 +62,7 @@ async fn upstream() -> std::net::SocketAddr {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let app = axum::Router::new().route(
-        "/status",
-        axum::routing::get(|| async { "upstream ok" }),
-    );
+    let app = axum::Router::new().route("/status", axum::routing::get(|| async { "upstream ok" }));
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
 }
@@ -105,10 +102,14 @@ fn the_sdk_carries_the_repository_wit() {
     files(&sdk, &sdk, &mut b);
     a.sort();
     b.sort();
-    assert_eq!(a, b, "sdk/wit must hold the same files as wit/ (copy them over)");
+    assert_eq!(
+        a, b,
+        "sdk/wit must hold the same files as wit/ (copy them over)"
+    );
     for file in &a {
         assert!(
-            std::fs::read(repo.join(file)).expect("read") == std::fs::read(sdk.join(file)).expect("read"),
+            std::fs::read(repo.join(file)).expect("read")
+                == std::fs::read(sdk.join(file)).expect("read"),
             "sdk/wit/{} differs from wit/{}: copy wit/ into sdk/wit/",
             file.display(),
             file.display()
@@ -176,13 +177,22 @@ async fn tracker_serves_over_rest() {
     let second = h
         .call_in(&s2, "tracker:open", json!({"title": "typo"}))
         .await;
-    assert_ne!(result(&second)["id"].as_i64(), Some(first_id), "ids are unique across sessions");
+    assert_ne!(
+        result(&second)["id"].as_i64(),
+        Some(first_id),
+        "ids are unique across sessions"
+    );
     let closed = h
         .call_in(&s1, "tracker:close", json!({"id": first_id}))
         .await;
     assert_eq!(result(&closed)["open"], false);
     let listed = h.call_in(&s1, "tracker:list", json!({})).await;
-    assert_eq!(result(&listed).as_array().map(Vec::len), Some(1), "{}", listed.body);
+    assert_eq!(
+        result(&listed).as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        listed.body
+    );
     let open_only = h
         .call_in(&s1, "tracker:list", json!({"open_only": true}))
         .await;
@@ -304,7 +314,9 @@ async fn answers_tell_an_author_the_truth() {
     let r = h.call("tracker:open", json!({"title": "x"})).await;
     assert_eq!(r.code(), 4007, "{}", r.body);
     assert!(
-        r.body["message"].as_str().is_some_and(|m| m.contains("needs a session")),
+        r.body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("needs a session")),
         "{}",
         r.body
     );
@@ -320,8 +332,15 @@ async fn answers_tell_an_author_the_truth() {
         .await;
     assert_ne!(r.code(), 4007, "{}", r.body);
     let message = r.body["message"].as_str().unwrap_or_default();
-    assert!(message.contains("declares it without a session"), "{message}");
-    assert!(message.contains(r#"session = \"required\""#) || message.contains(r#"session = "required""#), "{message}");
+    assert!(
+        message.contains("declares it without a session"),
+        "{message}"
+    );
+    assert!(
+        message.contains(r#"session = \"required\""#)
+            || message.contains(r#"session = "required""#),
+        "{message}"
+    );
 
     // Codes: exactly the documented set passes; others become 5000.
     for (code, answered) in [

@@ -275,7 +275,14 @@ async fn a_backend_outside_the_repository_builds_against_the_packaged_sdk() {
         "the packaged SDK carries its WIT"
     );
     let manifest = std::fs::read_to_string(sdk.join("Cargo.toml")).expect("manifest");
-    for field in ["license", "description", "repository", "readme", "keywords", "categories"] {
+    for field in [
+        "license",
+        "description",
+        "repository",
+        "readme",
+        "keywords",
+        "categories",
+    ] {
         assert!(
             manifest.contains(&format!("{field} =")),
             "the packaged manifest has no `{field}`:\n{manifest}"
@@ -288,7 +295,11 @@ async fn a_backend_outside_the_repository_builds_against_the_packaged_sdk() {
         .arg(&outside)
         .output()
         .expect("wharf runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dir = outside.join("board");
     let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
     let requirement = format!(
@@ -345,17 +356,31 @@ fn new_writes_a_path_or_git_dependency_only_when_asked() {
         .arg(parent.path())
         .output()
         .expect("wharf runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let manifest =
         std::fs::read_to_string(parent.path().join("by-path/Cargo.toml")).expect("manifest");
     assert!(manifest.contains("wharf-sdk = { path = "), "{manifest}");
 
     let out = Command::new(wharf_bin())
-        .args(["new", "by-git", "--sdk-git", "https://example.invalid/wharf.git", "--dir"])
+        .args([
+            "new",
+            "by-git",
+            "--sdk-git",
+            "https://example.invalid/wharf.git",
+            "--dir",
+        ])
         .arg(parent.path())
         .output()
         .expect("wharf runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let manifest =
         std::fs::read_to_string(parent.path().join("by-git/Cargo.toml")).expect("manifest");
     assert!(
@@ -370,5 +395,8 @@ fn new_writes_a_path_or_git_dependency_only_when_asked() {
         .arg(parent.path())
         .output()
         .expect("wharf runs");
-    assert!(!both.status.success(), "--sdk-path and --sdk-git together are refused");
+    assert!(
+        !both.status.success(),
+        "--sdk-path and --sdk-git together are refused"
+    );
 }

@@ -76,7 +76,12 @@ pub enum Command {
         #[command(subcommand)]
         command: sessions::SessionsCommand,
         /// The server.
-        #[arg(long, env = "WHARF_URL", default_value = "http://127.0.0.1:7420", global = true)]
+        #[arg(
+            long,
+            env = "WHARF_URL",
+            default_value = "http://127.0.0.1:7420",
+            global = true
+        )]
         url: String,
         /// Bearer token.
         #[arg(long, env = "WHARF_TOKEN", hide_env_values = true, global = true)]

@@ -55,10 +55,10 @@ pub mod log {
 /// JSON. `increment` and `compare_and_swap` are atomic in the host, across pooled
 /// instances and nodes: use them instead of a read-modify-write.
 pub mod kv {
+    use crate::ToolError;
     pub use crate::bindings::backend_world::wharf::plugin::kv::{
         Scope, compare_and_swap, delete, get, increment, list_keys, set,
     };
-    use crate::ToolError;
     use serde::{Serialize, de::DeserializeOwned};
 
     /// The value under `key` parsed as JSON; `None` when absent. A value that is not the
@@ -67,7 +67,9 @@ pub mod kv {
         match get(scope, key)? {
             None => Ok(None),
             Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                ToolError::execution(format!("kv key `{key}` does not hold the JSON expected: {e}"))
+                ToolError::execution(format!(
+                    "kv key `{key}` does not hold the JSON expected: {e}"
+                ))
             }),
         }
     }

@@ -190,8 +190,8 @@ impl Request {
         let body = request
             .body()
             .map_err(|()| ToolError::execution("the request body was already taken"))?;
-        let pending = outgoing_handler::handle(request, Some(options))
-            .map_err(|e| failure(&self.url, e))?;
+        let pending =
+            outgoing_handler::handle(request, Some(options)).map_err(|e| failure(&self.url, e))?;
         write_body(&body, &self.body)?;
         wasi::OutgoingBody::finish(body, None).map_err(|e| failure(&self.url, e))?;
         pending.subscribe().block();
@@ -227,7 +227,12 @@ fn read_response(url: &str, response: wasi::IncomingResponse) -> Result<Response
         .headers()
         .entries()
         .into_iter()
-        .map(|(k, v)| (k.to_ascii_lowercase(), String::from_utf8_lossy(&v).into_owned()))
+        .map(|(k, v)| {
+            (
+                k.to_ascii_lowercase(),
+                String::from_utf8_lossy(&v).into_owned(),
+            )
+        })
         .collect();
     let incoming = response
         .consume()
@@ -279,6 +284,8 @@ fn failure(url: &str, e: wasi::ErrorCode) -> ToolError {
         | wasi::ErrorCode::HttpResponseTimeout => {
             ToolError::timeout(format!("`{url}` did not answer in time ({e:?})"))
         }
-        other => ToolError::execution(format!("the request to `{url}` failed: {other:?}")).retryable(),
+        other => {
+            ToolError::execution(format!("the request to `{url}` failed: {other:?}")).retryable()
+        }
     }
 }

@@ -4,10 +4,10 @@
 //! HTTP) and approves an upgrade that declares more, printing what it granted; each call
 //! shows up as a `wharf::audit` log line.
 
+use crate::Wharf;
 use crate::config::{BackendConfig, ServerConfig};
 use crate::front_door::Deployed;
 use crate::server::{BoundServer, termination_signal};
-use crate::Wharf;
 use anyhow::{Context, Result, bail};
 use notify::Watcher;
 use std::net::SocketAddr;
@@ -76,7 +76,10 @@ pub async fn run(dir: PathBuf, listen: SocketAddr) -> Result<()> {
     let dir = dir
         .canonicalize()
         .with_context(|| format!("`{}` does not exist", dir.display()))?;
-    let krate = DevCrate::read(&dir, std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))?;
+    let krate = DevCrate::read(
+        &dir,
+        std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from),
+    )?;
     let data_dir = krate
         .wasm
         .parent()
@@ -117,7 +120,9 @@ pub async fn run(dir: PathBuf, listen: SocketAddr) -> Result<()> {
                         eprintln!("wharf dev: not loaded: {e:#}");
                     }
                 }
-                Ok(false) => eprintln!("wharf dev: the build failed; the running version keeps serving"),
+                Ok(false) => {
+                    eprintln!("wharf dev: the build failed; the running version keeps serving")
+                }
                 Err(e) => eprintln!("wharf dev: {e:#}"),
             }
         }
@@ -192,8 +197,16 @@ mod tests {
         .unwrap();
         let krate = DevCrate::read(dir.path(), None).unwrap();
         assert_eq!(krate.name, "my-board");
-        assert!(krate.wasm.ends_with("target/wasm32-wasip2/release/my_board.wasm"));
-        std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"../x\"\n").unwrap();
+        assert!(
+            krate
+                .wasm
+                .ends_with("target/wasm32-wasip2/release/my_board.wasm")
+        );
+        std::fs::write(
+            dir.path().join("Cargo.toml"),
+            "[package]\nname = \"../x\"\n",
+        )
+        .unwrap();
         assert!(DevCrate::read(dir.path(), None).is_err());
         std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
         assert!(DevCrate::read(dir.path(), None).is_err());

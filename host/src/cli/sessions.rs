@@ -89,11 +89,9 @@ pub async fn run(command: SessionsCommand, url: &str, token: Option<String>) -> 
             if let Some(key) = key {
                 query.push(("key", key));
             }
-            let list_url =
-                reqwest::Url::parse_with_params(&format!("{url}/v1/sessions"), &query)
-                    .with_context(|| format!("`{url}` is not a URL"))?;
-            let reply = http_json(with_token(client.get(list_url), token))
-            .await?;
+            let list_url = reqwest::Url::parse_with_params(&format!("{url}/v1/sessions"), &query)
+                .with_context(|| format!("`{url}` is not a URL"))?;
+            let reply = http_json(with_token(client.get(list_url), token)).await?;
             let data = ok_data(&reply)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(data)?);

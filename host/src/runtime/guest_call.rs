@@ -160,7 +160,11 @@ mod tests {
             assert_eq!(guest_failure("b", error(code)).code.as_u32(), code);
         }
         for code in [0, 4005, 4010, 4013, 4090, 4242, 5001, 5005, 5011, 5013] {
-            assert_eq!(guest_failure("b", error(code)).code.as_u32(), 5000, "{code}");
+            assert_eq!(
+                guest_failure("b", error(code)).code.as_u32(),
+                5000,
+                "{code}"
+            );
         }
     }
 }
