@@ -370,3 +370,64 @@ async fn answers_tell_an_author_the_truth() {
         r.body
     );
 }
+
+/// `wharf sessions create|list|delete` against a running server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_creates_lists_and_deletes_sessions() {
+    let wasm = tokio::task::spawn_blocking(|| build_plugins(&["tracker"]))
+        .await
+        .expect("join");
+    let h = start(vec![("tracker", at(&wasm[0]))]).await;
+    let url = h.url.clone();
+    let wharf = move |args: &[&str]| {
+        let out = Command::new(wharf_integration_tests::processes::wharf_bin())
+            .arg("sessions")
+            .args(args)
+            .args(["--url", &url])
+            .output()
+            .expect("wharf runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let run = wharf.clone();
+    let (ok, id, err) =
+        tokio::task::spawn_blocking(move || run(&["create", "tracker", "--key", "cli-thread"]))
+            .await
+            .expect("join");
+    assert!(ok, "{err}");
+    let r = h
+        .call_in(&id, "tracker:open", json!({"title": "from the cli"}))
+        .await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+
+    let run = wharf.clone();
+    let (ok, listed, err) =
+        tokio::task::spawn_blocking(move || run(&["list", "--backend", "tracker"]))
+            .await
+            .expect("join");
+    assert!(ok, "{err}");
+    assert!(
+        listed.contains(&id) && listed.contains("cli-thread"),
+        "{listed}"
+    );
+
+    let run = wharf.clone();
+    let gone = id.clone();
+    let (ok, _, err) = tokio::task::spawn_blocking(move || run(&["delete", &gone]))
+        .await
+        .expect("join");
+    assert!(ok, "{err}");
+    let r = h.call_in(&id, "tracker:list", json!({})).await;
+    assert_eq!(r.code(), 4007, "{}", r.body);
+
+    // An unknown backend: the server's message and code, and a failing exit.
+    let run = wharf.clone();
+    let (ok, _, err) = tokio::task::spawn_blocking(move || run(&["create", "nope"]))
+        .await
+        .expect("join");
+    assert!(!ok);
+    assert!(err.contains("nope") || err.contains("5011"), "{err}");
+}
