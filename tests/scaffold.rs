@@ -400,3 +400,90 @@ fn new_writes_a_path_or_git_dependency_only_when_asked() {
         "--sdk-path and --sdk-git together are refused"
     );
 }
+
+/// `wharf dev DIR`: builds the crate, serves it on loopback, and after a save serves the
+/// rebuilt version without a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_builds_serves_and_reloads_on_save() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
+    let out = Command::new(wharf_bin())
+        .args(["new", "devloop", "--sdk-path"])
+        .arg(&sdk)
+        .arg("--dir")
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = parent.path().join("devloop");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut cmd = Command::new(wharf_bin());
+    cmd.args(["dev"])
+        .arg(&dir)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("CARGO_")
+            || key.starts_with("RUSTC")
+            || key == "RUSTFLAGS"
+            || key == "CARGO"
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("CARGO_TARGET_DIR", target_dir());
+    let mut child = cmd.spawn().expect("wharf dev starts");
+    let client = reqwest::Client::new();
+    let call = |name: &'static str| {
+        let client = client.clone();
+        async move {
+            let reply = client
+                .post(format!("http://127.0.0.1:{port}/v1/call"))
+                .json(&json!({ "tool": "devloop:hello", "args": { "name": name } }))
+                .send()
+                .await
+                .ok()?;
+            let body: serde_json::Value = reply.json().await.ok()?;
+            body["data"]["result"]["greeting"]
+                .as_str()
+                .map(str::to_string)
+        }
+    };
+    let until = |want: &'static str| {
+        let call = &call;
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+            loop {
+                if call("x").await.as_deref() == Some(want) {
+                    return true;
+                }
+                if std::time::Instant::now() > deadline {
+                    return false;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+        }
+    };
+    let first = until("hello, x").await;
+    let lib = dir.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib).expect("lib.rs");
+    std::fs::write(
+        &lib,
+        source.replace("\"hello, {name}\"", "\"hi there, {name}\""),
+    )
+    .expect("save");
+    let reloaded = first && until("hi there, x").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first, "wharf dev never served the first build");
+    assert!(reloaded, "wharf dev did not serve the saved change");
+}
