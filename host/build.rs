@@ -32,6 +32,9 @@ fn run() -> Result<(), String> {
         "plugins/Cargo.lock",
         "sdk/src",
         "sdk/Cargo.toml",
+        "sdk/wit",
+        "sdk-macros/src",
+        "sdk-macros/Cargo.toml",
         "wit",
     ] {
         println!("cargo::rerun-if-changed={}", root.join(watched).display());

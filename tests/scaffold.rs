@@ -41,8 +41,11 @@ fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
 #[tokio::test(flavor = "multi_thread")]
 async fn new_backend_tests_builds_and_serves() {
     let parent = tempfile::tempdir().expect("temp dir");
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
     let out = Command::new(wharf_bin())
-        .args(["new", "greeter", "--dir"])
+        .args(["new", "greeter", "--sdk-path"])
+        .arg(&sdk)
+        .arg("--dir")
         .arg(parent.path())
         .output()
         .expect("wharf runs");
@@ -195,4 +198,292 @@ async fn new_python_backend_tests_builds_and_serves() {
         "{}",
         reply.body
     );
+}
+
+/// Runs `cargo ARGS` in `dir` (stripped of the outer build's environment) and returns
+/// whether it succeeded, with its stderr.
+fn try_cargo(dir: &Path, args: &[&str], target: &Path) -> (bool, String) {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(args).current_dir(dir);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("CARGO_") || key.starts_with("RUSTC") || key == "RUSTFLAGS" {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("CARGO_TARGET_DIR", target);
+    let out = cmd.output().expect("cargo runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The SDK as a third party gets it: `cargo package` makes the `.crate` files (the WIT
+/// travels inside), a backend is scaffolded outside the repository with the default
+/// registry dependency, `[patch.crates-io]` points it at the unpacked crates (what a
+/// publish would serve), and it builds and serves a call.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backend_outside_the_repository_builds_against_the_packaged_sdk() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let work = tempfile::tempdir().expect("temp dir");
+    let package_target = work.path().join("package-target");
+    let (ok, err) = {
+        let root = root.clone();
+        let package_target = package_target.clone();
+        tokio::task::spawn_blocking(move || {
+            try_cargo(
+                &root,
+                &[
+                    "package",
+                    "-p",
+                    "wharf-sdk-macros",
+                    "-p",
+                    "wharf-sdk",
+                    "--no-verify",
+                    "--allow-dirty",
+                ],
+                &package_target,
+            )
+        })
+        .await
+        .expect("join")
+    };
+    assert!(ok, "cargo package failed:\n{err}");
+    let version = env!("CARGO_PKG_VERSION");
+    let unpacked = work.path().join("unpacked");
+    std::fs::create_dir_all(&unpacked).expect("mkdir");
+    for krate in ["wharf-sdk", "wharf-sdk-macros"] {
+        let file = package_target.join(format!("package/{krate}-{version}.crate"));
+        let out = Command::new("tar")
+            .arg("xzf")
+            .arg(&file)
+            .arg("-C")
+            .arg(&unpacked)
+            .output()
+            .expect("tar runs");
+        assert!(
+            out.status.success(),
+            "unpacking {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let sdk = unpacked.join(format!("wharf-sdk-{version}"));
+    assert!(
+        sdk.join("wit/plugin.wit").is_file(),
+        "the packaged SDK carries its WIT"
+    );
+    let manifest = std::fs::read_to_string(sdk.join("Cargo.toml")).expect("manifest");
+    for field in [
+        "license",
+        "description",
+        "repository",
+        "readme",
+        "keywords",
+        "categories",
+    ] {
+        assert!(
+            manifest.contains(&format!("{field} =")),
+            "the packaged manifest has no `{field}`:\n{manifest}"
+        );
+    }
+
+    let outside = work.path().join("outside");
+    let out = Command::new(wharf_bin())
+        .args(["new", "board", "--dir"])
+        .arg(&outside)
+        .output()
+        .expect("wharf runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = outside.join("board");
+    let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+    let requirement = format!(
+        "wharf-sdk = \"{}\"",
+        version.rsplit_once('.').map_or(version, |(minor, _)| minor)
+    );
+    assert!(
+        cargo_toml.contains(&requirement),
+        "a registry dependency by default:\n{cargo_toml}"
+    );
+    assert!(!cargo_toml.contains("path ="), "{cargo_toml}");
+    let patched = format!(
+        "{cargo_toml}\n[patch.crates-io]\nwharf-sdk = {{ path = {:?} }}\nwharf-sdk-macros = {{ path = {:?} }}\n",
+        sdk.display().to_string(),
+        unpacked
+            .join(format!("wharf-sdk-macros-{version}"))
+            .display()
+            .to_string()
+    );
+    std::fs::write(dir.join("Cargo.toml"), patched).expect("write");
+
+    let target = target_dir();
+    let (ok, err) = {
+        let dir = dir.clone();
+        let target = target.clone();
+        tokio::task::spawn_blocking(move || {
+            try_cargo(
+                &dir,
+                &["build", "--release", "--target", "wasm32-wasip2"],
+                &target,
+            )
+        })
+        .await
+        .expect("join")
+    };
+    assert!(ok, "building outside the repository failed:\n{err}");
+    let wasm = target.join("wasm32-wasip2/release/board.wasm");
+    let mut config = wharf_integration_tests::bundled("echo");
+    config.path = wasm.display().to_string();
+    let host = wharf_integration_tests::start(vec![("board", config)]).await;
+    let reply = host.call("board:hello", json!({ "name": "y" })).await;
+    assert_eq!(reply.code(), 0, "{}", reply.body);
+    assert_eq!(reply.body["data"]["result"]["greeting"], "hello, y");
+}
+
+#[test]
+fn new_writes_a_path_or_git_dependency_only_when_asked() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
+    let out = Command::new(wharf_bin())
+        .args(["new", "by-path", "--sdk-path"])
+        .arg(&sdk)
+        .arg("--dir")
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest =
+        std::fs::read_to_string(parent.path().join("by-path/Cargo.toml")).expect("manifest");
+    assert!(manifest.contains("wharf-sdk = { path = "), "{manifest}");
+
+    let out = Command::new(wharf_bin())
+        .args([
+            "new",
+            "by-git",
+            "--sdk-git",
+            "https://example.invalid/wharf.git",
+            "--dir",
+        ])
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest =
+        std::fs::read_to_string(parent.path().join("by-git/Cargo.toml")).expect("manifest");
+    assert!(
+        manifest.contains(r#"wharf-sdk = { git = "https://example.invalid/wharf.git" }"#),
+        "{manifest}"
+    );
+
+    let both = Command::new(wharf_bin())
+        .args(["new", "both", "--sdk-git", "x", "--sdk-path"])
+        .arg(&sdk)
+        .arg("--dir")
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        !both.status.success(),
+        "--sdk-path and --sdk-git together are refused"
+    );
+}
+
+/// `wharf dev DIR`: builds the crate, serves it on loopback, and after a save serves the
+/// rebuilt version without a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_builds_serves_and_reloads_on_save() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
+    let out = Command::new(wharf_bin())
+        .args(["new", "devloop", "--sdk-path"])
+        .arg(&sdk)
+        .arg("--dir")
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = parent.path().join("devloop");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut cmd = Command::new(wharf_bin());
+    cmd.args(["dev"])
+        .arg(&dir)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("CARGO_")
+            || key.starts_with("RUSTC")
+            || key == "RUSTFLAGS"
+            || key == "CARGO"
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("CARGO_TARGET_DIR", target_dir());
+    let mut child = cmd.spawn().expect("wharf dev starts");
+    let client = reqwest::Client::new();
+    let call = |name: &'static str| {
+        let client = client.clone();
+        async move {
+            let reply = client
+                .post(format!("http://127.0.0.1:{port}/v1/call"))
+                .json(&json!({ "tool": "devloop:hello", "args": { "name": name } }))
+                .send()
+                .await
+                .ok()?;
+            let body: serde_json::Value = reply.json().await.ok()?;
+            body["data"]["result"]["greeting"]
+                .as_str()
+                .map(str::to_string)
+        }
+    };
+    let until = |want: &'static str| {
+        let call = &call;
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+            loop {
+                if call("x").await.as_deref() == Some(want) {
+                    return true;
+                }
+                if std::time::Instant::now() > deadline {
+                    return false;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+        }
+    };
+    let first = until("hello, x").await;
+    let lib = dir.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib).expect("lib.rs");
+    std::fs::write(
+        &lib,
+        source.replace("\"hello, {name}\"", "\"hi there, {name}\""),
+    )
+    .expect("save");
+    let reloaded = first && until("hi there, x").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first, "wharf dev never served the first build");
+    assert!(reloaded, "wharf dev did not serve the saved change");
 }

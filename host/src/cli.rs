@@ -1,4 +1,7 @@
-//! The `wharf` command line: `serve`, `tools`, `call`, `inspect`, `new`.
+//! The `wharf` command line: `serve`, `tools`, `call`, `sessions`, `inspect`, `new`, `dev`.
+
+mod dev;
+mod sessions;
 
 use crate::config::{BackendConfig, WharfConfig};
 use crate::server::{BoundServer, termination_signal};
@@ -67,6 +70,23 @@ pub enum Command {
         #[arg(long, env = "WHARF_TOKEN", hide_env_values = true)]
         token: Option<String>,
     },
+    /// Create, list or delete sessions on a running server.
+    Sessions {
+        /// What to do.
+        #[command(subcommand)]
+        command: sessions::SessionsCommand,
+        /// The server.
+        #[arg(
+            long,
+            env = "WHARF_URL",
+            default_value = "http://127.0.0.1:7420",
+            global = true
+        )]
+        url: String,
+        /// Bearer token.
+        #[arg(long, env = "WHARF_TOKEN", hide_env_values = true, global = true)]
+        token: Option<String>,
+    },
     /// Show what a component is: world, WIT version, tools with schemas, capabilities.
     Inspect {
         /// The `.wasm` file (or `bundled:NAME`).
@@ -90,10 +110,23 @@ pub enum Command {
         /// The language of the new backend.
         #[arg(long, value_enum, default_value = "rust")]
         lang: crate::scaffold::Lang,
-        /// The SDK to use (default: the `wharf-sdk` crate, or `sdk/python` for Python, this
-        /// binary was built from).
+        /// Depend on a local checkout of the SDK (the `sdk/` crate, or `sdk/python` for
+        /// Python) instead of the registry's `wharf-sdk`.
+        #[arg(long, alias = "sdk", conflicts_with = "sdk_git")]
+        sdk_path: Option<PathBuf>,
+        /// Depend on the `wharf-sdk` crate in this git repository (Rust).
         #[arg(long)]
-        sdk: Option<PathBuf>,
+        sdk_git: Option<String>,
+    },
+    /// Build the backend crate in DIR for wasm32-wasip2, serve it on a loopback server, and
+    /// rebuild and hot-swap it on every save. Grants what the backend declares.
+    Dev {
+        /// The crate directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Listen address (loopback only).
+        #[arg(long, default_value = "127.0.0.1:7420")]
+        listen: SocketAddr,
     },
     /// Internal: compiles the component on stdin into the compile cache at `--cache-dir`
     /// (the host runs cold compiles in this child so their memory leaves with it).
@@ -237,9 +270,16 @@ pub async fn run(cli: Cli) -> Result<()> {
             let wasm = Wharf::read_wasm(&file)?;
             let description =
                 with_progress(&format!("compiling {file}"), wharf.inspect(wasm)).await?;
+            refuse_duplicate_tools(description.tools.iter().map(|t| t.action.as_str()))?;
             println!("{}", serde_json::to_string_pretty(&description)?);
             Ok(())
         }
+        Command::Sessions {
+            command,
+            url,
+            token,
+        } => sessions::run(command, &url, token).await,
+        Command::Dev { dir, listen } => dev::run(dir, listen).await,
         Command::CompileWorker { cache_dir } => {
             crate::runtime::compile_worker::run_worker(&cache_dir)
         }
@@ -248,15 +288,15 @@ pub async fn run(cli: Cli) -> Result<()> {
             provider,
             dir,
             lang,
-            sdk,
+            sdk_path,
+            sdk_git,
         } => {
-            use crate::scaffold::{DEFAULT_PYTHON_SDK, DEFAULT_SDK, Lang};
-            let sdk = sdk.unwrap_or_else(|| {
-                PathBuf::from(match lang {
-                    Lang::Rust => DEFAULT_SDK,
-                    Lang::Python => DEFAULT_PYTHON_SDK,
-                })
-            });
+            use crate::scaffold::{Lang, SdkSource};
+            let sdk = match (sdk_path, sdk_git) {
+                (Some(path), _) => SdkSource::Path(path),
+                (None, Some(url)) => SdkSource::Git(url),
+                (None, None) => SdkSource::Registry,
+            };
             let build = match lang {
                 Lang::Rust => "cargo build --release --target wasm32-wasip2".to_string(),
                 Lang::Python => format!("wharf-py build app.py -o {name}.wasm"),
@@ -318,6 +358,18 @@ async fn with_progress<T>(label: &str, work: impl std::future::Future<Output = T
     out
 }
 
+/// Refuses a component that declares a tool name twice, naming it (a host refuses to load
+/// it for the same reason).
+fn refuse_duplicate_tools<'a>(names: impl Iterator<Item = &'a str>) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for name in names {
+        if !seen.insert(name) {
+            bail!("the backend declares tool `{name}` twice; tool names must be unique");
+        }
+    }
+    Ok(())
+}
+
 fn with_token(request: reqwest::RequestBuilder, token: Option<String>) -> reqwest::RequestBuilder {
     match token {
         Some(token) => request.bearer_auth(token),
@@ -334,4 +386,16 @@ async fn http_json(request: reqwest::RequestBuilder) -> Result<Value> {
         .json::<Value>()
         .await
         .context("the server's reply is not JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duplicate_tool_name_is_refused_by_name() {
+        assert!(refuse_duplicate_tools(["a", "b"].into_iter()).is_ok());
+        let err = refuse_duplicate_tools(["a", "b", "a"].into_iter()).unwrap_err();
+        assert!(err.to_string().contains("`a` twice"), "{err}");
+    }
 }

@@ -95,19 +95,23 @@ impl Code {
     pub fn from_u32(n: u32) -> Option<Code> {
         TABLE.iter().find(|(_, v, _)| *v == n).map(|(c, _, _)| *c)
     }
-    /// Maps a code a backend returned: 4000–4007 and 5000–5006 pass, and so do 4030 (a
-    /// provider refusing a spec it cannot enforce, or a grant denial the backend passes on)
-    /// and 5012 (a dependency such as Docker is down, as the host import said); anything
-    /// else (the host's own codes, which a backend must not forge) becomes 5000.
+    /// Maps a code a backend returned: the codes in [`BACKEND_CODES`] pass; anything else
+    /// (4005, 5001–5005, the host's own codes, which a backend must not forge) becomes 5000.
     pub fn from_backend(n: u32) -> Code {
-        match n {
-            4000..=4007 | 5000..=5006 | 4030 | 5012 => {
-                Code::from_u32(n).unwrap_or(Code::ExecutionError)
-            }
-            _ => Code::ExecutionError,
+        if BACKEND_CODES.contains(&n) {
+            Code::from_u32(n).unwrap_or(Code::ExecutionError)
+        } else {
+            Code::ExecutionError
         }
     }
 }
+
+/// The codes a backend may return (the README and the SDK's `codes` list the same set):
+/// 4000–4004, 4006, 4007, 4030 (a provider refusing a spec it cannot enforce, or a grant
+/// denial the backend passes on), 5000, 5006 and 5012 (a dependency such as Docker is down).
+pub const BACKEND_CODES: &[u32] = &[
+    4000, 4001, 4002, 4003, 4004, 4006, 4007, 4030, 5000, 5006, 5012,
+];
 
 impl Serialize for Code {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -5,8 +5,9 @@
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
-/// The SDK this binary was built from: the default `wharf-sdk` path of a new crate.
-pub const DEFAULT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
+/// The SDK checkout this binary was built beside (what `--sdk-path` usually points at when
+/// working inside the repository).
+pub const REPOSITORY_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
 /// The Python SDK this binary was built beside: what a new Python package installs.
 pub const DEFAULT_PYTHON_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/python");
 
@@ -38,10 +39,69 @@ pub struct NewOptions {
     pub provider: bool,
     /// The directory the crate directory is created in.
     pub parent: PathBuf,
-    /// The SDK to use, by path: the `wharf-sdk` crate, or `sdk/python` for Python.
-    pub sdk: PathBuf,
+    /// Where the SDK comes from.
+    pub sdk: SdkSource,
     /// The language.
     pub lang: Lang,
+}
+
+/// Where a new backend gets its SDK from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SdkSource {
+    /// The registry: `wharf-sdk = "0.1"` (this binary's minor version). For Python, the
+    /// Python SDK this binary was built beside.
+    #[default]
+    Registry,
+    /// A local checkout of the crate (`sdk/`) or, for Python, of `sdk/python`.
+    Path(PathBuf),
+    /// A git repository holding the `wharf-sdk` crate (Rust only).
+    Git(String),
+}
+
+/// The version requirement a new crate puts on `wharf-sdk`: `0.MINOR` before 1.0, else
+/// `MAJOR`, so any compatible release of the SDK matches.
+pub fn sdk_requirement(version: &str) -> String {
+    let mut parts = version.split('.');
+    match (parts.next(), parts.next()) {
+        (Some("0"), Some(minor)) => format!("0.{minor}"),
+        (Some(major), _) => major.to_string(),
+        (None, _) => version.to_string(),
+    }
+}
+
+/// The right-hand side of `wharf-sdk = …` in a new `Cargo.toml`, or the argument of
+/// `pip install` in a Python README.
+fn sdk_dependency(source: &SdkSource, lang: Lang) -> Result<String> {
+    let quoted = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let checked_path = |path: &Path| -> Result<String> {
+        let manifest = match lang {
+            Lang::Rust => "Cargo.toml",
+            Lang::Python => "pyproject.toml",
+        };
+        let sdk = std::fs::canonicalize(path)
+            .with_context(|| format!("the SDK path `{}` does not exist", path.display()))?;
+        if !sdk.join(manifest).is_file() {
+            bail!("`{}` is not the SDK (no {manifest})", sdk.display());
+        }
+        Ok(quoted(&sdk.display().to_string()))
+    };
+    match (lang, source) {
+        (Lang::Rust, SdkSource::Registry) => {
+            Ok(quoted(&sdk_requirement(env!("CARGO_PKG_VERSION"))))
+        }
+        (Lang::Rust, SdkSource::Path(path)) => Ok(format!("{{ path = {} }}", checked_path(path)?)),
+        (Lang::Rust, SdkSource::Git(url)) => {
+            if url.trim().is_empty() || url.contains(['"', '\n', '\r']) {
+                bail!("`{url}` is not a git URL");
+            }
+            Ok(format!("{{ git = {} }}", quoted(url)))
+        }
+        (Lang::Python, SdkSource::Registry) => checked_path(Path::new(DEFAULT_PYTHON_SDK)),
+        (Lang::Python, SdkSource::Path(path)) => checked_path(path),
+        (Lang::Python, SdkSource::Git(_)) => {
+            bail!("`--sdk-git` is for Rust; give a Python backend `--sdk-path DIR/sdk/python`")
+        }
+    }
 }
 
 const RESERVED: &[&str] = &[
@@ -148,41 +208,32 @@ fn camel(name: &str) -> String {
         .collect()
 }
 
-fn render(template: &str, opts: &NewOptions, sdk: &Path) -> String {
+fn render(template: &str, opts: &NewOptions, sdk: &str) -> String {
     let kind = if opts.provider {
         "sandbox provider"
     } else {
         "resource backend"
     };
     let suffix = if opts.provider { "Provider" } else { "Backend" };
-    let sdk = toml::Value::String(sdk.display().to_string()).to_string();
     template
         .replace("{{name}}", &opts.name)
         .replace("{{crate}}", &opts.name.replace('-', "_"))
         .replace("{{Type}}", &format!("{}{suffix}", camel(&opts.name)))
         .replace("{{kind}}", kind)
-        .replace("{{sdk}}", &sdk)
+        .replace("{{sdk}}", sdk)
 }
 
 /// Creates `PARENT/NAME/` with `Cargo.toml`, `.cargo/config.toml`, `src/lib.rs` and
 /// `README.md` (for Python: `app.py`, `test_app.py` and `README.md`); returns the new
-/// directory. Refuses an invalid name, an existing directory
-/// and an SDK path that is not a crate.
+/// directory. Refuses an invalid name, an existing directory, an SDK path that is not the
+/// SDK and a git URL that cannot be written into `Cargo.toml`.
 pub fn scaffold(opts: &NewOptions) -> Result<PathBuf> {
     validate_name(&opts.name)?;
     let dir = opts.parent.join(&opts.name);
     if dir.exists() {
         bail!("`{}` already exists", dir.display());
     }
-    let sdk = std::fs::canonicalize(&opts.sdk)
-        .with_context(|| format!("the SDK path `{}` does not exist", opts.sdk.display()))?;
-    let manifest = match opts.lang {
-        Lang::Rust => "Cargo.toml",
-        Lang::Python => "pyproject.toml",
-    };
-    if !sdk.join(manifest).is_file() {
-        bail!("`{}` is not the SDK (no {manifest})", sdk.display());
-    }
+    let sdk = sdk_dependency(&opts.sdk, opts.lang)?;
     if opts.lang == Lang::Python && opts.provider {
         bail!(
             "`--provider` scaffolds Rust only; a Python provider subclasses `wharf_sdk.Provider` (see sdk/python/README.md)"
@@ -235,5 +286,28 @@ mod tests {
             assert!(validate_name(bad).is_err(), "{bad}");
         }
         assert_eq!(camel("my-tool_x"), "MyToolX");
+    }
+
+    #[test]
+    fn the_registry_requirement_follows_the_version() {
+        assert_eq!(sdk_requirement("0.1.0"), "0.1");
+        assert_eq!(sdk_requirement("0.2.7"), "0.2");
+        assert_eq!(sdk_requirement("1.4.0"), "1");
+        assert_eq!(
+            sdk_dependency(&SdkSource::Registry, Lang::Rust).unwrap(),
+            format!("\"{}\"", sdk_requirement(env!("CARGO_PKG_VERSION")))
+        );
+    }
+
+    #[test]
+    fn a_git_url_cannot_break_out_of_the_manifest() {
+        let evil = SdkSource::Git("https://x\"\n[patch.crates-io]".into());
+        assert!(sdk_dependency(&evil, Lang::Rust).is_err());
+        let ok = SdkSource::Git("https://example.invalid/wharf.git".into());
+        assert_eq!(
+            sdk_dependency(&ok, Lang::Rust).unwrap(),
+            r#"{ git = "https://example.invalid/wharf.git" }"#
+        );
+        assert!(sdk_dependency(&ok, Lang::Python).is_err());
     }
 }

@@ -4,7 +4,7 @@
 /// The `resource-backend` world; its imports are the ones the SDK wraps in [`crate::host`].
 pub mod backend_world {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "wharf:plugin/resource-backend@0.2.0",
         generate_all,
         pub_export_macro: true,
@@ -17,7 +17,7 @@ pub mod backend_world {
 /// The `sandbox-provider` world; shares the wharf import interfaces with `backend_world`.
 pub mod provider_world {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "wharf:plugin/sandbox-provider@0.2.0",
         generate_all,
         with: {

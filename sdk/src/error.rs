@@ -3,7 +3,9 @@
 use crate::bindings::wit_types;
 use serde_json::Value;
 
-/// Codes a backend may return (the host turns any other code into 5000).
+/// The codes a backend may return: 4000–4004, 4006, 4007, 4030, 5000, 5006 and 5012. The
+/// host answers any other code (4005, 5001–5005, its own codes, a custom 4242) as 5000 and
+/// logs the backend's name with the code it returned.
 pub mod codes {
     /// The arguments make no sense for this tool.
     pub const INVALID_INPUT: u32 = 4000;
@@ -19,10 +21,29 @@ pub mod codes {
     pub const NO_RESULTS: u32 = 4006;
     /// The session is unknown or not initialized.
     pub const SESSION_NOT_FOUND: u32 = 4007;
+    /// Not allowed: a grant the operator has not given (pass on the host's 4030).
+    pub const FORBIDDEN: u32 = 4030;
     /// The tool failed.
     pub const EXECUTION_ERROR: u32 = 5000;
     /// The tool ran out of time.
     pub const TIMEOUT: u32 = 5006;
+    /// Something the tool depends on (a service, Docker) is down; retrying later can help.
+    pub const DEPENDENCY_FAILURE: u32 = 5012;
+
+    /// Every code a backend may return, in order.
+    pub const ALLOWED: &[u32] = &[
+        INVALID_INPUT,
+        BUSINESS_FAILURE,
+        INVALID_REQUEST,
+        MISSING_FIELD,
+        INVALID_TYPE,
+        NO_RESULTS,
+        SESSION_NOT_FOUND,
+        FORBIDDEN,
+        EXECUTION_ERROR,
+        TIMEOUT,
+        DEPENDENCY_FAILURE,
+    ];
 }
 
 /// A failure with a code from the table, a message a person can act on, whether a retry
@@ -40,7 +61,14 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    /// An error with an explicit code.
+    /// An error with an explicit code, one of [`codes::ALLOWED`] (see [`codes`]); the host
+    /// answers any other code as 5000 and logs it.
+    ///
+    /// ```
+    /// use wharf_sdk::{ToolError, codes};
+    /// let err = ToolError::new(codes::DEPENDENCY_FAILURE, "the tracker API is down").retryable();
+    /// assert_eq!(err.code, 5012);
+    /// ```
     pub fn new(code: u32, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -64,6 +92,14 @@ impl ToolError {
     /// 4007: the session is unknown, gone or not initialized.
     pub fn session_not_found(message: impl Into<String>) -> Self {
         Self::new(codes::SESSION_NOT_FOUND, message)
+    }
+    /// 4030: not allowed (a grant is missing).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(codes::FORBIDDEN, message)
+    }
+    /// 5012: a dependency is down; retryable.
+    pub fn dependency(message: impl Into<String>) -> Self {
+        Self::new(codes::DEPENDENCY_FAILURE, message).retryable()
     }
     /// 5000: the tool failed.
     pub fn execution(message: impl Into<String>) -> Self {

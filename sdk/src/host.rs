@@ -1,8 +1,8 @@
 //! What the host offers a backend: logs, key-value state, containers and commands in them.
 //! Every call returns [`ToolError`](crate::ToolError)-compatible errors (`?` works).
-//! Outbound HTTP is the standard `wasi:http/outgoing-handler`: use any wasi-http client.
+//! Outbound HTTP is [`crate::http`] (over the standard `wasi:http/outgoing-handler`).
 
-pub use crate::bindings::backend_world::wharf::plugin::{container, exec, kv};
+pub use crate::bindings::backend_world::wharf::plugin::{container, exec};
 
 use crate::bindings::backend_world::wharf::plugin::log as wit_log;
 
@@ -46,5 +46,74 @@ pub mod log {
     /// Logs at error level.
     pub fn error(message: &str) {
         log(Level::Error, message)
+    }
+}
+
+/// Key-value state kept by the host (SQLite or PostgreSQL), per backend or per session.
+///
+/// The raw calls take and return bytes; `get_json` / `set_json` store any serde type as
+/// JSON. `increment` and `compare_and_swap` are atomic in the host, across pooled
+/// instances and nodes: use them instead of a read-modify-write.
+pub mod kv {
+    use crate::ToolError;
+    pub use crate::bindings::backend_world::wharf::plugin::kv::{
+        Scope, compare_and_swap, delete, get, increment, list_keys, set,
+    };
+    use serde::{Serialize, de::DeserializeOwned};
+
+    /// The value under `key` parsed as JSON; `None` when absent. A value that is not the
+    /// JSON of `T` is 5000.
+    pub fn get_json<T: DeserializeOwned>(scope: Scope, key: &str) -> Result<Option<T>, ToolError> {
+        match get(scope, key)? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                ToolError::execution(format!(
+                    "kv key `{key}` does not hold the JSON expected: {e}"
+                ))
+            }),
+        }
+    }
+
+    /// Stores `value` as JSON under `key`.
+    pub fn set_json<T: Serialize + ?Sized>(
+        scope: Scope,
+        key: &str,
+        value: &T,
+    ) -> Result<(), ToolError> {
+        let bytes = serde_json::to_vec(value)
+            .map_err(|e| ToolError::execution(format!("kv value for `{key}` is not JSON: {e}")))?;
+        Ok(set(scope, key, &bytes)?)
+    }
+
+    /// Replaces the JSON value under `key` with `change(current)` atomically: retried with
+    /// `compare_and_swap` until no other instance changed it meanwhile (at most `64` times,
+    /// then 5000). Returns the stored value.
+    pub fn update_json<T, F>(scope: Scope, key: &str, mut change: F) -> Result<T, ToolError>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnMut(Option<T>) -> T,
+    {
+        for _ in 0..64 {
+            let before = get(scope, key)?;
+            let current = match &before {
+                None => None,
+                Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
+                    ToolError::execution(format!(
+                        "kv key `{key}` does not hold the JSON expected: {e}"
+                    ))
+                })?),
+            };
+            let next = change(current);
+            let bytes = serde_json::to_vec(&next).map_err(|e| {
+                ToolError::execution(format!("kv value for `{key}` is not JSON: {e}"))
+            })?;
+            if compare_and_swap(scope, key, before.as_deref(), Some(bytes.as_slice()))? {
+                return Ok(next);
+            }
+        }
+        Err(ToolError::execution(format!(
+            "kv key `{key}` kept changing under this update; try again"
+        ))
+        .retryable())
     }
 }

@@ -6,6 +6,10 @@
 //! arguments are ordinary Rust types: their JSON Schema is generated with `schemars` and the
 //! host validates every call against it before your code runs.
 //!
+//! Tools are registered with the [`Tools`] builder or, shorter, with `#[tools]` on an impl
+//! block and `#[tool(...)]` on its methods (see [`tools`]). The host imports are
+//! [`host::kv`], [`host::log`], [`host::container`], [`host::exec`] and [`http`].
+//!
 //! The WebAssembly plumbing (`wit-bindgen`, the component model) stays inside this crate.
 
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -18,6 +22,7 @@ pub mod bindings;
 mod error;
 mod export;
 pub mod host;
+pub mod http;
 mod provider;
 mod session;
 mod tools;
@@ -30,6 +35,7 @@ pub use provider::{
 };
 pub use session::Session;
 pub use tools::{Annotations, Attachment, Call, NoArgs, SessionNeed, Tools};
+pub use wharf_sdk_macros::{tool, tools};
 
 pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize, Serialize};

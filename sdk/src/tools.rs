@@ -70,9 +70,13 @@ impl Call {
     }
     /// The session, or a 4007 error when the call has none.
     pub fn require_session(&self) -> Result<&Session, ToolError> {
-        self.session
-            .as_ref()
-            .ok_or_else(|| ToolError::session_not_found("this tool needs a session"))
+        self.session.as_ref().ok_or_else(|| {
+            ToolError::session_not_found(
+                "this tool needs a session and the call has none (a tool the backend declares \
+                     without `.session(SessionNeed::Required)` / `#[tool(session = \"required\")]` \
+                     never receives one)",
+            )
+        })
     }
     /// Adds binary output (a PNG, a file) to the result.
     pub fn attach(&mut self, name: impl Into<String>, mime_type: impl Into<String>, data: Vec<u8>) {

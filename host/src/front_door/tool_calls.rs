@@ -2,7 +2,7 @@
 //! the audit line and metrics every call leaves.
 
 use super::{Wharf, poisoned};
-use crate::error_code::WharfError;
+use crate::error_code::{Code, WharfError};
 use crate::runtime::{LoadedBackend, ToolCall};
 use crate::tool::{SessionNeed, ToolDescription, ToolResult};
 use crate::tool_names::{Resolution, ToolName};
@@ -225,6 +225,12 @@ impl Wharf {
             .map(Duration::from_millis)
             .map_or(limit, |t| t.min(limit));
         let canonical = format!("{}:{}", backend.name, tool.action);
+        // A stateless tool never receives the caller's session; if it then asks for one,
+        // the fault is the declaration, and the answer says how to fix it.
+        let undeclared_session = match (&request.session_id, tool.session) {
+            (Some(id), SessionNeed::None) => Some(id.clone()),
+            _ => None,
+        };
         let session_id = match (&request.session_id, tool.session) {
             (_, SessionNeed::None) => None,
             (Some(id), _) => Some(id.clone()),
@@ -245,7 +251,17 @@ impl Wharf {
                     timeout,
                     trace_id,
                 })
-                .await?;
+                .await
+                .map_err(|e| match undeclared_session {
+                    Some(id) if e.code == Code::SessionNotFound => WharfError::new(
+                        Code::ExecutionError,
+                        format!(
+                            "`{canonical}` was called with session `{id}` but its backend declares it without a session, so the session was not passed: the backend must declare the tool with `.session(SessionNeed::Required)` (or `Optional`), or `#[tool(session = \"required\")]` (backend said: {})",
+                            e.message
+                        ),
+                    ),
+                    _ => e,
+                })?;
             return Ok(CallOutcome {
                 tool: canonical,
                 backend: backend.name.to_string(),

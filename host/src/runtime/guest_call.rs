@@ -5,7 +5,7 @@
 //! instance and names the cause, with the guest's last words (`log.panic`) when it left
 //! some.
 
-use crate::error_code::{Code, WharfError};
+use crate::error_code::{BACKEND_CODES, Code, WharfError};
 use crate::runtime::guest_types::GuestError;
 use crate::runtime::host_state::CallContext;
 use crate::runtime::instance_pool::{BoxFuture, GuestWorld, Instance, InstancePool};
@@ -33,7 +33,9 @@ pub fn guest_failure(backend: &str, e: GuestError) -> WharfError {
         tracing::warn!(
             backend,
             code = e.code,
-            "the backend returned a code it may not use; answering 5000 (backends may use 4000–4004, 4006, 4007, 4030, 5000, 5006, 5012)"
+            allowed = ?BACKEND_CODES,
+            "backend `{backend}` returned code {} which a backend may not use; answering 5000",
+            e.code
         );
     }
     let data = e.data.and_then(|d| serde_json::from_str(&d).ok());
@@ -135,4 +137,34 @@ where
 pub fn guest_json(text: &str, what: &str) -> Result<Value, WharfError> {
     serde_json::from_str(text)
         .map_err(|e| WharfError::new(Code::ExecutionError, format!("{what} is not JSON: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(code: u32) -> GuestError {
+        GuestError {
+            code,
+            message: "m".into(),
+            retryable: false,
+            data: None,
+        }
+    }
+
+    #[test]
+    fn exactly_the_stated_codes_pass() {
+        for code in [
+            4000, 4001, 4002, 4003, 4004, 4006, 4007, 4030, 5000, 5006, 5012,
+        ] {
+            assert_eq!(guest_failure("b", error(code)).code.as_u32(), code);
+        }
+        for code in [0, 4005, 4010, 4013, 4090, 4242, 5001, 5005, 5011, 5013] {
+            assert_eq!(
+                guest_failure("b", error(code)).code.as_u32(),
+                5000,
+                "{code}"
+            );
+        }
+    }
 }

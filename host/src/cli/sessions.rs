@@ -1,0 +1,151 @@
+//! `wharf sessions create|list|delete`: sessions of a running server, over its REST API.
+
+use super::{http_json, with_token};
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+/// What to do with sessions.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Create a session (or get the one that exists for this backend and key); prints its id.
+    Create {
+        /// The backend.
+        backend: String,
+        /// The caller's key: the same key gives the same session.
+        #[arg(long)]
+        key: Option<String>,
+        /// Per-session config, a JSON object given to the backend's `initialize`.
+        #[arg(long)]
+        config: Option<String>,
+        /// Idle time after which the session expires, in seconds.
+        #[arg(long)]
+        ttl_seconds: Option<u64>,
+    },
+    /// List sessions: one line each, `ID BACKEND KEY STATE`.
+    List {
+        /// Only this backend's.
+        #[arg(long)]
+        backend: Option<String>,
+        /// Only this key's.
+        #[arg(long)]
+        key: Option<String>,
+        /// Print the server's JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session (its backend's `cleanup` runs).
+    Delete {
+        /// The session id.
+        id: String,
+    },
+}
+
+/// The JSON body of `POST /v1/sessions` for `create`.
+pub fn create_body(
+    backend: &str,
+    key: Option<&str>,
+    config: Option<&str>,
+    ttl_seconds: Option<u64>,
+) -> Result<Value> {
+    let mut body = json!({ "backend": backend });
+    if let Some(key) = key {
+        body["key"] = json!(key);
+    }
+    if let Some(config) = config {
+        let config: Value = serde_json::from_str(config).context("--config is not valid JSON")?;
+        body["config"] = config;
+    }
+    if let Some(ttl) = ttl_seconds {
+        body["ttl_seconds"] = json!(ttl);
+    }
+    Ok(body)
+}
+
+/// Runs one `sessions` subcommand against the server at `url`.
+pub async fn run(command: SessionsCommand, url: &str, token: Option<String>) -> Result<()> {
+    let client = reqwest::Client::new();
+    match command {
+        SessionsCommand::Create {
+            backend,
+            key,
+            config,
+            ttl_seconds,
+        } => {
+            let body = create_body(&backend, key.as_deref(), config.as_deref(), ttl_seconds)?;
+            let reply = http_json(with_token(
+                client.post(format!("{url}/v1/sessions")).json(&body),
+                token,
+            ))
+            .await?;
+            let data = ok_data(&reply)?;
+            println!("{}", data["id"].as_str().unwrap_or_default());
+        }
+        SessionsCommand::List { backend, key, json } => {
+            let mut query = Vec::new();
+            if let Some(backend) = backend {
+                query.push(("backend", backend));
+            }
+            if let Some(key) = key {
+                query.push(("key", key));
+            }
+            let list_url = reqwest::Url::parse_with_params(&format!("{url}/v1/sessions"), &query)
+                .with_context(|| format!("`{url}` is not a URL"))?;
+            let reply = http_json(with_token(client.get(list_url), token)).await?;
+            let data = ok_data(&reply)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(data)?);
+                return Ok(());
+            }
+            for s in data["sessions"].as_array().into_iter().flatten() {
+                println!(
+                    "{}  {}  {}  {}",
+                    s["id"].as_str().unwrap_or_default(),
+                    s["backend"].as_str().unwrap_or_default(),
+                    s["key"].as_str().unwrap_or("-"),
+                    s["state"].as_str().unwrap_or_default(),
+                );
+            }
+        }
+        SessionsCommand::Delete { id } => {
+            let reply = http_json(with_token(
+                client.delete(format!("{url}/v1/sessions/{id}")),
+                token,
+            ))
+            .await?;
+            ok_data(&reply)?;
+            eprintln!("wharf: deleted session `{id}`");
+        }
+    }
+    Ok(())
+}
+
+/// The `data` of a successful reply, or the server's message and code as the error.
+fn ok_data(reply: &Value) -> Result<&Value> {
+    if reply["code"].as_u64() != Some(0) {
+        bail!(
+            "{} ({})",
+            reply["message"].as_str().unwrap_or("the server refused"),
+            reply["code"]
+        );
+    }
+    Ok(&reply["data"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_body_takes_what_was_given() {
+        assert_eq!(
+            create_body("b", None, None, None).unwrap(),
+            json!({ "backend": "b" })
+        );
+        assert_eq!(
+            create_body("b", Some("k"), Some(r#"{"x":1}"#), Some(60)).unwrap(),
+            json!({ "backend": "b", "key": "k", "config": { "x": 1 }, "ttl_seconds": 60 })
+        );
+        assert!(create_body("b", None, Some("{nope"), None).is_err());
+    }
+}
