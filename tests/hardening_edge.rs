@@ -8,7 +8,9 @@
 use reqwest::RequestBuilder;
 use serde_json::{Value, json};
 use wharf::config::{TokenConfig, TokenScope};
-use wharf_integration_tests::{TestHost, bundled, docker_provider, docker_ready, start, start_with};
+use wharf_integration_tests::{
+    TestHost, bundled, docker_provider, docker_ready, start, start_with,
+};
 
 fn token(name: &str, scopes: &[TokenScope], backends: Option<&[&str]>) -> TokenConfig {
     TokenConfig {
@@ -117,7 +119,10 @@ async fn a_web_page_cannot_reach_a_loopback_host() {
     .await;
     assert_eq!((status, reply["code"].clone()), (200, json!(0)), "{reply}");
     let (status, reply) = send(post(&h, "/api/v1/session/list")).await;
-    assert_ne!(status, 415, "a bodiless POST is not a body of the wrong type: {reply}");
+    assert_ne!(
+        status, 415,
+        "a bodiless POST is not a body of the wrong type: {reply}"
+    );
     assert_healthy(&h).await;
 }
 
@@ -139,7 +144,10 @@ async fn a_token_named_star_sees_only_its_own_sessions() {
             .json(&json!({"backend": "scratchpad", "key": "private"})),
     ))
     .await;
-    let id = created["data"]["id"].as_str().expect("session id").to_string();
+    let id = created["data"]["id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
     let (_, listed) = send(as_token(
         "*",
         reqwest::Client::new().get(format!("{}/v1/sessions", h.url)),
@@ -181,11 +189,7 @@ async fn an_mcp_session_answers_only_the_token_that_opened_it() {
     })
     .await;
     let mcp = |t: &str| post(&h, "/mcp").bearer_auth(format!("secret-{t}"));
-    let opened = mcp("alice")
-        .json(&mcp_initialize())
-        .send()
-        .await
-        .unwrap();
+    let opened = mcp("alice").json(&mcp_initialize()).send().await.unwrap();
     assert_eq!(opened.status(), 200);
     let session = opened
         .headers()
@@ -205,8 +209,16 @@ async fn an_mcp_session_answers_only_the_token_that_opened_it() {
 
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "echo_ping", "arguments": {}}});
-    let (status, reply) = send(mcp("mallory").header("mcp-session-id", &session).json(&call)).await;
-    assert_eq!(status, 404, "another token rides alice's MCP session: {reply}");
+    let (status, reply) = send(
+        mcp("mallory")
+            .header("mcp-session-id", &session)
+            .json(&call),
+    )
+    .await;
+    assert_eq!(
+        status, 404,
+        "another token rides alice's MCP session: {reply}"
+    );
     assert_eq!(reply["code"], 4007);
     let (status, reply) = send(
         reqwest::Client::new()
@@ -215,7 +227,10 @@ async fn an_mcp_session_answers_only_the_token_that_opened_it() {
             .header("mcp-session-id", &session),
     )
     .await;
-    assert_eq!(status, 404, "another token ends alice's MCP session: {reply}");
+    assert_eq!(
+        status, 404,
+        "another token ends alice's MCP session: {reply}"
+    );
 
     let (status, reply) = send(mcp("alice").header("mcp-session-id", &session).json(&call)).await;
     assert_eq!(status, 200, "alice's session still serves her: {reply}");
@@ -234,14 +249,14 @@ async fn metrics_need_the_read_scope_when_tokens_exist() {
     .await;
     let metrics = || reqwest::Client::new().get(format!("{}/metrics", h.url));
     let (status, reply) = send(metrics()).await;
-    assert_eq!((status, reply["code"].clone()), (401, json!(4010)), "{reply}");
+    assert_eq!(
+        (status, reply["code"].clone()),
+        (401, json!(4010)),
+        "{reply}"
+    );
     let (status, _) = send(metrics().bearer_auth("secret-caller")).await;
     assert_eq!(status, 403, "a token without `read`");
-    let reply = metrics()
-        .bearer_auth("secret-reader")
-        .send()
-        .await
-        .unwrap();
+    let reply = metrics().bearer_auth("secret-reader").send().await.unwrap();
     assert_eq!(reply.status(), 200);
     assert!(reply.text().await.unwrap().contains("wharf_"));
 }
@@ -285,7 +300,10 @@ async fn backend_config_is_for_admins_and_redacted_as_whole_subtrees() {
     let (_, as_admin) = send(backends("ops")).await;
     let config = &as_admin["data"]["backends"][0]["config"];
     let text = as_admin.to_string();
-    assert!(!text.contains("leak-"), "a secret reached the admin: {config}");
+    assert!(
+        !text.contains("leak-"),
+        "a secret reached the admin: {config}"
+    );
     assert_eq!(config["greeting"], "hello", "{config}");
     assert_eq!(config["db"]["host"], "db.internal", "{config}");
     assert_eq!(config["db"]["pass"], "***", "{config}");
@@ -386,20 +404,33 @@ async fn the_files_route_honours_the_token_allowlist() {
         .unwrap_or_else(|| panic!("{created}"))
         .to_string();
     let files = format!("{}/v1/sessions/{id}/files?path=/work/secret.txt", h.url);
-    let (status, put) = send(as_token("agent", client.put(&files).body("the agent's secret"))).await;
+    let (status, put) = send(as_token(
+        "agent",
+        client.put(&files).body("the agent's secret"),
+    ))
+    .await;
     assert_eq!(status, 200, "{put}");
 
     let (status, reply) = send(as_token("echo-ops", client.get(&files))).await;
-    assert_eq!(status, 403, "a token limited to echo downloads from docker: {reply}");
+    assert_eq!(
+        status, 403,
+        "a token limited to echo downloads from docker: {reply}"
+    );
     assert_eq!(reply["code"], 4030);
     let (status, reply) = send(as_token("echo-ops", client.put(&files).body("overwritten"))).await;
-    assert_eq!(status, 403, "a token limited to echo uploads to docker: {reply}");
+    assert_eq!(
+        status, 403,
+        "a token limited to echo uploads to docker: {reply}"
+    );
     let (status, _) = send(as_token(
         "echo-ops",
         client.get(format!("{}/v1/sessions/{id}", h.url)),
     ))
     .await;
-    assert_eq!(status, 403, "a token limited to echo reads a docker session");
+    assert_eq!(
+        status, 403,
+        "a token limited to echo reads a docker session"
+    );
     let (status, body) = {
         let r = as_token("agent", client.get(&files)).send().await.unwrap();
         (r.status().as_u16(), r.text().await.unwrap())

@@ -391,26 +391,28 @@ documents = [{ id = "a", text = "alpha beta" }]"#,
     })
     .await;
     let as_admin = |r: reqwest::RequestBuilder| r.bearer_auth("t-ops");
-    let backends: serde_json::Value = as_admin(reqwest::Client::new().get(format!("{}/v1/backends", h.url)))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let backends: serde_json::Value =
+        as_admin(reqwest::Client::new().get(format!("{}/v1/backends", h.url)))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
     let info = &backends["data"]["backends"][0];
     assert_eq!(info["config"]["api_token"], "***");
     assert_eq!(info["config"]["documents"][0]["id"], "a");
     assert!(!backends.to_string().contains("hunter2"));
     // The operator's documents were indexed by warmup.
-    let found: serde_json::Value = as_admin(reqwest::Client::new().post(format!("{}/v1/call", h.url)))
-        .json(&json!({"tool": "text-index:search", "args": {"query": "alpha"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let found: serde_json::Value =
+        as_admin(reqwest::Client::new().post(format!("{}/v1/call", h.url)))
+            .json(&json!({"tool": "text-index:search", "args": {"query": "alpha"}}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
     assert_eq!(found["data"]["result"][0]["id"], "a");
 }
 

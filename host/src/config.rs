@@ -82,6 +82,9 @@ impl AuthConfig {
         let mut seen = std::collections::BTreeSet::new();
         for token in &self.tokens {
             let name = token.name.as_str();
+            if RESERVED_TOKEN_NAMES.contains(&name) {
+                bail!("token name `{name}` is reserved");
+            }
             let charset_ok = name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
@@ -91,11 +94,10 @@ impl AuthConfig {
                     name.escape_debug()
                 );
             }
-            if RESERVED_TOKEN_NAMES.contains(&name) {
-                bail!("token name `{name}` is reserved");
-            }
             if !seen.insert(name) {
-                bail!("token name `{name}` is used by two tokens: names are tenants and must be unique");
+                bail!(
+                    "token name `{name}` is used by two tokens: names are tenants and must be unique"
+                );
             }
         }
         Ok(())
@@ -480,7 +482,11 @@ mod tests {
         let with = |names: &[&str]| {
             let tokens: String = names
                 .iter()
-                .map(|n| format!("[[auth.tokens]]\nname = \"{n}\"\nvalue = \"v-{n}\"\nscopes = [\"read\"]\n"))
+                .map(|n| {
+                    format!(
+                        "[[auth.tokens]]\nname = \"{n}\"\nvalue = \"v-{n}\"\nscopes = [\"read\"]\n"
+                    )
+                })
                 .collect();
             WharfConfig::parse(&tokens, env)
         };
@@ -494,7 +500,10 @@ mod tests {
             &["agent", "agent"],
         ] {
             let err = with(bad).expect_err("refused");
-            assert!(format!("{err:#}").contains("token name"), "{bad:?}: {err:#}");
+            assert!(
+                format!("{err:#}").contains("token name"),
+                "{bad:?}: {err:#}"
+            );
         }
     }
 }

@@ -131,7 +131,9 @@ fn is_not_plain(e: &std::io::Error) -> bool {
 }
 
 fn not_plain(file: &str) -> String {
-    format!("{file} is a symbolic link or not a regular file: refused (put the file itself in the plugins directory)")
+    format!(
+        "{file} is a symbolic link or not a regular file: refused (put the file itself in the plugins directory)"
+    )
 }
 
 /// Reads a file of the plugins directory without following a symbolic link (which could

@@ -1,7 +1,7 @@
 //! What secrets look like, and copies of values with them taken out: config shown by
 //! `/v1/backends` (secret-looking keys hide their whole value, nested or not, and URLs
 //! lose their credentials) and tool arguments in the audit line (content and commands
-//! are replaced by their length and sha256).
+//! are replaced by their length and sha256); text from outside kept on one log line.
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -136,6 +136,23 @@ pub fn for_audit(args: &Value) -> Value {
     walk(&redact(args))
 }
 
+/// `text` on one line: control characters (`\n`, `\r`, ESC, …), Unicode line and
+/// paragraph separators and bidi overrides written as escapes, so text from a guest or a
+/// request cannot pass for another line of the host's log.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let hidden = c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        if hidden {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,7 +179,10 @@ mod tests {
         });
         let text = redact(&v).to_string();
         for n in 1..=7 {
-            assert!(!text.contains(&format!("hidden-{n}")), "hidden-{n} in {text}");
+            assert!(
+                !text.contains(&format!("hidden-{n}")),
+                "hidden-{n} in {text}"
+            );
         }
         assert!(text.contains("https://bob:***@example.com/x?q=1"), "{text}");
         assert!(text.contains("https://***@example.com"), "{text}");
@@ -188,5 +208,19 @@ mod tests {
         assert_eq!(audited["content"], digest(b"TOKEN=hunter2"));
         assert_eq!(audited["command"]["len"], 25);
         assert_eq!(audited["argv"][2]["len"], AUDIT_STRING_MAX + 1);
+    }
+
+    #[test]
+    fn a_message_stays_on_one_line() {
+        let forged = "ok\n2026-01-01T00:00:00Z INFO wharf::audit: event=\"tool_call\"\r\x1b[2K\u{2028}\u{202E}é";
+        let shown = one_line(forged);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{202E}'),
+            "{shown}"
+        );
+        assert!(shown.starts_with("ok\\n2026"), "{shown}");
+        assert!(shown.ends_with('é'), "{shown}");
     }
 }

@@ -343,7 +343,12 @@ impl SessionManager {
     }
 
     /// Clears `holder`'s claim on a session of `tenant`.
-    pub async fn unclaim(&self, tenant: &Tenant, id: &str, holder: &str) -> Result<bool, WharfError> {
+    pub async fn unclaim(
+        &self,
+        tenant: &Tenant,
+        id: &str,
+        holder: &str,
+    ) -> Result<bool, WharfError> {
         self.get(tenant, id).await?;
         self.store.unclaim(id, holder).await
     }

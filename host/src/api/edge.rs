@@ -68,11 +68,9 @@ impl EdgePolicy {
             .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
             .map_err(|_| WharfError::forbidden("the Origin header is not valid"))?;
         let own = host.as_deref().is_some_and(|host| {
-            origin
-                .split_once("://")
-                .is_some_and(|(scheme, authority)| {
-                    matches!(scheme, "http" | "https") && authority == host
-                })
+            origin.split_once("://").is_some_and(|(scheme, authority)| {
+                matches!(scheme, "http" | "https") && authority == host
+            })
         });
         if own || self.origins.contains(&origin) {
             return Ok(());
@@ -112,7 +110,11 @@ fn host_name(host: &str) -> &str {
 }
 
 /// Middleware: answers 4030 for a request the [`EdgePolicy`] refuses.
-pub async fn guard(State(policy): State<Arc<EdgePolicy>>, request: Request, next: Next) -> Response {
+pub async fn guard(
+    State(policy): State<Arc<EdgePolicy>>,
+    request: Request,
+    next: Next,
+) -> Response {
     match policy.check(request.headers()) {
         Ok(()) => next.run(request).await,
         Err(e) => Envelope::error(e, Meta::default()).into_response(),

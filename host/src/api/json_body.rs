@@ -68,7 +68,12 @@ fn has_body(request: &Request) -> bool {
     request.body().size_hint().exact() != Some(0)
 }
 
-async fn media_type_guard(request: Request, next: Next, accepted: &[&str], untyped: bool) -> Response {
+async fn media_type_guard(
+    request: Request,
+    next: Next,
+    accepted: &[&str],
+    untyped: bool,
+) -> Response {
     match check_media_type(request.headers(), has_body(&request), accepted, untyped) {
         Ok(()) => next.run(request).await,
         Err(e) => Envelope::error(e, Meta::default()).into_response(),
@@ -160,9 +165,18 @@ mod tests {
             h
         };
         let none = HeaderMap::new();
-        let json = check_media_type(&typed("application/json; charset=utf-8"), true, &[JSON], false);
+        let json = check_media_type(
+            &typed("application/json; charset=utf-8"),
+            true,
+            &[JSON],
+            false,
+        );
         assert!(json.is_ok());
-        for t in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"] {
+        for t in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+        ] {
             let e = check_media_type(&typed(t), true, &[JSON], false).unwrap_err();
             assert_eq!(e.code, Code::UnsupportedMediaType, "{t}");
             assert_eq!(e.code.http_status(), 415);

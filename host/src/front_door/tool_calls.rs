@@ -144,7 +144,10 @@ impl Wharf {
         // The audit line never carries content or commands (only their length and
         // sha256); building it copies the arguments, so only when the line is written.
         let args = tracing::enabled!(target: "wharf::audit", tracing::Level::INFO)
-            .then(|| crate::redact::for_audit(&request.args))
+            .then(|| {
+                let audited = crate::redact::for_audit(&request.args);
+                crate::redact::one_line(&audited.to_string())
+            })
             .unwrap_or_default();
         let outcome = self
             .call_unaudited(tenant, request, trace_id.clone(), permit)

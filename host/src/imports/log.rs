@@ -10,7 +10,7 @@ const MAX_MESSAGE: usize = 8 * 1024;
 
 impl Host for HostState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        let message = escape(&truncate(message));
+        let message = crate::redact::one_line(&truncate(message));
         let backend = &*self.backend;
         let session = self.call.session_id.as_deref().unwrap_or("-");
         match level {
@@ -25,7 +25,7 @@ impl Host for HostState {
 
     async fn panic(&mut self, message: String) -> wasmtime::Result<()> {
         let message = truncate(message);
-        let shown = escape(&message);
+        let shown = crate::redact::one_line(&message);
         tracing::error!(target: "wharf::guest", backend = &*self.backend, session = self.call.session_id.as_deref().unwrap_or("-"), "panicked: {shown}");
         self.call.panic = Some(message);
         Ok(())
@@ -43,34 +43,4 @@ fn truncate(mut message: String) -> String {
         message.push('…');
     }
     message
-}
-
-/// `message` on one line: control characters (`\n`, `\r`, ESC, …), Unicode line and
-/// paragraph separators and bidi overrides written as escapes.
-fn escape(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    for c in message.chars() {
-        let hidden = c.is_control()
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-        if hidden {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_message_stays_on_one_line() {
-        let forged = "ok\n2026-01-01T00:00:00Z INFO wharf::audit: event=\"tool_call\"\r\x1b[2K\u{2028}\u{202E}é";
-        let shown = escape(forged);
-        assert!(!shown.chars().any(|c| c.is_control() || c == '\u{2028}' || c == '\u{202E}'), "{shown}");
-        assert!(shown.starts_with("ok\\n2026"), "{shown}");
-        assert!(shown.ends_with('é'), "{shown}");
-    }
 }

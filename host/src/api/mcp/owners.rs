@@ -63,11 +63,7 @@ impl McpOwners {
 
 /// Middleware in front of the MCP transport, after authentication (it reads the
 /// [`Caller`] the auth middleware stored).
-pub async fn guard(
-    State(owners): State<Arc<McpOwners>>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub async fn guard(State(owners): State<Arc<McpOwners>>, request: Request, next: Next) -> Response {
     let Some(caller) = request.extensions().get::<Caller>().cloned() else {
         let e = WharfError::internal("the MCP route ran without authentication");
         return Envelope::error(e, Meta::default()).into_response();
