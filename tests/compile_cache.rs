@@ -50,7 +50,7 @@ async fn a_restart_hits_the_cache_and_a_corrupt_entry_is_rebuilt() {
     assert_eq!(b.cache, CacheOutcome::Rebuilt);
     let r = third
         .call(
-            "anonymous",
+            &wharf::tenant::Tenant::own("anonymous"),
             serde_json::from_value(serde_json::json!({"tool": "echo:ping"})).unwrap(),
             None,
         )

@@ -378,24 +378,42 @@ async fn secrets_in_backend_config_are_redacted() {
         r#"api_token = "hunter2"
 documents = [{ id = "a", text = "alpha beta" }]"#,
     ));
-    let h = start(vec![("text-index", cfg)]).await;
-    let info = h.backend_info("text-index").await;
+    // The config is shown to admins only (a reader's view is in tests/hardening_edge.rs).
+    let h = wharf_integration_tests::start_with(vec![("text-index", cfg)], |s| {
+        s.auth.tokens = vec![wharf::config::TokenConfig {
+            name: "ops".into(),
+            value: Some("t-ops".into()),
+            value_file: None,
+            scopes: vec![wharf::config::TokenScope::Admin],
+            backends: None,
+            tools: None,
+        }];
+    })
+    .await;
+    let as_admin = |r: reqwest::RequestBuilder| r.bearer_auth("t-ops");
+    let backends: serde_json::Value =
+        as_admin(reqwest::Client::new().get(format!("{}/v1/backends", h.url)))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let info = &backends["data"]["backends"][0];
     assert_eq!(info["config"]["api_token"], "***");
     assert_eq!(info["config"]["documents"][0]["id"], "a");
-    assert!(
-        !h.get("/v1/backends")
-            .await
-            .body
-            .to_string()
-            .contains("hunter2")
-    );
+    assert!(!backends.to_string().contains("hunter2"));
     // The operator's documents were indexed by warmup.
-    assert_eq!(
-        h.call("text-index:search", json!({"query": "alpha"}))
+    let found: serde_json::Value =
+        as_admin(reqwest::Client::new().post(format!("{}/v1/call", h.url)))
+            .json(&json!({"tool": "text-index:search", "args": {"query": "alpha"}}))
+            .send()
             .await
-            .body["data"]["result"][0]["id"],
-        "a"
-    );
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(found["data"]["result"][0]["id"], "a");
 }
 
 fn toml_value(text: &str) -> toml::Value {

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod auth;
 pub mod compat;
+pub mod edge;
 pub mod envelope;
 pub mod files;
 pub mod json_body;

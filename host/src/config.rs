@@ -55,6 +55,11 @@ pub struct ServerConfig {
     pub store_url: Option<String>,
     /// Bearer tokens (`[[server.auth.tokens]]`, or `[[auth.tokens]]` at the top level).
     pub auth: AuthConfig,
+    /// Names (beyond `localhost` and the loopback addresses) a request's `Host` may carry
+    /// when the server listens on loopback, e.g. a name in `/etc/hosts`.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins (`scheme://host[:port]`) allowed beyond the server's own.
+    pub allowed_origins: Vec<String>,
 }
 
 /// Tokens and what they may do.
@@ -66,7 +71,38 @@ pub struct AuthConfig {
     pub tokens: Vec<TokenConfig>,
 }
 
+/// Token names no token may take: the anonymous tenant, and `*` (read as "every tenant"
+/// by tools that grep logs).
+pub const RESERVED_TOKEN_NAMES: &[&str] = &["anonymous", "*"];
+
 impl AuthConfig {
+    /// Token names are tenants: each must be unique, non-empty, at most 64 characters of
+    /// `A-Z a-z 0-9 . _ -`, and not reserved ([`RESERVED_TOKEN_NAMES`]).
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        for token in &self.tokens {
+            let name = token.name.as_str();
+            if RESERVED_TOKEN_NAMES.contains(&name) {
+                bail!("token name `{name}` is reserved");
+            }
+            let charset_ok = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            if name.is_empty() || name.len() > 64 || !charset_ok {
+                bail!(
+                    "token name `{}` is not valid: use 1 to 64 characters of A-Z a-z 0-9 . _ -",
+                    name.escape_debug()
+                );
+            }
+            if !seen.insert(name) {
+                bail!(
+                    "token name `{name}` is used by two tokens: names are tenants and must be unique"
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Whether any token has the admin scope (admin routes exist only then).
     pub fn admin_enabled(&self) -> bool {
         self.tokens
@@ -155,6 +191,8 @@ impl Default for ServerConfig {
             docker_host: None,
             store_url: None,
             auth: AuthConfig::default(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -326,6 +364,7 @@ impl WharfConfig {
         if config.server.auth.tokens.is_empty() {
             config.server.auth = config.auth.clone();
         }
+        config.server.auth.validate()?;
         for token in &config.server.auth.tokens {
             if token.resolved_value().is_none() {
                 bail!(
@@ -436,5 +475,35 @@ mod tests {
             .is_err()
         );
         assert!(WharfConfig::parse("[backends.x]\npath = \"x.wasm\"\nbogus = 1\n", env).is_err());
+    }
+
+    #[test]
+    fn token_names_are_unique_plain_and_not_reserved() {
+        let with = |names: &[&str]| {
+            let tokens: String = names
+                .iter()
+                .map(|n| {
+                    format!(
+                        "[[auth.tokens]]\nname = \"{n}\"\nvalue = \"v-{n}\"\nscopes = [\"read\"]\n"
+                    )
+                })
+                .collect();
+            WharfConfig::parse(&tokens, env)
+        };
+        assert!(with(&["agent", "ops.team_1-b"]).is_ok());
+        for bad in [
+            &["*"][..],
+            &["anonymous"],
+            &[""],
+            &["a b"],
+            &["line\\nbreak"],
+            &["agent", "agent"],
+        ] {
+            let err = with(bad).expect_err("refused");
+            assert!(
+                format!("{err:#}").contains("token name"),
+                "{bad:?}: {err:#}"
+            );
+        }
     }
 }

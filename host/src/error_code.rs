@@ -27,8 +27,10 @@ pub enum Code {
     Unauthorized,
     /// 4013 body over the limit
     PayloadTooLarge,
-    /// 4030 forbidden: scope or grants
+    /// 4030 forbidden: scope, grants, or a request from a place the host does not serve
     Forbidden,
+    /// 4150 the body is not of the route's documented content type
+    UnsupportedMediaType,
     /// 4090 held by another holder
     Conflict,
     /// 4290 quota or rate limit
@@ -63,6 +65,7 @@ const TABLE: &[(Code, u32, u16)] = &[
     (Code::Unauthorized, 4010, 401),
     (Code::PayloadTooLarge, 4013, 413),
     (Code::Forbidden, 4030, 403),
+    (Code::UnsupportedMediaType, 4150, 415),
     (Code::Conflict, 4090, 409),
     (Code::RateLimited, 4290, 429),
     (Code::Cancelled, 4990, 499),

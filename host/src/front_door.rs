@@ -69,7 +69,7 @@ fn node_id(data_dir: &std::path::Path) -> Result<String> {
         return Ok(id.trim().to_string());
     }
     let id = format!("node-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-    std::fs::write(&path, &id).with_context(|| format!("writing {}", path.display()))?;
+    crate::private_files::write_private(&path, id.as_bytes())?;
     Ok(id)
 }
 
@@ -80,6 +80,7 @@ pub(crate) fn poisoned() -> WharfError {
 impl Wharf {
     /// A host with no backends yet; the compile cache lives under the data dir.
     pub async fn new(server: ServerConfig) -> Result<Arc<Self>> {
+        crate::private_files::create_private_dir(&server.data_dir)?;
         let engine = WharfEngine::new()?;
         let linker = crate::runtime::linker::linker(engine.engine())?;
         let cache = CompileCache::open(&server.data_dir.join("compile-cache"))?;

@@ -119,6 +119,70 @@ fn is_not_found(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound
 }
 
+/// Marks a file that is a symbolic link or not a regular file.
+const NOT_PLAIN: &str = "not a plain file";
+
+fn is_not_plain(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return true;
+    }
+    e.kind() == std::io::ErrorKind::InvalidInput && e.to_string() == NOT_PLAIN
+}
+
+fn not_plain(file: &str) -> String {
+    format!(
+        "{file} is a symbolic link or not a regular file: refused (put the file itself in the plugins directory)"
+    )
+}
+
+/// Reads a file of the plugins directory without following a symbolic link (which could
+/// point anywhere on the host) and without blocking on a FIFO; anything but a regular
+/// file is refused.
+async fn read_plain_file(path: PathBuf) -> std::io::Result<Vec<u8>> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        let mut file = options.open(&path)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                NOT_PLAIN,
+            ));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// Why a sidecar was refused, as readers of `/v1/backends` see it: the line of a TOML
+/// error and its kind, never the file's text (a TOML error's own message quotes it).
+fn sidecar_problem(name: &str, text: &str, err: &anyhow::Error) -> String {
+    let toml_error = err
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<toml::de::Error>());
+    match toml_error {
+        Some(e) => {
+            let line = e.span().map_or(String::new(), |span| {
+                let before = text.as_bytes().get(..span.start).unwrap_or_default();
+                let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+                format!(" at line {line}")
+            });
+            format!("{name}.toml is not a valid backend table{line}")
+        }
+        None => format!("in {name}.toml: {err}"),
+    }
+}
+
 impl DirState {
     /// Names with a `.wasm` in the directory.
     fn names_on_disk(&self) -> BTreeSet<String> {
@@ -170,8 +234,12 @@ impl DirState {
     /// Brings `name` in line with the directory: load, replace, or unload.
     async fn sync(&mut self, wharf: &Wharf, name: &str) {
         let wasm_path = self.dir.join(format!("{name}.wasm"));
-        let wasm = match tokio::fs::read(&wasm_path).await {
+        let wasm = match read_plain_file(wasm_path.clone()).await {
             Ok(wasm) => wasm,
+            Err(e) if is_not_plain(&e) => {
+                wharf.record_rejection(name, String::new(), not_plain(&format!("{name}.wasm")));
+                return;
+            }
             Err(e) if is_not_found(&e) => {
                 if self.applied.remove(name).is_some() {
                     match wharf.unload_backend(name).await {
@@ -187,9 +255,20 @@ impl DirState {
             }
         };
         let sha256 = hex::encode(Sha256::digest(&wasm));
-        let sidecar = match tokio::fs::read_to_string(self.dir.join(format!("{name}.toml"))).await {
-            Ok(text) => Some(text),
+        let sidecar = match read_plain_file(self.dir.join(format!("{name}.toml"))).await {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => Some(text),
+                Err(_) => {
+                    let reason = format!("{name}.toml is not UTF-8 text");
+                    wharf.record_rejection(name, sha256, reason);
+                    return;
+                }
+            },
             Err(e) if is_not_found(&e) => None,
+            Err(e) if is_not_plain(&e) => {
+                wharf.record_rejection(name, sha256, not_plain(&format!("{name}.toml")));
+                return;
+            }
             Err(e) => {
                 wharf.record_rejection(name, sha256, format!("reading {name}.toml: {e}"));
                 return;
@@ -208,7 +287,9 @@ impl DirState {
             {
                 Ok(config) => config,
                 Err(e) => {
-                    wharf.record_rejection(name, sha256, format!("in {name}.toml: {e:#}"));
+                    // Readers see the reason: it names the line, never the file's text.
+                    tracing::debug!(backend = name, "{name}.toml refused: {e:#}");
+                    wharf.record_rejection(name, sha256, sidecar_problem(name, text, &e));
                     return;
                 }
             },

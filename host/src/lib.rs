@@ -18,6 +18,7 @@ pub mod hot_reload;
 pub mod imports;
 pub mod metrics;
 pub mod policy;
+pub mod private_files;
 pub mod redact;
 pub mod runtime;
 pub mod sandbox_toolset;
@@ -26,6 +27,7 @@ pub mod schema_validation;
 pub mod server;
 pub mod sessions;
 pub mod store;
+pub mod tenant;
 pub mod tool;
 pub mod tool_names;
 

@@ -1,37 +1,61 @@
-//! Config values that look like secrets are shown as `***` in `/v1/backends` and logs.
+//! What secrets look like, and copies of values with them taken out: config shown by
+//! `/v1/backends` (secret-looking keys hide their whole value, nested or not, and URLs
+//! lose their credentials) and tool arguments in the audit line (content and commands
+//! are replaced by their length and sha256); text from outside kept on one log line.
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 
-const SECRET_WORDS: &[&str] = &[
+/// Words that make a key name a secret wherever they appear in it.
+const SECRET_PARTS: &[&str] = &[
     "secret",
     "token",
     "password",
     "passwd",
-    "api_key",
-    "apikey",
-    "key",
+    "passphrase",
     "credential",
-    "auth",
 ];
+
+/// Whole words (between `_`, `-`, `.` or at the ends) that make a key name a secret.
+const SECRET_WORDS: &[&str] = &[
+    "pass",
+    "pwd",
+    "key",
+    "apikey",
+    "privatekey",
+    "accesskey",
+    "signingkey",
+    "auth",
+    "authorization",
+    "cookie",
+];
+
+/// Argument keys whose values are content (files, commands, payloads): the audit line
+/// carries their length and sha256, never the value.
+const CONTENT_KEYS: &[&str] = &[
+    "content", "contents", "command", "cmd", "data", "script", "body", "stdin", "payload",
+];
+
+/// Longest string argument the audit line carries as it is; longer ones become
+/// `{len, sha256}`.
+pub const AUDIT_STRING_MAX: usize = 128;
 
 /// Whether a config key names a secret.
 pub fn looks_secret(key: &str) -> bool {
-    let k = key.to_ascii_lowercase().replace('-', "_");
-    SECRET_WORDS.iter().any(|w| {
-        k == *w
-            || k.ends_with(&format!("_{w}"))
-            || k.starts_with(&format!("{w}_"))
-            || k.contains(w) && *w != "key"
-    })
+    let k = key.to_ascii_lowercase();
+    SECRET_PARTS.iter().any(|part| k.contains(part))
+        || k.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| SECRET_WORDS.contains(&word))
 }
 
-/// A copy of `value` with secret-looking entries replaced.
+/// A copy of `value` where every secret-looking key's whole value (nested tables
+/// included) is `***`, and every URL in a string has its credentials replaced.
 pub fn redact(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let v = if looks_secret(k) && !v.is_object() {
+                    let v = if looks_secret(k) {
                         Value::String("***".into())
                     } else {
                         redact(v)
@@ -41,14 +65,97 @@ pub fn redact(value: &Value) -> Value {
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::String(s) => Value::String(url_credentials(s)),
         other => other.clone(),
     }
+}
+
+/// `scheme://user:secret@host/…` → `scheme://user:***@host/…`, `scheme://token@host` →
+/// `scheme://***@host`; every URL in `text` is handled, other text is unchanged.
+pub fn url_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(found) = rest.find("://") {
+        let (head, tail) = rest.split_at(found + 3);
+        out.push_str(head);
+        let authority_end = tail
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let authority = &tail[..authority_end];
+        match authority.rfind('@') {
+            Some(at) => {
+                let userinfo = &authority[..at];
+                match userinfo.split_once(':') {
+                    Some((user, _)) => {
+                        out.push_str(user);
+                        out.push_str(":***");
+                    }
+                    None => out.push_str("***"),
+                }
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[authority_end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What the audit line shows of a value it must not carry: its length in bytes and its
+/// sha256 (enough to match it against a file or a command one already has).
+pub fn digest(bytes: &[u8]) -> Value {
+    json!({ "len": bytes.len(), "sha256": hex::encode(Sha256::digest(bytes)) })
+}
+
+/// Tool arguments as the audit line carries them: [`redact`]ed, then every value under a
+/// content key ([`CONTENT_KEYS`]) and every string longer than [`AUDIT_STRING_MAX`]
+/// replaced by its [`digest`]. Paths, names and small numbers stay readable.
+pub fn for_audit(args: &Value) -> Value {
+    fn walk(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let content = CONTENT_KEYS.contains(&k.to_ascii_lowercase().as_str());
+                        let v = match v {
+                            Value::String(s) if content => digest(s.as_bytes()),
+                            Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+                            _ if content => digest(v.to_string().as_bytes()),
+                            _ => walk(v),
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect::<Map<_, _>>(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(walk).collect()),
+            Value::String(s) if s.len() > AUDIT_STRING_MAX => digest(s.as_bytes()),
+            other => other.clone(),
+        }
+    }
+    walk(&redact(args))
+}
+
+/// `text` on one line: control characters (`\n`, `\r`, ESC, …), Unicode line and
+/// paragraph separators and bidi overrides written as escapes, so text from a guest or a
+/// request cannot pass for another line of the host's log.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let hidden = c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        if hidden {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn redacts_secret_looking_keys_only() {
@@ -60,5 +167,60 @@ mod tests {
         assert_eq!(r["documents"][0]["id"], "x");
         assert_eq!(r["keyboard"], "k");
         assert_eq!(r["monkey"], 1);
+    }
+
+    #[test]
+    fn secret_keys_hide_whole_subtrees_and_urls_lose_credentials() {
+        let v = json!({
+            "credentials": {"user": "u", "nested": {"x": "hidden-1"}},
+            "upstream": {"pass": "hidden-2", "dbPassword": "hidden-3", "apiKey": ["hidden-4"]},
+            "endpoints": ["https://bob:hidden-5@example.com/x?q=1", "https://hidden-6@example.com"],
+            "note": "see postgres://svc:hidden-7@db:5432/wharf and https://example.com/a@b",
+        });
+        let text = redact(&v).to_string();
+        for n in 1..=7 {
+            assert!(
+                !text.contains(&format!("hidden-{n}")),
+                "hidden-{n} in {text}"
+            );
+        }
+        assert!(text.contains("https://bob:***@example.com/x?q=1"), "{text}");
+        assert!(text.contains("https://***@example.com"), "{text}");
+        assert!(text.contains("https://example.com/a@b"), "{text}");
+        assert_eq!(redact(&v)["credentials"], "***");
+    }
+
+    #[test]
+    fn audit_args_carry_digests_of_content_and_commands() {
+        let big = "x".repeat(AUDIT_STRING_MAX + 1);
+        let args = json!({
+            "path": "/work/a.txt",
+            "content": "TOKEN=hunter2",
+            "command": "export TOKEN=hunter2; run",
+            "argv": ["sh", "-c", big],
+            "times": 3,
+        });
+        let audited = for_audit(&args);
+        let text = audited.to_string();
+        assert!(!text.contains("hunter2") && !text.contains(&big), "{text}");
+        assert_eq!(audited["path"], "/work/a.txt");
+        assert_eq!(audited["times"], 3);
+        assert_eq!(audited["content"], digest(b"TOKEN=hunter2"));
+        assert_eq!(audited["command"]["len"], 25);
+        assert_eq!(audited["argv"][2]["len"], AUDIT_STRING_MAX + 1);
+    }
+
+    #[test]
+    fn a_message_stays_on_one_line() {
+        let forged = "ok\n2026-01-01T00:00:00Z INFO wharf::audit: event=\"tool_call\"\r\x1b[2K\u{2028}\u{202E}é";
+        let shown = one_line(forged);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{202E}'),
+            "{shown}"
+        );
+        assert!(shown.starts_with("ok\\n2026"), "{shown}");
+        assert!(shown.ends_with('é'), "{shown}");
     }
 }

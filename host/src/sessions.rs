@@ -14,6 +14,7 @@ pub use recovery::RecoveryReport;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::guest_types::SessionView;
 use crate::store::{SessionState, StateStore};
+use crate::tenant::Tenant;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -225,7 +226,7 @@ impl SessionManager {
     /// cannot be read leaves no lock behind.
     pub async fn begin_call(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         id: &str,
     ) -> Result<(SessionRecord, tokio::sync::OwnedMutexGuard<()>), WharfError> {
         let turn = self.call_lock(id)?.lock_owned().await;
@@ -241,9 +242,8 @@ impl SessionManager {
 
     /// A ready session of `tenant`, fresh: the cached record when its generation is still
     /// the store's, else re-read.
-    pub async fn get(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
-        let visible =
-            |r: &SessionRecord| tenant == crate::api::auth::ANY_TENANT || r.tenant == tenant;
+    pub async fn get(&self, tenant: &Tenant, id: &str) -> Result<SessionRecord, WharfError> {
+        let visible = |r: &SessionRecord| tenant.sees(&r.tenant);
         if let Some(cached) = self.cache_get(id).filter(visible) {
             match self.store.session_generation(id).await? {
                 Some((generation, SessionState::Ready)) if generation == cached.generation => {
@@ -279,16 +279,15 @@ impl SessionManager {
     /// Sessions of a tenant, optionally filtered.
     pub async fn list(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         backend: Option<&str>,
         key: Option<&str>,
     ) -> Result<Vec<SessionRecord>, WharfError> {
-        let tenant = (tenant != crate::api::auth::ANY_TENANT).then_some(tenant);
-        self.store.list_sessions(tenant, backend, key).await
+        self.store.list_sessions(tenant.only(), backend, key).await
     }
 
     /// Extends the idle TTL from now.
-    pub async fn refresh(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+    pub async fn refresh(&self, tenant: &Tenant, id: &str) -> Result<SessionRecord, WharfError> {
         self.get(tenant, id).await?;
         if !self.store.touch(id, now_ms() as i64).await? {
             return Err(not_found(id));
@@ -344,7 +343,12 @@ impl SessionManager {
     }
 
     /// Clears `holder`'s claim on a session of `tenant`.
-    pub async fn unclaim(&self, tenant: &str, id: &str, holder: &str) -> Result<bool, WharfError> {
+    pub async fn unclaim(
+        &self,
+        tenant: &Tenant,
+        id: &str,
+        holder: &str,
+    ) -> Result<bool, WharfError> {
         self.get(tenant, id).await?;
         self.store.unclaim(id, holder).await
     }

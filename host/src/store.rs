@@ -74,8 +74,17 @@ impl StateStore {
     }
 
     /// Opens (creating) the embedded SQLite store at `path`.
+    /// The file is 0600 before SQLite opens it, so its `-wal` and `-shm` files (which
+    /// SQLite creates with the database's mode) are too.
     pub async fn open_sqlite(path: &Path) -> Result<Self> {
-        Self::open(&format!("sqlite://{}?mode=rwc", path.display())).await
+        crate::private_files::ensure_private(path)?;
+        let store = Self::open(&format!("sqlite://{}?mode=rwc", path.display())).await?;
+        for suffix in ["-wal", "-shm"] {
+            let mut side = path.as_os_str().to_owned();
+            side.push(suffix);
+            crate::private_files::restrict_if_present(Path::new(&side))?;
+        }
+        Ok(store)
     }
 
     /// The engine.
@@ -90,16 +99,7 @@ impl StateStore {
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
 pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
-            match creds.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
+    crate::redact::url_credentials(url)
 }
 
 #[cfg(test)]

@@ -101,7 +101,11 @@ async fn measure(engine: &str, store: String) -> Vec<(String, String)> {
     let created = t.elapsed();
     let t = Instant::now();
     let listed = a
-        .sessions(ANONYMOUS_TENANT, Some("scratchpad"), None)
+        .sessions(
+            &wharf::tenant::Tenant::own(ANONYMOUS_TENANT),
+            Some("scratchpad"),
+            None,
+        )
         .await
         .unwrap();
     let list_time = t.elapsed();

@@ -34,6 +34,9 @@ pub fn router(wharf: &Wharf) -> Router<Arc<Wharf>> {
     Router::new()
         .route("/v1/admin/backends/{name}", put(upload).delete(unload))
         .route("/v1/admin/backends/{name}/approve", post(approve))
+        .route_layer(axum::middleware::from_fn(
+            crate::api::json_body::require_octets,
+        ))
 }
 
 /// The `/v1/backends` entry of a loaded backend: its description plus `last_error` (the

@@ -8,13 +8,11 @@ use crate::api::envelope::{Envelope, Meta};
 use crate::config::{AuthConfig, TokenScope};
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{ANONYMOUS_TENANT, Wharf};
+use crate::tenant::Tenant;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-
-/// The tenant an admin passes to see every session.
-pub const ANY_TENANT: &str = "*";
 
 /// Who is calling.
 #[derive(Debug, Clone)]
@@ -23,6 +21,8 @@ pub struct Caller {
     pub name: String,
     /// The tenant: the token's name, or `anonymous`.
     pub tenant: String,
+    /// Whose sessions the caller sees: its own, or every tenant's for an admin.
+    view: Tenant,
     scopes: Vec<TokenScope>,
     backends: Option<Vec<String>>,
     tools: Option<Vec<String>>,
@@ -34,6 +34,7 @@ impl Caller {
         Self {
             name: ANONYMOUS_TENANT.into(),
             tenant: ANONYMOUS_TENANT.into(),
+            view: Tenant::own(ANONYMOUS_TENANT),
             scopes: vec![TokenScope::Read, TokenScope::Call],
             backends: None,
             tools: None,
@@ -58,13 +59,14 @@ impl Caller {
         }
     }
 
-    /// The tenant to look sessions up under: admins see every session.
-    pub fn session_tenant(&self) -> &str {
-        if self.scopes.contains(&TokenScope::Admin) {
-            ANY_TENANT
-        } else {
-            &self.tenant
-        }
+    /// The tenants to look sessions up under: admins see every session.
+    pub fn session_tenant(&self) -> &Tenant {
+        &self.view
+    }
+
+    /// Only the caller's own tenant, even for an admin (what it created itself).
+    pub fn own_tenant(&self) -> Tenant {
+        Tenant::own(self.tenant.clone())
     }
 
     /// Whether the token's allowlists let it see or use `backend:action`.
@@ -124,6 +126,11 @@ pub fn authenticate(auth: &AuthConfig, header: Option<&str>) -> Result<Caller, W
         .map(|t| Caller {
             name: t.name.clone(),
             tenant: t.name.clone(),
+            view: if t.scopes.contains(&TokenScope::Admin) {
+                Tenant::Every
+            } else {
+                Tenant::own(t.name.clone())
+            },
             scopes: t.scopes.clone(),
             backends: t.backends.clone(),
             tools: t.tools.clone(),
@@ -228,10 +235,10 @@ mod tests {
         );
         assert!(agent.may_use("echo", Some("say")));
         assert!(!agent.may_use("docker", None));
-        assert_eq!(agent.session_tenant(), "agent");
+        assert_eq!(agent.session_tenant(), &Tenant::own("agent"));
         let ops = authenticate(&a, Some("Bearer t-ops")).unwrap();
         assert!(ops.has(TokenScope::Call));
-        assert_eq!(ops.session_tenant(), ANY_TENANT);
+        assert_eq!(ops.session_tenant(), &Tenant::Every);
         let viewer = authenticate(&a, Some("Bearer t-view")).unwrap();
         assert!(viewer.require(TokenScope::Call).is_err());
         assert!(viewer.may_use("echo", Some("say")) && !viewer.may_use("echo", Some("add")));

@@ -90,7 +90,7 @@ fn require_worker(body: Option<&str>, headers: &HeaderMap) -> Result<String, Wha
 /// The ready sessions of a worker (all its backends, or one).
 async fn worker_sessions(
     wharf: &Wharf,
-    tenant: &str,
+    tenant: &crate::tenant::Tenant,
     backend: Option<&str>,
     worker: &str,
 ) -> Result<Vec<SessionRecord>, WharfError> {

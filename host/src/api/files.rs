@@ -66,6 +66,9 @@ impl HeldSandbox {
 
 async fn sandbox_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<HeldSandbox, WharfError> {
     caller.require(TokenScope::Call)?;
+    // The token's allowlist holds here as on `/v1/call`: moving files is using the backend.
+    let visible = wharf.session(caller.session_tenant(), id).await?;
+    caller.require_tool(&visible.backend, None)?;
     let (backend, record, turn) = wharf.sandbox_session(caller.session_tenant(), id).await?;
     Ok(HeldSandbox {
         backend,

@@ -1,10 +1,15 @@
-//! JSON request bodies mapped onto the code table: over the limit 4013, unreadable,
-//! malformed or not an object 4002, a missing field 4003, a wrong type 4004. Shared by the
-//! REST and the compatibility routes.
+//! JSON request bodies mapped onto the code table: not `application/json` 4150 (HTTP 415),
+//! over the limit 4013, unreadable, malformed or not an object 4002, a missing field 4003,
+//! a wrong type 4004. Shared by the REST, the compatibility and the MCP routes.
 
+use crate::api::envelope::{Envelope, Meta};
 use crate::error_code::{Code, WharfError};
-use axum::body::Bytes;
+use axum::body::{Bytes, HttpBody};
+use axum::extract::Request;
 use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -15,6 +20,75 @@ pub enum EmptyBody {
     Refused,
     /// `{}` (the replaced server's client sends bodiless POSTs).
     EmptyObject,
+}
+
+/// The content type of JSON bodies.
+const JSON: &str = "application/json";
+/// The content type of raw uploads (a missing `Content-Type` is taken as this).
+const OCTETS: &str = "application/octet-stream";
+
+/// 4150 unless a body (if the request carries one) is one of `accepted` (parameters such as
+/// `charset` aside); `untyped` says whether a body without `Content-Type` passes. Browsers
+/// send `text/plain` and form bodies cross-origin without asking first: they never pass.
+pub fn check_media_type(
+    headers: &HeaderMap,
+    has_body: bool,
+    accepted: &[&str],
+    untyped: bool,
+) -> Result<(), WharfError> {
+    if !has_body {
+        return Ok(());
+    }
+    let essence = match headers.get(axum::http::header::CONTENT_TYPE) {
+        None if untyped => return Ok(()),
+        None => String::new(),
+        Some(value) => value
+            .to_str()
+            .unwrap_or_default()
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase(),
+    };
+    if accepted.contains(&essence.as_str()) {
+        return Ok(());
+    }
+    Err(WharfError::new(
+        Code::UnsupportedMediaType,
+        format!(
+            "the request body must be {} (Content-Type was `{}`)",
+            accepted.join(" or "),
+            essence.escape_debug()
+        ),
+    ))
+}
+
+fn has_body(request: &Request) -> bool {
+    request.body().size_hint().exact() != Some(0)
+}
+
+async fn media_type_guard(
+    request: Request,
+    next: Next,
+    accepted: &[&str],
+    untyped: bool,
+) -> Response {
+    match check_media_type(request.headers(), has_body(&request), accepted, untyped) {
+        Ok(()) => next.run(request).await,
+        Err(e) => Envelope::error(e, Meta::default()).into_response(),
+    }
+}
+
+/// Middleware for routes that take JSON: a body must be `application/json` (4150).
+pub async fn require_json(request: Request, next: Next) -> Response {
+    media_type_guard(request, next, &[JSON], false).await
+}
+
+/// Middleware for raw uploads (files, components): a body must be
+/// `application/octet-stream`, `application/wasm` or untyped (4150).
+pub async fn require_octets(request: Request, next: Next) -> Response {
+    media_type_guard(request, next, &[OCTETS, "application/wasm"], true).await
 }
 
 /// Reads and parses a body into JSON.
@@ -81,6 +155,37 @@ mod tests {
     #[allow(dead_code)]
     struct Req {
         tool: String,
+    }
+
+    #[test]
+    fn bodies_of_other_types_are_refused() {
+        let typed = |t: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("content-type", t.parse().unwrap());
+            h
+        };
+        let none = HeaderMap::new();
+        let json = check_media_type(
+            &typed("application/json; charset=utf-8"),
+            true,
+            &[JSON],
+            false,
+        );
+        assert!(json.is_ok());
+        for t in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+        ] {
+            let e = check_media_type(&typed(t), true, &[JSON], false).unwrap_err();
+            assert_eq!(e.code, Code::UnsupportedMediaType, "{t}");
+            assert_eq!(e.code.http_status(), 415);
+        }
+        assert!(check_media_type(&none, true, &[JSON], false).is_err());
+        assert!(check_media_type(&none, false, &[JSON], false).is_ok());
+        assert!(check_media_type(&typed("text/plain"), false, &[JSON], false).is_ok());
+        assert!(check_media_type(&none, true, &[OCTETS], true).is_ok());
+        assert!(check_media_type(&typed("text/plain"), true, &[OCTETS], true).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! protocol versions offered stop at the newest one that still has `initialize`.
 
 pub mod call;
+pub mod owners;
 
 use crate::front_door::Wharf;
 use crate::tool::ToolDescription;
@@ -22,48 +23,21 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::borrow::Cow;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 /// The tower service mounted at `/mcp`.
 pub type McpService = StreamableHttpService<WharfMcp, LocalSessionManager>;
 
 /// The MCP service over `wharf`: one [`WharfMcp`] handler per MCP session, request bodies
-/// capped at the server's `max_body_bytes`, and the `Host` check of [`allowed_hosts`].
-pub fn service(wharf: Arc<Wharf>) -> McpService {
+/// capped at the server's `max_body_bytes`. The `Host` and `Origin` checks are the whole
+/// router's ([`crate::api::edge`]), so the transport's own are off.
+pub fn service(wharf: Arc<Wharf>, sessions: Arc<LocalSessionManager>) -> McpService {
     let server = wharf.server();
-    let mut config = StreamableHttpServerConfig::default()
+    let config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(server.max_body_bytes)
-        .with_cancellation_token(wharf.shutdown_token().child_token());
-    config = match allowed_hosts(server.listen) {
-        Some(hosts) => config.with_allowed_hosts(hosts),
-        None => config.disable_allowed_hosts(),
-    };
-    StreamableHttpService::new(
-        move || Ok(WharfMcp::new(wharf.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    )
-}
-
-/// The `Host` values accepted when the server listens on a loopback address (a guard
-/// against DNS rebinding: a web page cannot reach a local server through its own name):
-/// the loopback names and the listen address itself, on any port. `None` (no check) when
-/// the server listens elsewhere and is meant to be reached by other names.
-pub fn allowed_hosts(listen: SocketAddr) -> Option<Vec<String>> {
-    if !listen.ip().is_loopback() {
-        return None;
-    }
-    let own = match listen.ip() {
-        IpAddr::V4(ip) => ip.to_string(),
-        IpAddr::V6(ip) => format!("[{ip}]"),
-    };
-    Some(vec![
-        "localhost".into(),
-        "127.0.0.1".into(),
-        "[::1]".into(),
-        own,
-    ])
+        .with_cancellation_token(wharf.shutdown_token().child_token())
+        .disable_allowed_hosts();
+    StreamableHttpService::new(move || Ok(WharfMcp::new(wharf.clone())), sessions, config)
 }
 
 /// The MCP handler of one MCP session.

@@ -24,16 +24,25 @@ fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Resul
     json_body::parse_body(body, EmptyBody::Refused)
 }
 
-/// The REST router.
+/// The REST router: every route behind the edge guard ([`crate::api::edge`]); routes
+/// that take JSON refuse other bodies (415), uploads take raw bytes.
 pub fn router(wharf: Arc<Wharf>) -> Router {
+    use axum::middleware::{from_fn, from_fn_with_state};
     let limit = wharf.server().max_body_bytes;
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/openapi.json", get(crate::api::openapi::serve))
-        .route("/metrics", get(crate::metrics::serve))
-        .route("/v1/backends", get(list_backends))
-        .route("/v1/tools", get(list_tools))
+    let edge = Arc::new(crate::api::edge::EdgePolicy::new(wharf.server()));
+    let read_scope = || {
+        from_fn_with_state(
+            (wharf.clone(), TokenScope::Read),
+            crate::api::auth::require_scope,
+        )
+    };
+    let mcp_sessions = Arc::new(
+        rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
+    );
+    let mcp_owners = Arc::new(crate::api::mcp::owners::McpOwners::new(
+        mcp_sessions.clone(),
+    ));
+    let json_routes = Router::new()
         .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
         .route("/v1/sessions/{id}/refresh", post(refresh_session))
@@ -41,25 +50,41 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
             "/v1/sessions/{id}/claim",
             axum::routing::delete(release_claim),
         )
-        .route(
-            "/v1/sessions/{id}/files",
-            get(crate::api::files::download).put(crate::api::files::upload),
-        )
         .route("/v1/call", post(call))
         .route_service(
             "/mcp",
             tower::ServiceBuilder::new()
-                .layer(axum::middleware::from_fn_with_state(
-                    (wharf.clone(), TokenScope::Read),
-                    crate::api::auth::require_scope,
+                .layer(read_scope())
+                .layer(from_fn_with_state(
+                    mcp_owners,
+                    crate::api::mcp::owners::guard,
                 ))
-                .service(crate::api::mcp::service(wharf.clone())),
+                .service(crate::api::mcp::service(wharf.clone(), mcp_sessions)),
         )
         .merge(crate::api::compat::router())
+        .route_layer(from_fn(json_body::require_json));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/openapi.json", get(crate::api::openapi::serve))
+        .route(
+            "/metrics",
+            get(crate::metrics::serve).route_layer(read_scope()),
+        )
+        .route("/v1/backends", get(list_backends))
+        .route("/v1/tools", get(list_tools))
+        .route(
+            "/v1/sessions/{id}/files",
+            get(crate::api::files::download)
+                .put(crate::api::files::upload)
+                .route_layer(from_fn(json_body::require_octets)),
+        )
+        .merge(json_routes)
         .merge(crate::api::admin::router(&wharf))
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(wharf)
+        .layer(from_fn_with_state(edge, crate::api::edge::guard))
 }
 
 async fn no_route(uri: axum::http::Uri) -> Envelope {
@@ -115,11 +140,19 @@ async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envel
     if let Err(e) = caller.require(TokenScope::Read) {
         return t.reply(Err(e));
     }
+    // The operator's config (redacted all the same) is for admins only.
+    let admin = caller.has(TokenScope::Admin);
     let list: Vec<Value> = wharf
         .backends()
         .iter()
         .filter(|b| caller.may_use(&b.name, None))
-        .map(|b| crate::api::admin::backend_entry(&wharf, b))
+        .map(|b| {
+            let mut entry = crate::api::admin::backend_entry(&wharf, b);
+            if let (false, Some(fields)) = (admin, entry.as_object_mut()) {
+                fields.remove("config");
+            }
+            entry
+        })
         .collect();
     let rejected = crate::api::admin::rejected(&wharf, &caller);
     t.reply(Ok(json!({ "backends": list, "rejected": rejected })))
@@ -197,6 +230,17 @@ async fn create_session(
     envelope
 }
 
+/// A session the caller sees whose backend its token's allowlist lets it use.
+async fn permitted_session(
+    wharf: &Wharf,
+    caller: &Caller,
+    id: &str,
+) -> Result<SessionRecord, WharfError> {
+    let record = wharf.session(caller.session_tenant(), id).await?;
+    caller.require_tool(&record.backend, None)?;
+    Ok(record)
+}
+
 #[derive(Deserialize)]
 struct SessionFilter {
     backend: Option<String>,
@@ -219,7 +263,10 @@ async fn list_sessions(
             filter.key.as_deref(),
         )
         .await
-        .map(|list| json!({ "sessions": list.iter().map(session_json).collect::<Vec<_>>() }));
+        .map(|list| {
+            let visible = list.iter().filter(|s| caller.may_use(&s.backend, None));
+            json!({ "sessions": visible.map(session_json).collect::<Vec<_>>() })
+        });
     t.reply(result)
 }
 
@@ -232,8 +279,7 @@ async fn get_session(
     t.reply(
         async {
             caller.require(TokenScope::Read)?;
-            wharf
-                .session(caller.session_tenant(), &id)
+            permitted_session(&wharf, &caller, &id)
                 .await
                 .map(|s| session_json(&s))
         }
@@ -250,6 +296,7 @@ async fn refresh_session(
     t.reply(
         async {
             caller.require(TokenScope::Call)?;
+            permitted_session(&wharf, &caller, &id).await?;
             wharf
                 .refresh_session(caller.session_tenant(), &id)
                 .await
@@ -274,6 +321,7 @@ async fn release_claim(
     t.reply(
         async {
             caller.require(TokenScope::Call)?;
+            permitted_session(&wharf, &caller, &id).await?;
             wharf
                 .release_claim(caller.session_tenant(), &id, &h.holder)
                 .await
@@ -292,6 +340,12 @@ async fn delete_session(
     t.reply(
         async {
             caller.require(TokenScope::Call)?;
+            // An unknown id stays a no-op (delete is idempotent); a forbidden one is not.
+            if let Err(e) = permitted_session(&wharf, &caller, &id).await
+                && e.code != Code::SessionNotFound
+            {
+                return Err(e);
+            }
             wharf
                 .delete_session(caller.session_tenant(), &id)
                 .await

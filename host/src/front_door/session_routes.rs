@@ -6,6 +6,7 @@ use super::Wharf;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::sessions::{AcquireRequest, RecoveryReport, SessionRecord, now_ms};
+use crate::tenant::Tenant;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -85,14 +86,14 @@ impl Wharf {
     }
 
     /// A session of `tenant`.
-    pub async fn session(&self, tenant: &str, id: &str) -> Result<SessionRecord, WharfError> {
+    pub async fn session(&self, tenant: &Tenant, id: &str) -> Result<SessionRecord, WharfError> {
         self.sessions.get(tenant, id).await
     }
 
     /// Sessions of `tenant`.
     pub async fn sessions(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         backend: Option<&str>,
         key: Option<&str>,
     ) -> Result<Vec<SessionRecord>, WharfError> {
@@ -102,7 +103,7 @@ impl Wharf {
     /// Extends a session's idle TTL from now.
     pub async fn refresh_session(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         id: &str,
     ) -> Result<SessionRecord, WharfError> {
         self.sessions.refresh(tenant, id).await
@@ -111,7 +112,7 @@ impl Wharf {
     /// Clears `holder`'s claim on a session; other holders' claims are untouched.
     pub async fn release_claim(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         id: &str,
         holder: &str,
     ) -> Result<bool, WharfError> {
@@ -119,7 +120,7 @@ impl Wharf {
     }
 
     /// Releases a session (cleanup, then forget). Unknown ids succeed: delete is idempotent.
-    pub async fn delete_session(&self, tenant: &str, id: &str) -> Result<bool, WharfError> {
+    pub async fn delete_session(&self, tenant: &Tenant, id: &str) -> Result<bool, WharfError> {
         let record = match self.sessions.get(tenant, id).await {
             Ok(record) => record,
             Err(e) if e.code == Code::SessionNotFound => return Ok(false),
@@ -135,7 +136,7 @@ impl Wharf {
     /// (file transfers run one at a time with the session's calls).
     pub async fn sandbox_session(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         id: &str,
     ) -> Result<
         (

@@ -4,6 +4,7 @@
 use super::{Wharf, poisoned};
 use crate::error_code::{Code, WharfError};
 use crate::runtime::{LoadedBackend, ToolCall};
+use crate::tenant::Tenant;
 use crate::tool::{SessionNeed, ToolDescription, ToolResult};
 use crate::tool_names::{Resolution, ToolName};
 use serde::Deserialize;
@@ -122,7 +123,7 @@ impl Wharf {
     /// Runs a tool for `tenant`.
     pub async fn call(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         request: CallRequest,
         trace_id: Option<String>,
     ) -> Result<CallOutcome, (WharfError, CallPlace)> {
@@ -134,15 +135,19 @@ impl Wharf {
     /// token's allowlist); a refusal is audited like any failed call.
     pub async fn call_permitted(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         request: CallRequest,
         trace_id: Option<String>,
         permit: impl Fn(&str, &str) -> Result<(), WharfError> + Send,
     ) -> Result<CallOutcome, (WharfError, CallPlace)> {
         let started = std::time::Instant::now();
-        // Redacting copies the arguments: only when the audit line is actually written.
+        // The audit line never carries content or commands (only their length and
+        // sha256); building it copies the arguments, so only when the line is written.
         let args = tracing::enabled!(target: "wharf::audit", tracing::Level::INFO)
-            .then(|| crate::redact::redact(&request.args))
+            .then(|| {
+                let audited = crate::redact::for_audit(&request.args);
+                crate::redact::one_line(&audited.to_string())
+            })
             .unwrap_or_default();
         let outcome = self
             .call_unaudited(tenant, request, trace_id.clone(), permit)
@@ -166,7 +171,7 @@ impl Wharf {
         tracing::info!(
             target: "wharf::audit",
             event = "tool_call",
-            tenant,
+            %tenant,
             tool,
             backend,
             session = session.unwrap_or("-"),
@@ -181,7 +186,7 @@ impl Wharf {
 
     async fn call_unaudited(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         request: CallRequest,
         trace_id: Option<String>,
         permit: impl Fn(&str, &str) -> Result<(), WharfError> + Send,
@@ -212,7 +217,7 @@ impl Wharf {
 
     async fn call_resolved(
         &self,
-        tenant: &str,
+        tenant: &Tenant,
         backend: &Arc<LoadedBackend>,
         tool: &ToolDescription,
         request: CallRequest,

@@ -1,4 +1,6 @@
-//! `log`: guest logs into the host's tracing, tagged with backend and session.
+//! `log`: guest logs into the host's tracing, tagged with backend and session. A guest's
+//! message is escaped (line breaks, control and bidi characters) so it stays on its own
+//! line and cannot pass for another line of the host's log, an audit line included.
 
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::log::{Host, Level};
 use crate::runtime::host_state::HostState;
@@ -8,7 +10,7 @@ const MAX_MESSAGE: usize = 8 * 1024;
 
 impl Host for HostState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        let message = truncate(message);
+        let message = crate::redact::one_line(&truncate(message));
         let backend = &*self.backend;
         let session = self.call.session_id.as_deref().unwrap_or("-");
         match level {
@@ -23,7 +25,8 @@ impl Host for HostState {
 
     async fn panic(&mut self, message: String) -> wasmtime::Result<()> {
         let message = truncate(message);
-        tracing::error!(target: "wharf::guest", backend = &*self.backend, session = self.call.session_id.as_deref().unwrap_or("-"), "panicked: {message}");
+        let shown = crate::redact::one_line(&message);
+        tracing::error!(target: "wharf::guest", backend = &*self.backend, session = self.call.session_id.as_deref().unwrap_or("-"), "panicked: {shown}");
         self.call.panic = Some(message);
         Ok(())
     }

@@ -2,7 +2,7 @@
 //!
 //! An entry is keyed by the sha256 of the `.wasm` and the engine's
 //! `precompile_compatibility_hash`; its own sha256 is kept beside it and checked before
-//! the (unsafe) deserialize. A corrupt or mismatched entry is rebuilt. The directory is 0700.
+//! the (unsafe) deserialize. A corrupt or mismatched entry is rebuilt. The directory is 0700, its files 0600.
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -134,10 +134,10 @@ impl CompileCache {
         let artifact = self.artifact_path(engine, wasm);
         let digest_path = artifact.with_extension("sha256");
         let tmp = tempfile_in(&self.dir)?;
-        std::fs::write(&tmp, compiled)?;
+        crate::private_files::write_private(&tmp, compiled)?;
         std::fs::rename(&tmp, &artifact)?;
         let tmp = tempfile_in(&self.dir)?;
-        std::fs::write(&tmp, sha256_hex(compiled))?;
+        crate::private_files::write_private(&tmp, sha256_hex(compiled).as_bytes())?;
         std::fs::rename(&tmp, digest_path)?;
         Ok(())
     }

@@ -1,5 +1,6 @@
-//! `misbehaving`: traps, loops forever and allocates without bound, so tests can prove that
-//! one bad backend never takes the host or its neighbours down. Never load it in production.
+//! `misbehaving`: traps, loops forever, allocates without bound and logs what it is told,
+//! so tests can prove that one bad backend never takes the host or its neighbours down (nor
+//! forges its log). Never load it in production.
 
 use wharf_sdk::{Backend, BackendInfo, Call, Deserialize, JsonSchema, NoArgs, Tools};
 
@@ -13,6 +14,13 @@ struct Misbehaving {
 struct BusyArgs {
     /// Spin for this many iterations, then answer.
     iterations: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LogArgs {
+    /// Logged as it is, line breaks and all.
+    message: String,
 }
 
 #[allow(clippy::panic)]
@@ -72,6 +80,14 @@ impl Backend for Misbehaving {
                     }
                     m.calls += 1;
                     Ok(x)
+                },
+            )
+            .tool(
+                "log",
+                "Logs `message` at info level, as it is.",
+                |_: &mut Self, a: LogArgs, _: &mut Call| {
+                    wharf_sdk::host::log::info(&a.message);
+                    Ok(a.message.len())
                 },
             )
             .tool(

@@ -65,7 +65,7 @@ pub(super) struct Ctx<'a> {
 /// background if it is dropped first.
 struct TempSession {
     wharf: Arc<Wharf>,
-    tenant: String,
+    tenant: crate::tenant::Tenant,
     id: String,
     armed: bool,
 }
@@ -88,7 +88,7 @@ impl TempSession {
         tracing::debug!(session = %record.id, worker, backend, "temporary session for one call");
         Ok(Self {
             wharf: ctx.wharf.clone(),
-            tenant: ctx.caller.tenant.clone(),
+            tenant: ctx.caller.own_tenant(),
             id: record.id,
             armed: true,
         })

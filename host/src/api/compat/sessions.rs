@@ -131,7 +131,7 @@ fn worker_call(
 /// Deletes each session, going on past a failure; the first failure is the answer.
 async fn delete_sessions<'a>(
     wharf: &Wharf,
-    tenant: &str,
+    tenant: &crate::tenant::Tenant,
     sessions: &'a [SessionRecord],
 ) -> Result<Vec<&'a SessionRecord>, WharfError> {
     let mut deleted = Vec::new();

@@ -196,7 +196,7 @@ async fn session_for(
         return Ok(Some(record.id));
     }
     let existing = wharf
-        .sessions(&caller.tenant, Some(&backend.name), Some(&key))
+        .sessions(&caller.own_tenant(), Some(&backend.name), Some(&key))
         .await?;
     Ok(existing.into_iter().next().map(|record| record.id))
 }
