@@ -55,6 +55,33 @@ pub struct ServerConfig {
     pub store_url: Option<String>,
     /// Bearer tokens (`[[server.auth.tokens]]`, or `[[auth.tokens]]` at the top level).
     pub auth: AuthConfig,
+    /// How long a node's lease lasts without renewal, in s: on itself (heartbeat) and on a
+    /// session row it is creating or releasing. A node dead that long is known dead.
+    pub lease_seconds: u64,
+    /// How often the sweeper finishes abandoned session rows and reaps orphaned
+    /// containers, in s.
+    pub sweep_interval_seconds: u64,
+}
+
+/// The bounds of `lease_seconds` and `sweep_interval_seconds`.
+pub const PERIOD_SECONDS: std::ops::RangeInclusive<u64> = 1..=86_400;
+
+impl ServerConfig {
+    /// The node and session lease, kept within [`PERIOD_SECONDS`].
+    pub fn lease(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.lease_seconds
+                .clamp(*PERIOD_SECONDS.start(), *PERIOD_SECONDS.end()),
+        )
+    }
+
+    /// The sweep period, kept within [`PERIOD_SECONDS`].
+    pub fn sweep_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.sweep_interval_seconds
+                .clamp(*PERIOD_SECONDS.start(), *PERIOD_SECONDS.end()),
+        )
+    }
 }
 
 /// Tokens and what they may do.
@@ -155,6 +182,8 @@ impl Default for ServerConfig {
             docker_host: None,
             store_url: None,
             auth: AuthConfig::default(),
+            lease_seconds: 30,
+            sweep_interval_seconds: 15,
         }
     }
 }
@@ -325,6 +354,21 @@ impl WharfConfig {
         }
         if config.server.auth.tokens.is_empty() {
             config.server.auth = config.auth.clone();
+        }
+        for (key, value) in [
+            ("lease_seconds", config.server.lease_seconds),
+            (
+                "sweep_interval_seconds",
+                config.server.sweep_interval_seconds,
+            ),
+        ] {
+            if !PERIOD_SECONDS.contains(&value) {
+                bail!(
+                    "server.{key} = {value}: must be between {} and {}",
+                    PERIOD_SECONDS.start(),
+                    PERIOD_SECONDS.end()
+                );
+            }
         }
         for token in &config.server.auth.tokens {
             if token.resolved_value().is_none() {
