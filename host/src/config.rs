@@ -481,4 +481,43 @@ mod tests {
         );
         assert!(WharfConfig::parse("[backends.x]\npath = \"x.wasm\"\nbogus = 1\n", env).is_err());
     }
+
+    #[test]
+    fn lease_and_sweep_period_are_bounded() {
+        let c = WharfConfig::parse("", env).unwrap();
+        assert_eq!(c.server.lease(), std::time::Duration::from_secs(30));
+        assert_eq!(
+            c.server.sweep_interval(),
+            std::time::Duration::from_secs(15)
+        );
+        let short = WharfConfig::parse(
+            "[server]\nlease_seconds = 2\nsweep_interval_seconds = 1\n",
+            env,
+        )
+        .unwrap();
+        assert_eq!(short.server.lease(), std::time::Duration::from_secs(2));
+        for bad in [
+            "lease_seconds = 0",
+            "sweep_interval_seconds = 0",
+            "lease_seconds = 18446744073709551615",
+        ] {
+            assert!(
+                WharfConfig::parse(&format!("[server]\n{bad}\n"), env).is_err(),
+                "{bad}"
+            );
+        }
+        let built_in_code = ServerConfig {
+            lease_seconds: u64::MAX,
+            sweep_interval_seconds: 0,
+            ..ServerConfig::default()
+        };
+        assert_eq!(
+            built_in_code.lease(),
+            std::time::Duration::from_secs(86_400)
+        );
+        assert_eq!(
+            built_in_code.sweep_interval(),
+            std::time::Duration::from_secs(1)
+        );
+    }
 }
