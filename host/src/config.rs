@@ -60,6 +60,33 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser origins (`scheme://host[:port]`) allowed beyond the server's own.
     pub allowed_origins: Vec<String>,
+    /// How long a node's lease lasts without renewal, in s: on itself (heartbeat) and on a
+    /// session row it is creating or releasing. A node dead that long is known dead.
+    pub lease_seconds: u64,
+    /// How often the sweeper finishes abandoned session rows and reaps orphaned
+    /// containers, in s.
+    pub sweep_interval_seconds: u64,
+}
+
+/// The bounds of `lease_seconds` and `sweep_interval_seconds`.
+pub const PERIOD_SECONDS: std::ops::RangeInclusive<u64> = 1..=86_400;
+
+impl ServerConfig {
+    /// The node and session lease, kept within [`PERIOD_SECONDS`].
+    pub fn lease(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.lease_seconds
+                .clamp(*PERIOD_SECONDS.start(), *PERIOD_SECONDS.end()),
+        )
+    }
+
+    /// The sweep period, kept within [`PERIOD_SECONDS`].
+    pub fn sweep_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.sweep_interval_seconds
+                .clamp(*PERIOD_SECONDS.start(), *PERIOD_SECONDS.end()),
+        )
+    }
 }
 
 /// Tokens and what they may do.
@@ -193,6 +220,8 @@ impl Default for ServerConfig {
             auth: AuthConfig::default(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            lease_seconds: 30,
+            sweep_interval_seconds: 15,
         }
     }
 }
@@ -365,6 +394,21 @@ impl WharfConfig {
             config.server.auth = config.auth.clone();
         }
         config.server.auth.validate()?;
+        for (key, value) in [
+            ("lease_seconds", config.server.lease_seconds),
+            (
+                "sweep_interval_seconds",
+                config.server.sweep_interval_seconds,
+            ),
+        ] {
+            if !PERIOD_SECONDS.contains(&value) {
+                bail!(
+                    "server.{key} = {value}: must be between {} and {}",
+                    PERIOD_SECONDS.start(),
+                    PERIOD_SECONDS.end()
+                );
+            }
+        }
         for token in &config.server.auth.tokens {
             if token.resolved_value().is_none() {
                 bail!(
@@ -505,5 +549,44 @@ mod tests {
                 "{bad:?}: {err:#}"
             );
         }
+    }
+
+    #[test]
+    fn lease_and_sweep_period_are_bounded() {
+        let c = WharfConfig::parse("", env).unwrap();
+        assert_eq!(c.server.lease(), std::time::Duration::from_secs(30));
+        assert_eq!(
+            c.server.sweep_interval(),
+            std::time::Duration::from_secs(15)
+        );
+        let short = WharfConfig::parse(
+            "[server]\nlease_seconds = 2\nsweep_interval_seconds = 1\n",
+            env,
+        )
+        .unwrap();
+        assert_eq!(short.server.lease(), std::time::Duration::from_secs(2));
+        for bad in [
+            "lease_seconds = 0",
+            "sweep_interval_seconds = 0",
+            "lease_seconds = 18446744073709551615",
+        ] {
+            assert!(
+                WharfConfig::parse(&format!("[server]\n{bad}\n"), env).is_err(),
+                "{bad}"
+            );
+        }
+        let built_in_code = ServerConfig {
+            lease_seconds: u64::MAX,
+            sweep_interval_seconds: 0,
+            ..ServerConfig::default()
+        };
+        assert_eq!(
+            built_in_code.lease(),
+            std::time::Duration::from_secs(86_400)
+        );
+        assert_eq!(
+            built_in_code.sweep_interval(),
+            std::time::Duration::from_secs(1)
+        );
     }
 }

@@ -28,11 +28,7 @@ use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock, Weak};
-use std::time::Duration;
 use wasmtime::component::Linker;
-
-/// How long a node may hold a `creating` or `releasing` row before another takes over.
-pub const SESSION_LEASE: Duration = Duration::from_secs(60);
 
 /// The tenant used until tokens exist: every caller is this one.
 pub const ANONYMOUS_TENANT: &str = "anonymous";
@@ -121,7 +117,7 @@ impl Wharf {
             tool_index: RwLock::new(Arc::new(ToolIndex::default())),
             tool_changes: tokio::sync::broadcast::channel(16).0,
             shutdown: tokio_util::sync::CancellationToken::new(),
-            sessions: SessionManager::new(store, node_id.clone(), SESSION_LEASE),
+            sessions: SessionManager::new(store, node_id.clone(), server.lease()),
             server,
             lifecycle: Default::default(),
             myself: myself.clone(),
@@ -142,7 +138,7 @@ impl Wharf {
             }
         }
         wharf.recover_sessions().await;
-        wharf.start_reaper();
+        wharf.start_sweeper();
         Ok(wharf)
     }
 

@@ -1,12 +1,13 @@
 //! Sessions: (tenant, backend, key) → one session, kept in the state store so the same key
 //! gets the same session across processes, restarts and nodes. This module holds the
 //! record, a per-node cache validated by generation, and the local locks; `acquire`,
-//! `release` and `recovery` hold the lease-row state machine.
+//! `release`, `recovery` and `sweep` hold the lease-row state machine.
 
 mod acquire;
 mod hooks;
 mod recovery;
 mod release;
+mod sweep;
 
 pub use acquire::AcquireRequest;
 pub use recovery::RecoveryReport;

@@ -28,11 +28,13 @@ pub enum StoreEngine {
     Postgres,
 }
 
-/// The store.
+/// The store. Each opening is one incarnation of its process: the rows it leases carry
+/// its boot id (beside the node id), so a restarted node knows its earlier leases are dead.
 #[derive(Debug, Clone)]
 pub struct StateStore {
     pool: AnyPool,
     engine: StoreEngine,
+    boot: std::sync::Arc<str>,
 }
 
 /// A store failure as the API sees it: a dependency is down (5012), retryable.
@@ -66,11 +68,11 @@ impl StateStore {
             .connect(url)
             .await
             .with_context(|| format!("connecting to the state store {}", redact_url(url)))?;
-        let store = Self { pool, engine };
-        migrations::run(&store)
+        migrations::run(url, engine)
             .await
             .context("migrating the state store")?;
-        Ok(store)
+        let boot = format!("boot_{}", uuid::Uuid::new_v4().simple()).into();
+        Ok(Self { pool, engine, boot })
     }
 
     /// Opens (creating) the embedded SQLite store at `path`.
@@ -90,6 +92,11 @@ impl StateStore {
     /// The engine.
     pub fn engine(&self) -> StoreEngine {
         self.engine
+    }
+
+    /// This incarnation's boot id, new at every opening.
+    pub fn boot(&self) -> &str {
+        &self.boot
     }
 
     pub(crate) fn pool(&self) -> &AnyPool {

@@ -1,6 +1,6 @@
 //! The front door's session operations: acquire, get, list, refresh, release, claims,
 //! file-transfer access, idle expiry timers, recovery at start-up, node heartbeats and the
-//! orphan reaper.
+//! sweeper (abandoned session rows, orphaned containers).
 
 use super::Wharf;
 use crate::error_code::{Code, WharfError};
@@ -37,11 +37,6 @@ pub struct SessionRequest {
 
 /// How long a holder claim lasts unless renewed.
 const CLAIM_TTL: Duration = Duration::from_secs(300);
-/// How often a node renews its lease, and how long the lease lasts.
-const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
-const NODE_LEASE: Duration = Duration::from_secs(30);
-/// How often orphaned containers are looked for.
-const REAP_EVERY: Duration = Duration::from_secs(60);
 
 impl Wharf {
     /// Acquires the session of (tenant, backend, key): the existing one, or a new one.
@@ -266,11 +261,11 @@ impl Wharf {
         Ok(removed)
     }
 
-    /// Renews this node's lease in the store now and every few seconds.
+    /// Renews this node's lease in the store now and every third of the lease.
     pub(super) fn start_heartbeat(&self) {
-        self.every(HEARTBEAT_EVERY, async |wharf: Arc<Wharf>| {
+        self.every(self.server.lease() / 3, async |wharf: Arc<Wharf>| {
             let now = now_ms();
-            let until = (now + NODE_LEASE.as_millis() as u64) as i64;
+            let until = (now + wharf.server.lease().as_millis() as u64) as i64;
             let store = wharf.sessions.store();
             if let Err(e) = store.heartbeat(&wharf.node_id, until, now as i64).await {
                 tracing::warn!("node heartbeat failed: {}", e.message);
@@ -278,9 +273,26 @@ impl Wharf {
         });
     }
 
-    /// Reaps orphans now and then periodically.
-    pub fn start_reaper(&self) {
-        self.every(REAP_EVERY, async |wharf: Arc<Wharf>| {
+    /// Finishes the abandoned `creating` and `releasing` rows of the loaded backends
+    /// (lease run out, or held by this node's earlier incarnation): destroys what is
+    /// labelled with each session, runs its backend's cleanup and deletes the row. Returns
+    /// the ids of the rows deleted.
+    pub async fn sweep_abandoned(&self) -> Result<Vec<String>, WharfError> {
+        self.sessions
+            .sweep(
+                |name| self.backend(name).ok(),
+                self.services.docker.as_ref(),
+            )
+            .await
+    }
+
+    /// Sweeps abandoned rows, then reaps orphaned containers (a create that was in flight
+    /// when a node died may land after its row was swept), now and every sweep period.
+    pub fn start_sweeper(&self) {
+        self.every(self.server.sweep_interval(), async |wharf: Arc<Wharf>| {
+            if let Err(e) = wharf.sweep_abandoned().await {
+                tracing::debug!("sweeping skipped: {}", e.message);
+            }
             if let Err(e) = wharf.reap_orphans().await {
                 tracing::debug!("orphan reaping skipped: {}", e.message);
             }

@@ -192,16 +192,19 @@ impl SessionManager {
         row: SessionRecord,
         request: &AcquireRequest,
     ) -> Result<SessionRecord, WharfError> {
-        let data =
-            match hooks::initialize(backend, &row, &request.config, request.max_lifetime_seconds)
-                .await
-            {
-                Ok(data) => data,
-                Err(e) => {
-                    self.store.delete_session(&row.id).await?;
-                    return Err(e);
-                }
-            };
+        let data = match self
+            .holding_lease(
+                &row.id,
+                hooks::initialize(backend, &row, &request.config, request.max_lifetime_seconds),
+            )
+            .await
+        {
+            Ok(data) => data,
+            Err(e) => {
+                self.store.delete_session(&row.id).await?;
+                return Err(e);
+            }
+        };
         if !self
             .store
             .mark_ready(&row.id, &self.node, &data, now_ms() as i64)

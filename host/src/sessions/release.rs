@@ -1,7 +1,7 @@
 //! Release: mark the row `releasing` under a lease, run the backend's cleanup (retried),
 //! then delete the row. Nothing is forgotten while its resources may still exist: a
 //! cleanup that keeps failing leaves the row `releasing`, and when its lease runs out the
-//! next acquire or recovery finishes the job.
+//! next acquire, recovery or sweep finishes the job.
 
 use super::hooks;
 use super::{SessionManager, SessionRecord, now_ms};
@@ -50,8 +50,20 @@ impl SessionManager {
         Ok(true)
     }
 
-    /// Runs cleanup for a row this node holds as `releasing`, then deletes it.
+    /// Runs cleanup for a row this node holds as `releasing` (keeping its lease alive
+    /// meanwhile), then deletes it.
     pub(crate) async fn finish_release(
+        &self,
+        backend: &LoadedBackend,
+        row: &SessionRecord,
+    ) -> Result<(), WharfError> {
+        self.holding_lease(&row.id, self.cleanup_with_retries(backend, row))
+            .await?;
+        self.forget(row).await
+    }
+
+    /// Runs the backend's cleanup, retried a few times with backoff.
+    pub(super) async fn cleanup_with_retries(
         &self,
         backend: &LoadedBackend,
         row: &SessionRecord,
@@ -59,7 +71,7 @@ impl SessionManager {
         let mut attempt = 0;
         loop {
             match hooks::cleanup(backend, row).await {
-                Ok(()) => break,
+                Ok(()) => return Ok(()),
                 Err(e) if attempt + 1 < CLEANUP_ATTEMPTS => {
                     attempt += 1;
                     tracing::warn!(session = %row.id, "cleanup failed (attempt {attempt}): {}", e.message);
@@ -76,6 +88,10 @@ impl SessionManager {
                 }
             }
         }
+    }
+
+    /// Deletes a finished row, its kv state and what this node remembers of it.
+    pub(super) async fn forget(&self, row: &SessionRecord) -> Result<(), WharfError> {
         self.store.delete_session(&row.id).await?;
         self.store.kv_drop_session(&row.backend, &row.id).await?;
         self.cache_drop(&row.id);

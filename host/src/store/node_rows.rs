@@ -6,7 +6,8 @@ use crate::error_code::WharfError;
 use sqlx::Row;
 
 impl StateStore {
-    /// Records that `node` is alive until `lease_until` (ms).
+    /// Records that `node` (in this store's incarnation, its boot id) is alive until
+    /// `lease_until` (ms).
     pub async fn heartbeat(
         &self,
         node: &str,
@@ -14,12 +15,13 @@ impl StateStore {
         now: i64,
     ) -> Result<(), WharfError> {
         sqlx::query(
-            "INSERT INTO wharf_nodes (id, lease_until, started_at) VALUES ($1, $2, $3)
-             ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until",
+            "INSERT INTO wharf_nodes (id, lease_until, started_at, boot) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until, boot = excluded.boot",
         )
         .bind(node)
         .bind(lease_until)
         .bind(now)
+        .bind(self.boot())
         .execute(self.pool())
         .await
         .map_err(unavailable)?;
