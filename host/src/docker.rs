@@ -23,6 +23,7 @@ pub mod exec;
 mod frames;
 mod info;
 mod kill;
+mod leftovers;
 pub mod labels;
 mod output;
 mod resident_shell;

@@ -2,9 +2,10 @@
 //! grants, labelled by the host from the call context, visible only to their backend.
 
 use super::guest_error;
+use super::host_mounts::{self, ResolvedMount};
 use crate::docker::{self, DockerError, Owner};
 use crate::error_code::Code;
-use crate::policy::{ContainerRequest, NetworkRequest};
+use crate::policy::{ContainerRequest, MountAsk, NetworkRequest};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
     ContainerInfo, ContainerSpec, ContainerState, Host, Network,
 };
@@ -60,13 +61,53 @@ impl HostState {
         })
     }
 
+    /// Resolves the mounts, then counts and creates within the backend's turn (see
+    /// [`container_turns`](super::container_turns)).
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
         let docker = self.docker()?.clone();
+        let mounts = self.resolve_mounts(&spec).await?;
+        let turn =
+            super::container_turns::take(&docker, self.services.store.as_ref(), &self.backend)
+                .await?;
+        let created = self.count_and_create(&docker, spec, mounts).await;
+        turn.end().await;
+        created
+    }
+
+    /// The requested mounts with their host paths resolved, or the denial.
+    async fn resolve_mounts(&self, spec: &ContainerSpec) -> Result<Vec<ResolvedMount>, Error> {
+        let forbidden = |d: crate::policy::Denial| guest_error(Code::Forbidden, d.0);
+        let mut out = Vec::with_capacity(spec.mounts.len());
+        for m in &spec.mounts {
+            out.push(ResolvedMount {
+                host_path: host_mounts::resolve_path(&m.host_path)
+                    .await
+                    .map_err(forbidden)?,
+                container_path: m.container_path.clone(),
+                read_only: m.read_only,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn count_and_create(
+        &self,
+        docker: &docker::Docker,
+        spec: ContainerSpec,
+        mounts: Vec<ResolvedMount>,
+    ) -> Result<ContainerInfo, Error> {
         let owner = self.owner();
         let network = match &spec.network {
             Network::None => NetworkRequest::None,
             Network::Bridge => NetworkRequest::Bridge,
             Network::Named(n) => NetworkRequest::Named(n.clone()),
+        };
+        let resolved_grants = if mounts.is_empty() {
+            Vec::new()
+        } else {
+            host_mounts::resolve_grants(&self.grants)
+                .await
+                .map_err(|d| guest_error(Code::Forbidden, d.0))?
         };
         let owned = docker
             .list_owned(&owner.backend, None)
@@ -84,10 +125,17 @@ impl HostState {
             cpu_millis: spec.cpu_millis,
             memory_bytes: spec.memory_bytes,
             pids_limit: spec.pids_limit,
-            host_mounts: spec.mounts.iter().map(|m| m.host_path.as_str()).collect(),
+            host_mounts: mounts
+                .iter()
+                .map(|m| MountAsk {
+                    host_path: std::path::Path::new(&m.host_path),
+                    read_only: m.read_only,
+                })
+                .collect(),
+            resolved_grants: Some(&resolved_grants),
             network: &network,
-            backend_containers: owned.len() as u32,
-            session_containers: in_session as u32,
+            backend_containers: u32::try_from(owned.len()).unwrap_or(u32::MAX),
+            session_containers: u32::try_from(in_session).unwrap_or(u32::MAX),
         };
         let limits = self
             .grants
@@ -103,8 +151,8 @@ impl HostState {
             env: spec.env,
             workdir: Some(work_volume.clone()),
             labels: spec.labels,
-            mounts: spec
-                .mounts
+            // The resolved path is what was checked, so it is what gets mounted.
+            mounts: mounts
                 .into_iter()
                 .map(|m| docker::Mount {
                     host_path: m.host_path,

@@ -30,6 +30,13 @@ const NODES: &str = "CREATE TABLE IF NOT EXISTS wharf_nodes (
     started_at BIGINT NOT NULL
 )";
 
+/// Held by a node while it counts and creates a backend's containers (`backend_locks.rs`).
+const BACKEND_LOCKS: &str = "CREATE TABLE IF NOT EXISTS wharf_backend_locks (
+    backend TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    lease_until BIGINT NOT NULL
+)";
+
 fn kv(engine: StoreEngine) -> String {
     let blob = match engine {
         StoreEngine::Sqlite => "BLOB",
@@ -59,5 +66,6 @@ pub async fn run(store: &StateStore) -> Result<()> {
     sqlx::query("CREATE INDEX IF NOT EXISTS wharf_sessions_backend ON wharf_sessions (backend)")
         .execute(store.pool())
         .await?;
+    sqlx::query(BACKEND_LOCKS).execute(store.pool()).await?;
     Ok(())
 }
