@@ -199,24 +199,25 @@ impl Grants {
 
     /// Checks one mount whose host path the caller resolved (symlinks followed) against
     /// grants resolved the same way: it must lie under a granted path, and a writable
-    /// mount needs an `rw:` grant covering it.
+    /// mount needs an `rw:` grant covering it. Messages name the path as requested, never
+    /// what it resolved to.
     pub fn check_mount(&self, ask: &MountAsk<'_>, resolved: &[MountGrant]) -> Result<(), Denial> {
-        check_mount_path(&ask.host_path.to_string_lossy())?;
+        check_mount_path(ask.requested)?;
         let covering: Vec<&MountGrant> = resolved
             .iter()
             .filter(|g| ask.host_path.starts_with(&g.path))
             .collect();
         if covering.is_empty() {
             return Err(Denial(format!(
-                "host path `{}` (resolved) is not granted (grants.host_mounts = {:?})",
-                ask.host_path.display(),
+                "host path `{}` is not granted, or resolves outside what is (grants.host_mounts = {:?})",
+                ask.requested.escape_debug(),
                 self.host_mounts
             )));
         }
         if !ask.read_only && !covering.iter().any(|g| g.read_write) {
             return Err(Denial(format!(
                 "host path `{}` is granted read-only: a writable mount needs an `rw:` entry (grants.host_mounts = {:?})",
-                ask.host_path.display(),
+                ask.requested.escape_debug(),
                 self.host_mounts
             )));
         }
@@ -316,6 +317,8 @@ impl MountGrant {
 /// One mount a container asks for, its host path resolved by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountAsk<'a> {
+    /// The host path as the guest asked for it.
+    pub requested: &'a str,
     /// The host path with every symlink followed.
     pub host_path: &'a Path,
     /// Whether the guest asked for a read-only mount.
@@ -419,6 +422,7 @@ mod tests {
         assert!(e.0.contains("grants.images"), "{e}");
         let resolved = g.mount_grants().unwrap();
         let ro = |p: &'static str| MountAsk {
+            requested: p,
             host_path: Path::new(p),
             read_only: true,
         };
@@ -464,6 +468,7 @@ mod tests {
             ]
         );
         let ask = |p: &'static str, read_only| MountAsk {
+            requested: p,
             host_path: Path::new(p),
             read_only,
         };

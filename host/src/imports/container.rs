@@ -5,7 +5,7 @@ use super::guest_error;
 use super::host_mounts::{self, ResolvedMount};
 use crate::docker::{self, DockerError, Owner};
 use crate::error_code::Code;
-use crate::policy::{ContainerRequest, MountAsk, NetworkRequest};
+use crate::policy::{ContainerRequest, MountAsk, MountGrant, NetworkRequest};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
     ContainerInfo, ContainerSpec, ContainerState, Host, Network,
 };
@@ -65,29 +65,42 @@ impl HostState {
     /// [`container_turns`](super::container_turns)).
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
         let docker = self.docker()?.clone();
-        let mounts = self.resolve_mounts(&spec).await?;
+        let (mounts, resolved_grants) = self.resolve_mounts(&spec).await?;
         let turn =
             super::container_turns::take(&docker, self.services.store.as_ref(), &self.backend)
                 .await?;
-        let created = self.count_and_create(&docker, spec, mounts).await;
+        let created = self
+            .count_and_create(&docker, spec, mounts, &resolved_grants)
+            .await;
         turn.end().await;
         created
     }
 
-    /// The requested mounts with their host paths resolved, or the denial.
-    async fn resolve_mounts(&self, spec: &ContainerSpec) -> Result<Vec<ResolvedMount>, Error> {
+    /// The requested mounts with their host paths resolved, and the resolved grants; or
+    /// the denial.
+    async fn resolve_mounts(
+        &self,
+        spec: &ContainerSpec,
+    ) -> Result<(Vec<ResolvedMount>, Vec<MountGrant>), Error> {
+        if spec.mounts.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
         let forbidden = |d: crate::policy::Denial| guest_error(Code::Forbidden, d.0);
+        let grants = host_mounts::resolve_grants(&self.grants)
+            .await
+            .map_err(forbidden)?;
         let mut out = Vec::with_capacity(spec.mounts.len());
         for m in &spec.mounts {
             out.push(ResolvedMount {
-                host_path: host_mounts::resolve_path(&m.host_path)
+                requested: m.host_path.clone(),
+                host_path: host_mounts::resolve_path(&m.host_path, &self.grants, &grants)
                     .await
                     .map_err(forbidden)?,
                 container_path: m.container_path.clone(),
                 read_only: m.read_only,
             });
         }
-        Ok(out)
+        Ok((out, grants))
     }
 
     async fn count_and_create(
@@ -95,19 +108,13 @@ impl HostState {
         docker: &docker::Docker,
         spec: ContainerSpec,
         mounts: Vec<ResolvedMount>,
+        resolved_grants: &[MountGrant],
     ) -> Result<ContainerInfo, Error> {
         let owner = self.owner();
         let network = match &spec.network {
             Network::None => NetworkRequest::None,
             Network::Bridge => NetworkRequest::Bridge,
             Network::Named(n) => NetworkRequest::Named(n.clone()),
-        };
-        let resolved_grants = if mounts.is_empty() {
-            Vec::new()
-        } else {
-            host_mounts::resolve_grants(&self.grants)
-                .await
-                .map_err(|d| guest_error(Code::Forbidden, d.0))?
         };
         let owned = docker
             .list_owned(&owner.backend, None)
@@ -128,11 +135,12 @@ impl HostState {
             host_mounts: mounts
                 .iter()
                 .map(|m| MountAsk {
+                    requested: &m.requested,
                     host_path: std::path::Path::new(&m.host_path),
                     read_only: m.read_only,
                 })
                 .collect(),
-            resolved_grants: Some(&resolved_grants),
+            resolved_grants: Some(resolved_grants),
             network: &network,
             backend_containers: u32::try_from(owned.len()).unwrap_or(u32::MAX),
             session_containers: u32::try_from(in_session).unwrap_or(u32::MAX),

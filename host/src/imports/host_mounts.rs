@@ -4,11 +4,15 @@
 //! and the mount is made from the resolved path, not from the link.
 
 
+use std::path::Path;
+
 use crate::policy::{Denial, Grants, MountGrant, check_mount_path};
 
 /// A requested mount with its host path resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedMount {
+    /// The host path as the guest asked for it.
+    pub requested: String,
     /// The host path with every symlink followed.
     pub host_path: String,
     /// Where it appears in the container.
@@ -17,14 +21,34 @@ pub struct ResolvedMount {
     pub read_only: bool,
 }
 
-/// Resolves a requested host path: absolute, without `..`, existing, and resolving to
-/// text (a resolved path that is not UTF-8 could not be passed on unchanged).
-pub async fn resolve_path(host_path: &str) -> Result<String, Denial> {
+/// Resolves a requested host path: absolute, without `..`, under a granted path as
+/// written (or as resolved) before anything on the host is looked at — so the answers
+/// say nothing about paths outside the grants — then existing, and resolving to text (a
+/// resolved path that is not UTF-8 could not be passed on unchanged).
+pub async fn resolve_path(
+    host_path: &str,
+    grants: &Grants,
+    resolved_grants: &[MountGrant],
+) -> Result<String, Denial> {
     check_mount_path(host_path)?;
+    let path = Path::new(host_path);
+    let written = grants.mount_grants()?;
+    if !written
+        .iter()
+        .chain(resolved_grants)
+        .any(|g| path.starts_with(&g.path))
+    {
+        return Err(Denial(format!(
+            "host path `{}` is not granted (grants.host_mounts = {:?})",
+            host_path.escape_debug(),
+            grants.host_mounts
+        )));
+    }
     let resolved = tokio::fs::canonicalize(host_path).await.map_err(|e| {
         Denial(format!(
-            "host path `{}` cannot be resolved on this host ({e}) (grants.host_mounts)",
-            host_path.escape_debug()
+            "host path `{}` cannot be resolved on this host ({}) (grants.host_mounts)",
+            host_path.escape_debug(),
+            e.kind()
         ))
     })?;
     resolved.into_os_string().into_string().map_err(|_| {
@@ -66,21 +90,33 @@ mod tests {
             ..Grants::default()
         };
         let resolved = resolve_grants(&g).await.unwrap();
-        let path = resolve_path(&link.display().to_string()).await.unwrap();
+        let asked = link.display().to_string();
+        let path = resolve_path(&asked, &g, &resolved).await.unwrap();
         let ask = MountAsk {
-            host_path: std::path::Path::new(&path),
+            requested: &asked,
+            host_path: Path::new(&path),
             read_only: true,
         };
-        assert!(g.check_mount(&ask, &resolved).is_err());
+        let e = g.check_mount(&ask, &resolved).unwrap_err();
+        assert!(!e.0.contains(&elsewhere.path().display().to_string()), "{e}");
         let inside = granted.path().join("in");
         std::fs::create_dir(&inside).unwrap();
-        let path = resolve_path(&inside.display().to_string()).await.unwrap();
+        let asked = inside.display().to_string();
+        let path = resolve_path(&asked, &g, &resolved).await.unwrap();
         let ask = MountAsk {
-            host_path: std::path::Path::new(&path),
+            requested: &asked,
+            host_path: Path::new(&path),
             read_only: true,
         };
         assert!(g.check_mount(&ask, &resolved).is_ok());
-        assert!(resolve_path("/no/such/wharf/path").await.is_err());
-        assert!(resolve_path("relative").await.is_err());
+        let missing = granted.path().join("missing").display().to_string();
+        let e = resolve_path(&missing, &g, &resolved).await.unwrap_err();
+        assert!(e.0.contains("cannot be resolved"), "{e}");
+        // Outside the grants nothing on the host is looked at: an existing path and a
+        // missing one get the same answer.
+        let a = resolve_path("/etc", &g, &resolved).await.unwrap_err();
+        let b = resolve_path("/no-such-wharf-dir", &g, &resolved).await.unwrap_err();
+        assert!(a.0.contains("is not granted") && b.0.contains("is not granted"));
+        assert!(resolve_path("relative", &g, &resolved).await.is_err());
     }
 }
