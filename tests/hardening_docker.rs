@@ -27,7 +27,11 @@ fn remove_all(backend: &str) {
     }
 }
 
-async fn create(h: &TestHost, backend: &str, args: serde_json::Value) -> (u16, u64, serde_json::Value) {
+async fn create(
+    h: &TestHost,
+    backend: &str,
+    args: serde_json::Value,
+) -> (u16, u64, serde_json::Value) {
     let r = h.call(&format!("{backend}:create"), args).await;
     (r.status, r.code(), r.body)
 }
@@ -40,7 +44,10 @@ async fn exec(h: &TestHost, backend: &str, id: &str, command: &str) -> String {
         )
         .await;
     assert_eq!(r.code(), 0, "{command}: {}", r.body);
-    r.body["data"]["result"].as_str().unwrap_or_default().to_string()
+    r.body["data"]["result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +109,10 @@ async fn mounts_are_read_only_unless_an_rw_grant_says_so() {
     }
     let ro = tempfile::tempdir().unwrap();
     let rw = tempfile::tempdir().unwrap();
-    let (ro_path, rw_path) = (ro.path().display().to_string(), rw.path().display().to_string());
+    let (ro_path, rw_path) = (
+        ro.path().display().to_string(),
+        rw.path().display().to_string(),
+    );
     let backend = "h2readonly";
     let h = start(vec![(
         backend,
@@ -118,7 +128,10 @@ async fn mounts_are_read_only_unless_an_rw_grant_says_so() {
     )
     .await;
     assert_eq!((status, code), (403, 4030), "{body}");
-    assert!(body["message"].as_str().unwrap_or_default().contains("rw:"), "{body}");
+    assert!(
+        body["message"].as_str().unwrap_or_default().contains("rw:"),
+        "{body}"
+    );
     assert!(containers_labelled("wharf.backend", backend).is_empty());
 
     // Read-only through a plain grant: a write fails inside the container.
@@ -130,7 +143,13 @@ async fn mounts_are_read_only_unless_an_rw_grant_says_so() {
     .await;
     assert_eq!(code, 0, "{body}");
     let id = body["data"]["result"].as_str().unwrap().to_string();
-    let out = exec(&h, backend, &id, "echo x > /mnt/data/f 2>/dev/null; echo $?").await;
+    let out = exec(
+        &h,
+        backend,
+        &id,
+        "echo x > /mnt/data/f 2>/dev/null; echo $?",
+    )
+    .await;
     assert_ne!(out.trim(), "0", "the write went through a read-only grant");
     assert!(!ro.path().join("f").exists());
 
@@ -162,7 +181,10 @@ async fn burst(hosts: &[&TestHost], backend: &str, n: usize) -> usize {
         } else {
             assert_eq!((status, code), (403, 4030), "{body}");
             assert!(
-                body["message"].as_str().unwrap_or_default().contains("max_containers"),
+                body["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("max_containers"),
                 "{body}"
             );
         }
@@ -206,7 +228,10 @@ async fn two_nodes_sharing_a_store_never_exceed_max_containers_together() {
         let created = burst(&[&a, &b], &backend, 4).await;
         let live = containers_labelled("wharf.backend", &backend).len();
         remove_all(&backend);
-        assert_eq!(created, 2, "{engine}: exactly the cap is created across both nodes");
+        assert_eq!(
+            created, 2,
+            "{engine}: exactly the cap is created across both nodes"
+        );
         assert_eq!(live, 2, "{engine}: and exactly the cap exists");
     }
 }
@@ -252,7 +277,11 @@ async fn a_setsid_leftover_cannot_answer_for_the_next_command() {
 
     for i in 0..3 {
         let out = exec(&h, backend, &id, &format!("echo mine {i}")).await;
-        assert_eq!(out, format!("mine {i}\n"), "the next command's output is its own");
+        assert_eq!(
+            out,
+            format!("mine {i}\n"),
+            "the next command's output is its own"
+        );
     }
     assert_eq!(h.get("/healthz").await.status, 200);
     remove_all(backend);

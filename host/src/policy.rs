@@ -427,7 +427,10 @@ mod tests {
             read_only: true,
         };
         assert!(g.check_mount(&ro("/srv/data/x"), &resolved).is_ok());
-        assert!(g.check_mount(&ro("/srv/data/../../etc"), &resolved).is_err());
+        assert!(
+            g.check_mount(&ro("/srv/data/../../etc"), &resolved)
+                .is_err()
+        );
         assert!(g.check_mount(&ro("/srv/database"), &resolved).is_err());
         assert!(g.check_mount(&ro("relative"), &resolved).is_err());
         assert!(g.check_network(&NetworkRequest::Bridge).is_ok());
@@ -455,16 +458,29 @@ mod tests {
     #[test]
     fn mounts_are_read_only_unless_an_rw_grant_covers_them() {
         let g = Grants {
-            host_mounts: vec!["/srv/data".into(), "rw:/srv/data/scratch".into(), "ro:/opt".into()],
+            host_mounts: vec![
+                "/srv/data".into(),
+                "rw:/srv/data/scratch".into(),
+                "ro:/opt".into(),
+            ],
             ..Grants::default()
         };
         let resolved = g.mount_grants().unwrap();
         assert_eq!(
             resolved,
             vec![
-                MountGrant { path: "/srv/data".into(), read_write: false },
-                MountGrant { path: "/srv/data/scratch".into(), read_write: true },
-                MountGrant { path: "/opt".into(), read_write: false },
+                MountGrant {
+                    path: "/srv/data".into(),
+                    read_write: false
+                },
+                MountGrant {
+                    path: "/srv/data/scratch".into(),
+                    read_write: true
+                },
+                MountGrant {
+                    path: "/opt".into(),
+                    read_write: false
+                },
             ]
         );
         let ask = |p: &'static str, read_only| MountAsk {
@@ -473,18 +489,29 @@ mod tests {
             read_only,
         };
         assert!(g.check_mount(&ask("/srv/data/x", true), &resolved).is_ok());
-        let e = g.check_mount(&ask("/srv/data/x", false), &resolved).unwrap_err();
+        let e = g
+            .check_mount(&ask("/srv/data/x", false), &resolved)
+            .unwrap_err();
         assert!(e.0.contains("rw:"), "{e}");
-        assert!(g.check_mount(&ask("/srv/data/scratch/a", false), &resolved).is_ok());
+        assert!(
+            g.check_mount(&ask("/srv/data/scratch/a", false), &resolved)
+                .is_ok()
+        );
         assert!(g.check_mount(&ask("/opt", false), &resolved).is_err());
         for bad in ["rw:relative", "/a/../b", "rw:", "data"] {
-            let g = Grants { host_mounts: vec![bad.into()], ..Grants::default() };
+            let g = Grants {
+                host_mounts: vec![bad.into()],
+                ..Grants::default()
+            };
             assert!(g.validate().is_err(), "{bad}");
         }
         let none = NetworkRequest::None;
         let mut r = req("wharf-sandbox:test", &none);
         r.host_mounts = vec![ask("/srv/data/x", true)];
-        assert!(grants().check_container(&r).is_err(), "unresolved grants refuse");
+        assert!(
+            grants().check_container(&r).is_err(),
+            "unresolved grants refuse"
+        );
     }
 
     #[test]

@@ -176,9 +176,7 @@ impl Docker {
         check_request(&request)?;
         let cmd = argv(&request.command)?;
         let mut env = env_strings(&request.env)?;
-        if resident_shell::fits(&request)
-            && self.shell_may_run(owner, &request.container).await?
-        {
+        if resident_shell::fits(&request) && self.shell_may_run(owner, &request.container).await? {
             let container = request.container.clone();
             let check = self.require_running(owner, &container);
             return self

@@ -32,8 +32,8 @@ use super::exec::{InputSink, OutputStream};
 use super::frames::FrameScanner;
 use super::kill::{KillGuard, KillTarget, MARKER_VAR};
 use super::leftovers::{ADOPTED_COUNT, LeftoverMarks, ResidentRunning, Route, check_clean};
-use super::types::Owner;
 use super::output::{Tail, exec_output};
+use super::types::Owner;
 use super::types::{Command, ExecOutput, ExecRequest};
 
 /// Idle shells kept per container.

@@ -3,7 +3,6 @@
 //! followed, so a link inside a granted directory cannot point the mount anywhere else,
 //! and the mount is made from the resolved path, not from the link.
 
-
 use std::path::Path;
 
 use crate::policy::{Denial, Grants, MountGrant, check_mount_path};
@@ -98,7 +97,10 @@ mod tests {
             read_only: true,
         };
         let e = g.check_mount(&ask, &resolved).unwrap_err();
-        assert!(!e.0.contains(&elsewhere.path().display().to_string()), "{e}");
+        assert!(
+            !e.0.contains(&elsewhere.path().display().to_string()),
+            "{e}"
+        );
         let inside = granted.path().join("in");
         std::fs::create_dir(&inside).unwrap();
         let asked = inside.display().to_string();
@@ -115,7 +117,9 @@ mod tests {
         // Outside the grants nothing on the host is looked at: an existing path and a
         // missing one get the same answer.
         let a = resolve_path("/etc", &g, &resolved).await.unwrap_err();
-        let b = resolve_path("/no-such-wharf-dir", &g, &resolved).await.unwrap_err();
+        let b = resolve_path("/no-such-wharf-dir", &g, &resolved)
+            .await
+            .unwrap_err();
         assert!(a.0.contains("is not granted") && b.0.contains("is not granted"));
         assert!(resolve_path("relative", &g, &resolved).await.is_err());
     }
