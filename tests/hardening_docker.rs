@@ -217,13 +217,15 @@ async fn two_nodes_sharing_a_store_never_exceed_max_containers_together() {
     for (engine, store) in wharf_integration_tests::processes::store_urls(dir.path()) {
         let backend = format!("h2capshared{engine}");
         remove_all(&backend);
-        let a = start_with(vec![(&backend, probe(|gr| gr.max_containers = 2))], |s| {
-            s.store_url = Some(store.clone())
-        })
+        let a = start_with(
+            vec![(backend.as_str(), probe(|gr| gr.max_containers = 2))],
+            |s| s.store_url = Some(store.clone()),
+        )
         .await;
-        let b = start_with(vec![(&backend, probe(|gr| gr.max_containers = 2))], |s| {
-            s.store_url = Some(store.clone())
-        })
+        let b = start_with(
+            vec![(backend.as_str(), probe(|gr| gr.max_containers = 2))],
+            |s| s.store_url = Some(store.clone()),
+        )
         .await;
         let created = burst(&[&a, &b], &backend, 4).await;
         let live = containers_labelled("wharf.backend", &backend).len();
