@@ -271,11 +271,12 @@ async fn a_setsid_leftover_cannot_answer_for_the_next_command() {
         &h,
         backend,
         &id,
-        "setsid sh /tmp/thief.sh $PPID >/dev/null 2>&1 < /dev/null & echo planted",
+        // The pause lets the thief leave the command's group before the command ends.
+        "setsid sh /tmp/thief.sh $PPID >/dev/null 2>&1 < /dev/null & sleep 0.3; echo planted",
     )
     .await;
     assert_eq!(planted, "planted\n");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
 
     for i in 0..3 {
         let out = exec(&h, backend, &id, &format!("echo mine {i}")).await;
