@@ -62,6 +62,7 @@ async fn a_symlink_out_of_a_grant_or_a_path_that_is_not_there_is_refused() {
     std::fs::create_dir(granted.path().join("inside")).unwrap();
     let g = granted.path().display().to_string();
     let backend = "h2symlink";
+    remove_all(backend);
     let h = start(vec![(
         backend,
         probe(|gr| gr.host_mounts = vec![g.clone()]),
@@ -114,6 +115,7 @@ async fn mounts_are_read_only_unless_an_rw_grant_says_so() {
         rw.path().display().to_string(),
     );
     let backend = "h2readonly";
+    remove_all(backend);
     let h = start(vec![(
         backend,
         probe(|gr| gr.host_mounts = vec![ro_path.clone(), format!("rw:{rw_path}")]),
@@ -260,6 +262,7 @@ async fn a_setsid_leftover_cannot_answer_for_the_next_command() {
         return;
     }
     let backend = "h2leftover";
+    remove_all(backend);
     let h = start(vec![(backend, probe(|_| {}))]).await;
     let (_, code, body) = create(&h, backend, json!({"image": "wharf-sandbox:test"})).await;
     assert_eq!(code, 0, "{body}");

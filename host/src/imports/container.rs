@@ -66,9 +66,8 @@ impl HostState {
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
         let docker = self.docker()?.clone();
         let (mounts, resolved_grants) = self.resolve_mounts(&spec).await?;
-        let turn =
-            super::container_turns::take(&docker, self.services.store.as_ref(), &self.backend)
-                .await?;
+        let (store, backend) = (self.services.store.clone(), self.backend.clone());
+        let turn = super::container_turns::take(&docker, store.as_ref(), &backend).await?;
         let created = self
             .count_and_create(&docker, spec, mounts, &resolved_grants)
             .await;
@@ -79,7 +78,7 @@ impl HostState {
     /// The requested mounts with their host paths resolved, and the resolved grants; or
     /// the denial.
     async fn resolve_mounts(
-        &self,
+        &mut self,
         spec: &ContainerSpec,
     ) -> Result<(Vec<ResolvedMount>, Vec<MountGrant>), Error> {
         if spec.mounts.is_empty() {
@@ -104,7 +103,7 @@ impl HostState {
     }
 
     async fn count_and_create(
-        &self,
+        &mut self,
         docker: &docker::Docker,
         spec: ContainerSpec,
         mounts: Vec<ResolvedMount>,
