@@ -9,11 +9,12 @@
 //! - `exec` runs the command as the leader of its own process group, keeps only the tail
 //!   of its output, and kills the whole group on timeout or when its future is dropped.
 //!   Commands without stdin or a user run through a resident shell in the container
-//!   (no exec create/start per command); the rest get a one-off exec.
+//!   (no exec create/start per command); the rest get a one-off exec. No command line goes
+//!   to a resident shell while a finished command's leftover may live in the container.
 //! - An unreachable engine answers [`DockerError::Unavailable`] within seconds.
 //!
 //! Files: [`client`] (connection, ownership check), [`containers`] (lifecycle), [`exec`],
-//! [`archive`] (copy in/out), `resident_shell` (the fast exec path) and `frames`, [`labels`], [`types`], [`error`].
+//! [`archive`] (copy in/out), `resident_shell` (the fast exec path), `frames` and `leftovers`, [`labels`], [`types`], [`error`].
 
 pub mod archive;
 pub mod client;
@@ -24,6 +25,7 @@ mod frames;
 mod info;
 mod kill;
 pub mod labels;
+mod leftovers;
 mod output;
 mod resident_shell;
 pub mod types;

@@ -3,8 +3,10 @@
 //! come back as WIT errors; only host bugs trap.
 
 pub mod container;
+pub mod container_turns;
 pub mod egress;
 pub mod exec;
+pub mod host_mounts;
 pub mod http;
 pub mod kv;
 pub mod log;
@@ -21,6 +23,13 @@ pub fn guest_error(code: Code, message: impl Into<String>) -> wit_types::Error {
         retryable: false,
         data: None,
     }
+}
+
+/// A host error as the guest sees it, code and retryability kept.
+pub fn wharf_error(e: crate::error_code::WharfError) -> wit_types::Error {
+    let mut err = guest_error(e.code, e.message);
+    err.retryable = e.retryable;
+    err
 }
 
 /// The answer of an import whose capability the operator has not granted this backend.

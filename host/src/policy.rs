@@ -5,7 +5,7 @@
 use ipnet::IpNet;
 use serde::Deserialize;
 use std::net::IpAddr;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 /// The operator's grants for one backend (`[backends.NAME.grants]`). Everything defaults
 /// to nothing: no images, no mounts, no networks beyond `none`, no outbound HTTP.
@@ -24,7 +24,9 @@ pub struct Grants {
     pub max_memory_mb: u64,
     /// Process ceiling per container.
     pub max_pids: u32,
-    /// Host paths (and everything under them) that may be mounted.
+    /// Host paths (and everything under them) that may be mounted, read-only; an entry
+    /// written `rw:/path` may also be mounted read-write (`ro:/path` is the same as `/path`).
+    /// Checked against the resolved path, symlinks followed, on both sides.
     pub host_mounts: Vec<String>,
     /// Networks beyond `none`: `bridge` or a named network.
     pub networks: Vec<String>,
@@ -96,8 +98,10 @@ pub struct ContainerRequest<'a> {
     pub memory_bytes: Option<u64>,
     /// Process limit.
     pub pids_limit: Option<u32>,
-    /// Host paths to mount.
-    pub host_mounts: Vec<&'a str>,
+    /// Host paths to mount, already resolved (see [`Grants::check_mount`]).
+    pub host_mounts: Vec<MountAsk<'a>>,
+    /// The `host_mounts` grants with their paths resolved; needed when mounts are asked.
+    pub resolved_grants: Option<&'a [MountGrant]>,
     /// Network.
     pub network: &'a NetworkRequest,
     /// Containers the backend has now.
@@ -169,8 +173,13 @@ impl Grants {
                 self.max_pids
             )));
         }
-        for mount in &req.host_mounts {
-            self.check_mount(mount)?;
+        if !req.host_mounts.is_empty() {
+            let resolved = req.resolved_grants.ok_or_else(|| {
+                Denial("grants.host_mounts were not resolved for this request".into())
+            })?;
+            for mount in &req.host_mounts {
+                self.check_mount(mount, resolved)?;
+            }
         }
         self.check_network(req.network)?;
         Ok(EffectiveLimits {
@@ -180,22 +189,39 @@ impl Grants {
         })
     }
 
-    /// Checks a host path to mount: absolute, no `..`, under a granted path.
-    pub fn check_mount(&self, host_path: &str) -> Result<(), Denial> {
-        let path = Path::new(host_path);
-        if !path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
+    /// The `host_mounts` entries, parsed.
+    pub fn mount_grants(&self) -> Result<Vec<MountGrant>, Denial> {
+        self.host_mounts
+            .iter()
+            .map(|e| MountGrant::parse(e))
+            .collect()
+    }
+
+    /// Checks one mount whose host path the caller resolved (symlinks followed) against
+    /// grants resolved the same way: it must lie under a granted path, and a writable
+    /// mount needs an `rw:` grant covering it. Messages name the path as requested, never
+    /// what it resolved to.
+    pub fn check_mount(&self, ask: &MountAsk<'_>, resolved: &[MountGrant]) -> Result<(), Denial> {
+        check_mount_path(ask.requested)?;
+        let covering: Vec<&MountGrant> = resolved
+            .iter()
+            .filter(|g| ask.host_path.starts_with(&g.path))
+            .collect();
+        if covering.is_empty() {
             return Err(Denial(format!(
-                "mount `{host_path}` must be an absolute path without `..`"
+                "host path `{}` is not granted, or resolves outside what is (grants.host_mounts = {:?})",
+                ask.requested.escape_debug(),
+                self.host_mounts
             )));
         }
-        if self.host_mounts.iter().any(|g| path.starts_with(g)) {
-            Ok(())
-        } else {
-            Err(Denial(format!(
-                "host path `{host_path}` is not granted (grants.host_mounts = {:?})",
+        if !ask.read_only && !covering.iter().any(|g| g.read_write) {
+            return Err(Denial(format!(
+                "host path `{}` is granted read-only: a writable mount needs an `rw:` entry (grants.host_mounts = {:?})",
+                ask.requested.escape_debug(),
                 self.host_mounts
-            )))
+            )));
         }
+        Ok(())
     }
 
     /// Checks a network: `none` always; `host` and `container:*` never; others if granted.
@@ -251,14 +277,67 @@ impl Grants {
             .any(|net| net.contains(&ip))
     }
 
-    /// Checks that every configured CIDR parses.
+    /// Checks that every configured CIDR and mount grant parses.
     pub fn validate(&self) -> Result<(), Denial> {
+        self.mount_grants()?;
         for cidr in &self.http_private_cidrs {
             cidr.parse::<IpNet>()
                 .map_err(|e| Denial(format!("grants.http_private_cidrs: `{cidr}`: {e}")))?;
         }
         Ok(())
     }
+}
+
+/// One `host_mounts` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountGrant {
+    /// The granted host path (as written, or resolved by the caller).
+    pub path: PathBuf,
+    /// Whether mounts under it may be writable (`rw:`).
+    pub read_write: bool,
+}
+
+impl MountGrant {
+    /// Parses `/path`, `ro:/path` or `rw:/path`; the path must be absolute without `..`.
+    pub fn parse(entry: &str) -> Result<Self, Denial> {
+        let (read_write, path) = match entry.split_once(':') {
+            Some(("rw", path)) => (true, path),
+            Some(("ro", path)) => (false, path),
+            _ => (false, entry),
+        };
+        check_mount_path(path)
+            .map_err(|d| Denial(format!("grants.host_mounts entry `{entry}`: {d}")))?;
+        Ok(MountGrant {
+            path: PathBuf::from(path),
+            read_write,
+        })
+    }
+}
+
+/// One mount a container asks for, its host path resolved by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountAsk<'a> {
+    /// The host path as the guest asked for it.
+    pub requested: &'a str,
+    /// The host path with every symlink followed.
+    pub host_path: &'a Path,
+    /// Whether the guest asked for a read-only mount.
+    pub read_only: bool,
+}
+
+/// A host path as text: absolute, without `..`, without NUL or control characters.
+pub fn check_mount_path(host_path: &str) -> Result<(), Denial> {
+    let path = Path::new(host_path);
+    if !path.is_absolute()
+        || path.components().any(|c| matches!(c, Component::ParentDir))
+        || host_path.chars().any(char::is_control)
+    {
+        return Err(Denial(format!(
+            "mount `{}` must be an absolute path without `..` (grants.host_mounts)",
+            host_path.escape_debug()
+        )));
+    }
+    Ok(())
 }
 
 /// IPv4-mapped IPv6 (`::ffff:a.b.c.d`) as plain IPv4.
@@ -326,6 +405,7 @@ mod tests {
             memory_bytes: None,
             pids_limit: None,
             host_mounts: vec![],
+            resolved_grants: None,
             network,
             backend_containers: 0,
             session_containers: 0,
@@ -340,10 +420,19 @@ mod tests {
         assert!(g.check_container(&req("busybox:1.36", &none)).is_ok());
         let e = g.check_container(&req("ubuntu:latest", &none)).unwrap_err();
         assert!(e.0.contains("grants.images"), "{e}");
-        assert!(g.check_mount("/srv/data/x").is_ok());
-        assert!(g.check_mount("/srv/data/../../etc").is_err());
-        assert!(g.check_mount("/srv/database").is_err());
-        assert!(g.check_mount("relative").is_err());
+        let resolved = g.mount_grants().unwrap();
+        let ro = |p: &'static str| MountAsk {
+            requested: p,
+            host_path: Path::new(p),
+            read_only: true,
+        };
+        assert!(g.check_mount(&ro("/srv/data/x"), &resolved).is_ok());
+        assert!(
+            g.check_mount(&ro("/srv/data/../../etc"), &resolved)
+                .is_err()
+        );
+        assert!(g.check_mount(&ro("/srv/database"), &resolved).is_err());
+        assert!(g.check_mount(&ro("relative"), &resolved).is_err());
         assert!(g.check_network(&NetworkRequest::Bridge).is_ok());
         assert!(
             g.check_network(&NetworkRequest::Named("host".into()))
@@ -363,6 +452,65 @@ mod tests {
             Grants::default()
                 .check_network(&NetworkRequest::Bridge)
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn mounts_are_read_only_unless_an_rw_grant_covers_them() {
+        let g = Grants {
+            host_mounts: vec![
+                "/srv/data".into(),
+                "rw:/srv/data/scratch".into(),
+                "ro:/opt".into(),
+            ],
+            ..Grants::default()
+        };
+        let resolved = g.mount_grants().unwrap();
+        assert_eq!(
+            resolved,
+            vec![
+                MountGrant {
+                    path: "/srv/data".into(),
+                    read_write: false
+                },
+                MountGrant {
+                    path: "/srv/data/scratch".into(),
+                    read_write: true
+                },
+                MountGrant {
+                    path: "/opt".into(),
+                    read_write: false
+                },
+            ]
+        );
+        let ask = |p: &'static str, read_only| MountAsk {
+            requested: p,
+            host_path: Path::new(p),
+            read_only,
+        };
+        assert!(g.check_mount(&ask("/srv/data/x", true), &resolved).is_ok());
+        let e = g
+            .check_mount(&ask("/srv/data/x", false), &resolved)
+            .unwrap_err();
+        assert!(e.0.contains("rw:"), "{e}");
+        assert!(
+            g.check_mount(&ask("/srv/data/scratch/a", false), &resolved)
+                .is_ok()
+        );
+        assert!(g.check_mount(&ask("/opt", false), &resolved).is_err());
+        for bad in ["rw:relative", "/a/../b", "rw:", "data"] {
+            let g = Grants {
+                host_mounts: vec![bad.into()],
+                ..Grants::default()
+            };
+            assert!(g.validate().is_err(), "{bad}");
+        }
+        let none = NetworkRequest::None;
+        let mut r = req("wharf-sandbox:test", &none);
+        r.host_mounts = vec![ask("/srv/data/x", true)];
+        assert!(
+            grants().check_container(&r).is_err(),
+            "unresolved grants refuse"
         );
     }
 

@@ -4,6 +4,7 @@
 //! open. No call ever holds a transaction across a backend call: every operation here is one
 //! short statement (compare-and-set where it matters).
 
+mod backend_locks;
 mod kv_rows;
 mod migrations;
 mod node_rows;

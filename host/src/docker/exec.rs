@@ -151,7 +151,7 @@ impl Docker {
     }
 
     /// Checks that `owner` owns the container and that it is running.
-    async fn require_running(&self, owner: &Owner, id: &str) -> Result<(), DockerError> {
+    pub(crate) async fn require_running(&self, owner: &Owner, id: &str) -> Result<(), DockerError> {
         let found = self.require_owned(owner, id).await?;
         if found.state.as_ref().and_then(|s| s.running) != Some(true) {
             return Err(DockerError::Failed(format!(
@@ -176,7 +176,7 @@ impl Docker {
         check_request(&request)?;
         let cmd = argv(&request.command)?;
         let mut env = env_strings(&request.env)?;
-        if resident_shell::fits(&request) {
+        if resident_shell::fits(&request) && self.shell_may_run(owner, &request.container).await? {
             let container = request.container.clone();
             let check = self.require_running(owner, &container);
             return self
@@ -184,6 +184,8 @@ impl Docker {
                 .await;
         }
         self.require_running(owner, &request.container).await?;
+        // Its leftovers could read a resident shell's input (`leftovers.rs`).
+        let _one_off = self.shells().marks().one_off(&request.container);
         let marker = uuid::Uuid::new_v4().simple().to_string();
         env.push(format!("{MARKER_VAR}={marker}"));
         let api = self.api().await?;

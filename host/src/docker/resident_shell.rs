@@ -7,9 +7,13 @@
 //! Each command gets a fresh nonce; the shell starts it under `setsid` (its own session
 //! and process group, as a one-off exec does), reports its pid as a frame on stderr,
 //! waits for it, and ends both streams with frames carrying the exit code and whether
-//! anything of its process group is still running. A shell whose command left processes
-//! behind, timed out, was cancelled or printed after its end frame is not reused: its
-//! leftovers could write into the next command's output.
+//! it left anything behind. A shell whose command left processes behind, timed out, was
+//! cancelled or printed after its end frame is not reused.
+//!
+//! A leftover must not read the next command's line from the shell's stdin, nor answer
+//! in its place: how that is ensured (a count of adopted processes after every command,
+//! a check the engine reports before a line goes to a shell in a container that may hold
+//! one, and one-off execs otherwise) is described in [`leftovers`](super::leftovers).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -27,7 +31,9 @@ use super::error::DockerError;
 use super::exec::{InputSink, OutputStream};
 use super::frames::FrameScanner;
 use super::kill::{KillGuard, KillTarget, MARKER_VAR};
+use super::leftovers::{ADOPTED_COUNT, LeftoverMarks, ResidentRunning, Route, check_clean};
 use super::output::{Tail, exec_output};
+use super::types::Owner;
 use super::types::{Command, ExecOutput, ExecRequest};
 
 /// Idle shells kept per container.
@@ -62,6 +68,7 @@ impl ResidentShell {
 #[derive(Default)]
 pub(crate) struct ShellPool {
     idle: Mutex<HashMap<String, Vec<ResidentShell>>>,
+    marks: LeftoverMarks,
 }
 
 impl ShellPool {
@@ -93,8 +100,14 @@ impl ShellPool {
         }
     }
 
+    /// What is known about the leftovers in each container.
+    pub(crate) fn marks(&self) -> &LeftoverMarks {
+        &self.marks
+    }
+
     /// Closes the container's idle shells (it is being stopped or removed).
     pub(crate) fn forget(&self, container: &str) {
+        self.marks.forget(container);
         let closed = self
             .idle
             .lock()
@@ -145,8 +158,8 @@ fn command_line(nonce: &str, marker: &str, request: &ExecRequest) -> String {
     }
     line.push_str(&format!(
         " </dev/null & p=$!; printf '%s:pid:%s;' {nonce} \"$p\" >&2; wait \"$p\"; r=$?; b=0; \
-         kill -0 -\"$p\" 2>/dev/null && b=1; printf '%s:end:%s:%s;' {nonce} \"$r\" \"$b\"; \
-         printf '%s:end;' {nonce} >&2\n"
+         kill -0 -\"$p\" 2>/dev/null && b=1; {ADOPTED_COUNT}[ \"$wharf_n\" -le 1 ] || b=1; \
+         printf '%s:end:%s:%s;' {nonce} \"$r\" \"$b\"; printf '%s:end;' {nonce} >&2\n"
     ));
     line
 }
@@ -275,6 +288,29 @@ impl Docker {
         })
     }
 
+    /// Whether a command that [`fits`] may go to a resident shell now: not while a
+    /// one-off exec runs in the container, and, when something may have been left there,
+    /// only once a check (run after the ownership check) found it clean.
+    pub(crate) async fn shell_may_run(
+        &self,
+        owner: &Owner,
+        container: &str,
+    ) -> Result<bool, DockerError> {
+        match self.shells().marks().route(container) {
+            Route::Shell => Ok(true),
+            Route::OneOff => Ok(false),
+            Route::Check(epoch) => {
+                self.require_running(owner, container).await?;
+                let api = self.api().await?;
+                let clean = check_clean(&api, container).await;
+                if clean {
+                    self.shells().marks().checked_clean(container, epoch);
+                }
+                Ok(clean)
+            }
+        }
+    }
+
     /// Runs a request that [`fits`] in one of the container's resident shells: an idle
     /// one `backend` started if there is one, else a new one once `check` (ownership, and
     /// the container running) passed. Same contract as [`Docker::exec`].
@@ -290,6 +326,7 @@ impl Docker {
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         let marker = uuid::Uuid::new_v4().simple().to_string();
         let line = command_line(&nonce, &marker, &request);
+        let running = ResidentRunning::new(self.shells().marks(), &container);
 
         // A pooled shell may have gone since its last use; the line was not run if it
         // could not be written, so a new shell gets it.
@@ -368,7 +405,10 @@ impl Docker {
             && !reading.ending.left_processes
             && !reading.ending.stray;
         if reusable {
+            running.ended_clean();
             self.shells().check_in(&container, shell);
+        } else {
+            drop(running);
         }
 
         // A shell that vanished mid-command (the command killed it) reports no exit code,
@@ -420,6 +460,7 @@ mod tests {
         r.workdir = Some("/tmp".into());
         let line = command_line("N", "M", &r);
         assert!(line.starts_with("WHARF_EXEC_ID='M' V='$HOME' setsid /bin/sh -c "));
+        assert!(line.contains(ADOPTED_COUNT));
         assert!(line.contains(" wharf-exec '/tmp' 'echo' 'a b'\\''c' </dev/null & "));
         assert!(line.ends_with("printf '%s:end;' N >&2\n"));
     }

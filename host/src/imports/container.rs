@@ -2,9 +2,10 @@
 //! grants, labelled by the host from the call context, visible only to their backend.
 
 use super::guest_error;
+use super::host_mounts::{self, ResolvedMount};
 use crate::docker::{self, DockerError, Owner};
 use crate::error_code::Code;
-use crate::policy::{ContainerRequest, NetworkRequest};
+use crate::policy::{ContainerRequest, MountAsk, MountGrant, NetworkRequest};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
     ContainerInfo, ContainerSpec, ContainerState, Host, Network,
 };
@@ -60,8 +61,54 @@ impl HostState {
         })
     }
 
+    /// Resolves the mounts, then counts and creates within the backend's turn (see
+    /// [`container_turns`](super::container_turns)).
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
         let docker = self.docker()?.clone();
+        let (mounts, resolved_grants) = self.resolve_mounts(&spec).await?;
+        let (store, backend) = (self.services.store.clone(), self.backend.clone());
+        let turn = super::container_turns::take(&docker, store.as_ref(), &backend).await?;
+        let created = self
+            .count_and_create(&docker, spec, mounts, &resolved_grants)
+            .await;
+        turn.end().await;
+        created
+    }
+
+    /// The requested mounts with their host paths resolved, and the resolved grants; or
+    /// the denial.
+    async fn resolve_mounts(
+        &mut self,
+        spec: &ContainerSpec,
+    ) -> Result<(Vec<ResolvedMount>, Vec<MountGrant>), Error> {
+        if spec.mounts.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let forbidden = |d: crate::policy::Denial| guest_error(Code::Forbidden, d.0);
+        let grants = host_mounts::resolve_grants(&self.grants)
+            .await
+            .map_err(forbidden)?;
+        let mut out = Vec::with_capacity(spec.mounts.len());
+        for m in &spec.mounts {
+            out.push(ResolvedMount {
+                requested: m.host_path.clone(),
+                host_path: host_mounts::resolve_path(&m.host_path, &self.grants, &grants)
+                    .await
+                    .map_err(forbidden)?,
+                container_path: m.container_path.clone(),
+                read_only: m.read_only,
+            });
+        }
+        Ok((out, grants))
+    }
+
+    async fn count_and_create(
+        &mut self,
+        docker: &docker::Docker,
+        spec: ContainerSpec,
+        mounts: Vec<ResolvedMount>,
+        resolved_grants: &[MountGrant],
+    ) -> Result<ContainerInfo, Error> {
         let owner = self.owner();
         let network = match &spec.network {
             Network::None => NetworkRequest::None,
@@ -84,10 +131,18 @@ impl HostState {
             cpu_millis: spec.cpu_millis,
             memory_bytes: spec.memory_bytes,
             pids_limit: spec.pids_limit,
-            host_mounts: spec.mounts.iter().map(|m| m.host_path.as_str()).collect(),
+            host_mounts: mounts
+                .iter()
+                .map(|m| MountAsk {
+                    requested: &m.requested,
+                    host_path: std::path::Path::new(&m.host_path),
+                    read_only: m.read_only,
+                })
+                .collect(),
+            resolved_grants: Some(resolved_grants),
             network: &network,
-            backend_containers: owned.len() as u32,
-            session_containers: in_session as u32,
+            backend_containers: u32::try_from(owned.len()).unwrap_or(u32::MAX),
+            session_containers: u32::try_from(in_session).unwrap_or(u32::MAX),
         };
         let limits = self
             .grants
@@ -103,8 +158,8 @@ impl HostState {
             env: spec.env,
             workdir: Some(work_volume.clone()),
             labels: spec.labels,
-            mounts: spec
-                .mounts
+            // The resolved path is what was checked, so it is what gets mounted.
+            mounts: mounts
                 .into_iter()
                 .map(|m| docker::Mount {
                     host_path: m.host_path,

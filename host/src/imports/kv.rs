@@ -1,8 +1,8 @@
 //! `kv`: durable key-value state in the state store, per backend or per session, with
 //! quotas, so a backend keeps state across instances, restarts and nodes.
 
-use super::guest_error;
-use crate::error_code::{Code, WharfError};
+use super::{guest_error, wharf_error};
+use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::kv::{Host, Scope};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
@@ -16,12 +16,6 @@ pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 pub const MAX_KEYS: u64 = 1_000;
 /// Most bytes (keys plus values) in one scope.
 pub const MAX_SCOPE_BYTES: u64 = 4 << 20;
-
-fn wharf_error(e: WharfError) -> Error {
-    let mut err = guest_error(e.code, e.message);
-    err.retryable = e.retryable;
-    err
-}
 
 impl HostState {
     fn kv(&self, scope: Scope) -> Result<(StateStore, KvScope), Error> {

@@ -53,6 +53,13 @@ const STEPS: &[(&str, &str)] = &[
 /// Any fixed number that is Wharf's own: the PostgreSQL advisory lock of the migration.
 const MIGRATION_LOCK: i64 = 0x5748_4152_4600_0001;
 
+/// Held by a node while it counts and creates a backend's containers (`backend_locks.rs`).
+const BACKEND_LOCKS: &str = "CREATE TABLE IF NOT EXISTS wharf_backend_locks (
+    backend TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    lease_until BIGINT NOT NULL
+)";
+
 fn kv(engine: StoreEngine) -> String {
     let blob = match engine {
         StoreEngine::Sqlite => "BLOB",
@@ -120,6 +127,7 @@ async fn apply(conn: &mut AnyConnection, engine: StoreEngine) -> Result<()> {
         NODES.to_string(),
         kv(engine),
         STEPS_DONE.to_string(),
+        BACKEND_LOCKS.to_string(),
         "CREATE INDEX IF NOT EXISTS wharf_sessions_backend ON wharf_sessions (backend)".to_string(),
     ] {
         sqlx::query(&statement).execute(&mut *conn).await?;

@@ -13,6 +13,9 @@ struct CreateArgs {
     image: String,
     #[serde(default)]
     mounts: Vec<String>,
+    /// Ask for the mounts read-write (read-only otherwise).
+    #[serde(default)]
+    read_write: bool,
     /// `none`, `bridge` or a network name.
     #[serde(default)]
     network: Option<String>,
@@ -142,7 +145,7 @@ impl Backend for Probe {
                     mounts: a
                         .mounts
                         .into_iter()
-                        .map(|m| container::Mount { host_path: m, container_path: "/mnt/data".into(), read_only: true })
+                        .map(|m| container::Mount { host_path: m, container_path: "/mnt/data".into(), read_only: !a.read_write })
                         .collect(),
                     network,
                     cpu_millis: None,

@@ -1,0 +1,113 @@
+//! Creating a container is counting the backend's containers, checking the count against
+//! `grants.max_containers`, then creating: two creates that count at once would each see
+//! the same free slot. A create therefore takes the backend's turn first: a lock in this
+//! process, then (when the host has a state store, which nodes may share) the backend's
+//! lock row in the store, and keeps both until the container exists or the create failed.
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::OwnedMutexGuard;
+
+use super::{guest_error, wharf_error};
+use crate::docker::Docker;
+use crate::error_code::Code;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::sessions::now_ms;
+use crate::store::StateStore;
+
+/// How long a store lock is held at most: longer than a list, a create and an inspect
+/// (each bounded by the Docker client's call limit), so a live holder never loses it;
+/// a node that died holding it blocks the backend's creates for this long.
+const LEASE: Duration = Duration::from_secs(200);
+/// How long a create waits for another node's turn before answering retryable 5012.
+const WAIT: Duration = Duration::from_secs(30);
+/// First pause between tries for the store lock; doubled up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(10);
+const MAX_PAUSE: Duration = Duration::from_millis(200);
+
+/// A backend's turn to count and create; give it back with [`CreateTurn::end`].
+pub struct CreateTurn {
+    _local: OwnedMutexGuard<()>,
+    stored: Option<StoredLock>,
+}
+
+struct StoredLock {
+    store: StateStore,
+    backend: String,
+    holder: String,
+}
+
+impl StoredLock {
+    async fn release(self) {
+        if let Err(e) = self.store.unlock_backend(&self.backend, &self.holder).await {
+            tracing::warn!(backend = %self.backend, error = %e.message, "could not release the backend's create lock; it lapses with its lease");
+        }
+    }
+}
+
+/// Waits for `backend`'s turn: this process's lock, then the store's.
+pub async fn take(
+    docker: &Docker,
+    store: Option<&StateStore>,
+    backend: &str,
+) -> Result<CreateTurn, Error> {
+    let local = docker.create_turn(backend).lock_owned().await;
+    let Some(store) = store else {
+        return Ok(CreateTurn {
+            _local: local,
+            stored: None,
+        });
+    };
+    let holder = format!("{}:{}", docker.node_id(), uuid::Uuid::new_v4().simple());
+    let began = Instant::now();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+        let until = now.saturating_add(i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX));
+        if store
+            .try_lock_backend(backend, &holder, now, until)
+            .await
+            .map_err(wharf_error)?
+        {
+            return Ok(CreateTurn {
+                _local: local,
+                stored: Some(StoredLock {
+                    store: store.clone(),
+                    backend: backend.to_string(),
+                    holder,
+                }),
+            });
+        }
+        if began.elapsed() >= WAIT {
+            let mut e = guest_error(
+                Code::DependencyFailure,
+                "another node has been creating a container for this backend for too long; try again",
+            );
+            e.retryable = true;
+            return Err(e);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX_PAUSE);
+    }
+}
+
+impl CreateTurn {
+    /// Gives the turn back (the store's lock first, then this process's).
+    pub async fn end(mut self) {
+        if let Some(stored) = self.stored.take() {
+            stored.release().await;
+        }
+    }
+}
+
+impl Drop for CreateTurn {
+    /// A create dropped mid-way (its call was cancelled) still gives the store's lock back,
+    /// rather than leaving the backend blocked until the lease runs out.
+    fn drop(&mut self) {
+        if let Some(stored) = self.stored.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(stored.release());
+        }
+    }
+}
