@@ -55,6 +55,13 @@ pub struct ServerConfig {
     pub store_url: Option<String>,
     /// Bearer tokens (`[[server.auth.tokens]]`, or `[[auth.tokens]]` at the top level).
     pub auth: AuthConfig,
+    /// Largest output a guest's exec buffers per stream, and largest file a guest copies
+    /// out of a container, in bytes: what a guest asks for beyond it is clamped to it.
+    pub max_guest_buffer_bytes: u64,
+    /// Largest upload on the files route, in bytes (4013 beyond).
+    pub max_upload_bytes: u64,
+    /// Longest wait for the next piece of an upload's body, in ms (5006 beyond).
+    pub upload_read_timeout_ms: u64,
 }
 
 /// Tokens and what they may do.
@@ -155,6 +162,9 @@ impl Default for ServerConfig {
             docker_host: None,
             store_url: None,
             auth: AuthConfig::default(),
+            max_guest_buffer_bytes: crate::bounded::DEFAULT_GUEST_BUFFER_BYTES,
+            max_upload_bytes: 1 << 30,
+            upload_read_timeout_ms: 30_000,
         }
     }
 }

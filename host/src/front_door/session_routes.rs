@@ -3,6 +3,7 @@
 //! orphan reaper.
 
 use super::Wharf;
+use crate::bounded::TtlSeconds;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::sessions::{AcquireRequest, RecoveryReport, SessionRecord, now_ms};
@@ -23,9 +24,10 @@ pub struct SessionRequest {
     /// Per-session config for `initialize`.
     #[serde(default)]
     pub config: Option<Value>,
-    /// Idle TTL in s (0 = none); defaults to the backend's.
+    /// Idle TTL in s (0 = none, at most ten years; more is refused with 4004); defaults to
+    /// the backend's.
     #[serde(default)]
-    pub ttl_seconds: Option<u64>,
+    pub ttl_seconds: Option<TtlSeconds>,
     /// Owner claim.
     #[serde(default)]
     pub owner: Option<String>,
@@ -39,6 +41,8 @@ const CLAIM_TTL: Duration = Duration::from_secs(300);
 /// How often a node renews its lease, and how long the lease lasts.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
 const NODE_LEASE: Duration = Duration::from_secs(30);
+/// Longest sleep of an expiry timer before it reads its session again.
+const EXPIRY_RECHECK: Duration = Duration::from_secs(24 * 3600);
 /// How often orphaned containers are looked for.
 const REAP_EVERY: Duration = Duration::from_secs(60);
 
@@ -73,7 +77,10 @@ impl Wharf {
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             config,
-            idle_ttl_seconds: request.ttl_seconds.unwrap_or(lifetimes.idle_ttl_seconds),
+            idle_ttl_seconds: request
+                .ttl_seconds
+                .unwrap_or(TtlSeconds::saturating(lifetimes.idle_ttl_seconds))
+                .get(),
             max_lifetime_seconds: lifetimes.max_lifetime_seconds,
             owner: request.owner.clone(),
             holder: request.holder.clone(),
@@ -192,7 +199,10 @@ impl Wharf {
                     return;
                 }
                 drop(wharf);
-                tokio::time::sleep(Duration::from_millis(expires - now)).await;
+                // Woken at least daily: a far expiry (or a saturated "never") is re-read
+                // rather than slept on.
+                let wait = Duration::from_millis(expires.saturating_sub(now)).min(EXPIRY_RECHECK);
+                tokio::time::sleep(wait).await;
             }
         });
     }
@@ -207,8 +217,11 @@ impl Wharf {
                     for record in adopted {
                         self.watch_expiry(record.id);
                     }
-                    if !report.adopted.is_empty() || !report.removed.is_empty() {
-                        tracing::info!(backend = %backend.name, adopted = report.adopted.len(), removed = report.removed.len(), "sessions recovered");
+                    if !report.adopted.is_empty()
+                        || !report.removed.is_empty()
+                        || !report.skipped.is_empty()
+                    {
+                        tracing::info!(backend = %backend.name, adopted = report.adopted.len(), removed = report.removed.len(), skipped = report.skipped.len(), "sessions recovered");
                     }
                     reports.push((backend.name.to_string(), report));
                 }
