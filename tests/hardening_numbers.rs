@@ -46,7 +46,12 @@ async fn a_ttl_that_overflows_expiry_is_refused_on_every_route() {
             json!({"worker_id": "w", "resource_type": "scratchpad", "ttl": HOSTILE_TTL}),
         )
         .await;
-    assert_eq!((compat.status, compat.code()), (400, 4004), "{}", compat.body);
+    assert_eq!(
+        (compat.status, compat.code()),
+        (400, 4004),
+        "{}",
+        compat.body
+    );
     for hostile in [json!(-1), json!(1e300), json!(u64::MAX), json!("60")] {
         let r = h
             .post(
@@ -246,7 +251,11 @@ async fn sandbox_session(h: &TestHost, key: &str) -> String {
 
 async fn run(h: &TestHost, session: &str, command: &str) -> Value {
     let r = h
-        .call_in(session, "sizedocker:run_command", json!({"command": command}))
+        .call_in(
+            session,
+            "sizedocker:run_command",
+            json!({"command": command}),
+        )
         .await;
     assert_eq!(r.code(), 0, "{}", r.body);
     r.body["data"]["result"].clone()
@@ -284,7 +293,9 @@ async fn stalled_upload(
     release: tokio::sync::oneshot::Receiver<()>,
 ) -> (u16, Value) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connects");
+    let mut tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
     let head = format!(
         "PUT /v1/sessions/{session}/files?path=/tmp/up HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/octet-stream\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n"
     );
@@ -338,7 +349,10 @@ async fn uploads_are_capped_time_out_and_do_not_hold_the_session_while_they_arri
     assert_eq!(body["code"], 4013, "{body}");
     let listed = run(&h, &s, "ls /tmp/up 2>&1 || true").await;
     assert!(
-        listed["stdout"].as_str().unwrap_or_default().contains("No such file"),
+        listed["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("No such file"),
         "{listed}"
     );
 
@@ -365,11 +379,17 @@ async fn uploads_are_capped_time_out_and_do_not_hold_the_session_while_they_arri
 
     // While an upload is still arriving, the session's calls run.
     let (go, release) = tokio::sync::oneshot::channel();
-    let upload = tokio::spawn(stalled_upload(h.addr, &s, 10, b"abc", release));
+    let (addr, session) = (h.addr, s.clone());
+    let upload =
+        tokio::spawn(async move { stalled_upload(addr, &session, 10, b"abc", release).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let call = tokio::time::timeout(
         Duration::from_secs(20),
-        h.call_in(&s, "sizedocker:run_command", json!({"command": "echo turn"})),
+        h.call_in(
+            &s,
+            "sizedocker:run_command",
+            json!({"command": "echo turn"}),
+        ),
     )
     .await
     .expect("a call in the session is not blocked behind an arriving upload");
@@ -400,7 +420,10 @@ async fn sizes_a_guest_chooses_are_clamped_to_the_host_cap() {
         .call("sizeprobe:create", json!({"image": "wharf-sandbox:test"}))
         .await;
     assert_eq!(created.code(), 0, "{}", created.body);
-    let id = created.body["data"]["result"].as_str().expect("id").to_string();
+    let id = created.body["data"]["result"]
+        .as_str()
+        .expect("id")
+        .to_string();
 
     // The guest asks for 4 GiB of output; the host keeps its own 1 MiB.
     let out = h
@@ -438,6 +461,9 @@ async fn sizes_a_guest_chooses_are_clamped_to_the_host_cap() {
         )
         .await;
     assert_eq!(small.body["data"]["result"], 1000, "{}", small.body);
-    assert_eq!(h.call("sizeprobe:remove", json!({"id": id})).await.code(), 0);
+    assert_eq!(
+        h.call("sizeprobe:remove", json!({"id": id})).await.code(),
+        0
+    );
     healthy(&h.url).await;
 }

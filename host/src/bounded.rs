@@ -105,10 +105,15 @@ mod tests {
         let err = serde_json::from_str::<TtlSeconds>("18446744073709551").unwrap_err();
         assert!(err.to_string().starts_with("invalid value"), "{err}");
         for hostile in ["-1", "1e30", "18446744073709551616", "\"5\"", "1.5"] {
-            assert!(serde_json::from_str::<TtlSeconds>(hostile).is_err(), "{hostile}");
+            assert!(
+                serde_json::from_str::<TtlSeconds>(hostile).is_err(),
+                "{hostile}"
+            );
         }
         assert_eq!(
-            serde_json::from_str::<TtlSeconds>("316224000").unwrap().get(),
+            serde_json::from_str::<TtlSeconds>("316224000")
+                .unwrap()
+                .get(),
             MAX_TTL_SECONDS
         );
         assert_eq!(TtlSeconds::saturating(u64::MAX).get(), MAX_TTL_SECONDS);

@@ -265,7 +265,10 @@ mod tests {
         let e = check_export_size("big", 1 << 40).unwrap_err();
         assert_eq!(e.code, Code::InvalidInput);
         assert!(e.message.contains("1099511627776 bytes"), "{}", e.message);
-        assert_eq!(check_export_size("big", u64::MAX).unwrap_err().code, Code::InvalidInput);
+        assert_eq!(
+            check_export_size("big", u64::MAX).unwrap_err().code,
+            Code::InvalidInput
+        );
         assert!(check_export_size("ok", MAX_EXPORT_BYTES).is_ok());
     }
 }

@@ -4,12 +4,12 @@
 //! taken over by whoever comes next.
 
 use super::{StateStore, unavailable};
+use crate::bounded::{MAX_TIMESTAMP_MS, MAX_TTL_SECONDS, from_column, to_column};
 use crate::error_code::WharfError;
 use crate::sessions::SessionRecord;
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
-use crate::bounded::{MAX_TIMESTAMP_MS, MAX_TTL_SECONDS, from_column, to_column};
 
 /// Where a session is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -210,7 +210,10 @@ impl StateStore {
                 let state: String = r.try_get("state").map_err(unavailable)?;
                 // A damaged row reads as a generation no cache holds, so it is re-read
                 // (and refused) rather than trusted.
-                match (from_column(generation, u64::MAX), SessionState::parse(&state)) {
+                match (
+                    from_column(generation, u64::MAX),
+                    SessionState::parse(&state),
+                ) {
                     (Some(generation), Some(state)) => Ok(Some((generation, state))),
                     _ => Ok(Some((u64::MAX, SessionState::Creating))),
                 }

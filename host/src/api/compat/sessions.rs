@@ -18,9 +18,9 @@
 
 use super::{parse_body, require_worker, session_json, worker_id, worker_sessions};
 use crate::api::auth::Caller;
-use crate::bounded::TtlSeconds;
 use crate::api::envelope::Envelope;
 use crate::api::envelope::RequestClock;
+use crate::bounded::TtlSeconds;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{SessionRequest, Wharf};

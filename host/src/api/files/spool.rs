@@ -63,9 +63,8 @@ pub async fn spool(body: Body, dir: &Path, limits: UploadLimits) -> Result<Spool
                 )
             })?;
         let Some(chunk) = next else { break };
-        let bytes = chunk.map_err(|e| {
-            WharfError::invalid_request(format!("the upload was interrupted: {e}"))
-        })?;
+        let bytes = chunk
+            .map_err(|e| WharfError::invalid_request(format!("the upload was interrupted: {e}")))?;
         len = len.saturating_add(bytes.len() as u64);
         if len > limits.max_bytes {
             return Err(too_large(limits.max_bytes));
