@@ -66,6 +66,13 @@ pub struct ServerConfig {
     /// How often the sweeper finishes abandoned session rows and reaps orphaned
     /// containers, in s.
     pub sweep_interval_seconds: u64,
+    /// Largest output a guest's exec buffers per stream, and largest file a guest copies
+    /// out of a container, in bytes: what a guest asks for beyond it is clamped to it.
+    pub max_guest_buffer_bytes: u64,
+    /// Largest upload on the files route, in bytes (4013 beyond).
+    pub max_upload_bytes: u64,
+    /// Longest wait for the next piece of an upload's body, in ms (5006 beyond).
+    pub upload_read_timeout_ms: u64,
 }
 
 /// The bounds of `lease_seconds` and `sweep_interval_seconds`.
@@ -222,6 +229,9 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             lease_seconds: 30,
             sweep_interval_seconds: 15,
+            max_guest_buffer_bytes: crate::bounded::DEFAULT_GUEST_BUFFER_BYTES,
+            max_upload_bytes: 1 << 30,
+            upload_read_timeout_ms: 30_000,
         }
     }
 }

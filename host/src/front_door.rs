@@ -105,6 +105,7 @@ impl Wharf {
             docker,
             store: Some(store.clone()),
             metrics: metrics.clone(),
+            guest_buffer_cap: crate::bounded::GuestBufferCap(server.max_guest_buffer_bytes),
         });
         let wharf = Arc::new_cyclic(|myself| Self {
             services,

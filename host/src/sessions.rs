@@ -85,7 +85,7 @@ impl SessionRecord {
     /// When the session expires if nothing touches it.
     pub fn expires_at_ms(&self) -> Option<u64> {
         let idle = (self.idle_ttl_seconds > 0)
-            .then(|| self.last_activity_ms + self.idle_ttl_seconds * 1000);
+            .then(|| crate::bounded::after_seconds(self.last_activity_ms, self.idle_ttl_seconds));
         match (idle, self.max_expires_at_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -11,7 +11,7 @@ mod node_rows;
 mod session_rows;
 
 pub use kv_rows::KvScope;
-pub use session_rows::SessionState;
+pub use session_rows::{BadSessionRow, SessionState};
 
 use crate::error_code::{Code, WharfError};
 use anyhow::{Context, Result};

@@ -1,5 +1,9 @@
 //! `GET`/`PUT /v1/sessions/{id}/files?path=`: large files in and out of a sandbox session
-//! outside tool calls, streamed in slices (download) and chunks (upload).
+//! outside tool calls, streamed in slices (download) and chunks (upload). An upload is
+//! spooled to disk (capped in size, with a read timeout) before the session's turn is
+//! taken; a download stops as soon as the sandbox sends other than what it announced.
+
+mod spool;
 
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
@@ -11,7 +15,6 @@ use crate::runtime::guest_types::SessionView;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
@@ -94,18 +97,26 @@ pub async fn download(
     };
     let slices = size.div_ceil(SLICE_BYTES);
     let path = q.path.clone();
-    let stream = futures::stream::unfold((0u64, held), move |(index, held)| {
+    let stream = futures::stream::unfold((0u64, Some(held)), move |(index, held)| {
         let path = path.clone();
         async move {
+            let held = held?;
             if index >= slices {
                 return None;
             }
-            let slice = held
-                .slice(&path, index)
-                .await
-                .map(bytes::Bytes::from)
-                .map_err(std::io::Error::other);
-            Some((slice, (index + 1, held)))
+            // The reported size is the sandbox's word: a slice other than the one it
+            // announced ends the stream (and the session's turn) with an error.
+            let expected = (size - index * SLICE_BYTES).min(SLICE_BYTES);
+            let slice = match held.slice(&path, index).await {
+                Ok(data) if data.len() as u64 == expected => Ok(bytes::Bytes::from(data)),
+                Ok(data) => Err(std::io::Error::other(format!(
+                    "slice {index} of `{path}` is {} bytes, {expected} announced: the file changed",
+                    data.len()
+                ))),
+                Err(e) => Err(std::io::Error::other(e)),
+            };
+            let next = slice.is_ok().then_some(held);
+            Some((slice, (index + 1, next)))
         }
     });
     Response::builder()
@@ -115,50 +126,64 @@ pub async fn download(
         .unwrap_or_else(|e| failure(WharfError::internal(e.to_string())))
 }
 
-/// Streams a request body into a file in the sandbox.
+/// Streams a request body into a file in the sandbox: the whole body is spooled first,
+/// then written in chunks under the session's turn.
 pub async fn upload(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<FilePath>,
+    headers: axum::http::HeaderMap,
     body: Body,
 ) -> Response {
     let started = std::time::Instant::now();
+    let server = wharf.server();
+    let limits = spool::UploadLimits {
+        max_bytes: server.max_upload_bytes,
+        read_timeout: std::time::Duration::from_millis(server.upload_read_timeout_ms),
+    };
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    // Who may upload, and into what, is settled before a byte is read.
+    let checked = async {
+        caller.require(TokenScope::Call)?;
+        spool::check_declared(declared, limits)?;
+        wharf.session(caller.session_tenant(), &id).await
+    };
+    if let Err(e) = checked.await {
+        return failure(e);
+    }
+    let mut spooled = match spool::spool(body, &server.data_dir, limits).await {
+        Ok(s) => s,
+        Err(e) => return failure(e),
+    };
     let held = match sandbox_for(&wharf, &caller, &id).await {
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    let mut stream = body.into_data_stream();
-    let mut buffer: Vec<u8> = Vec::with_capacity(UPLOAD_CHUNK);
     let mut written: u64 = 0;
-    let mut first = true;
     loop {
-        let next = stream.next().await;
-        let done = next.is_none();
-        if let Some(chunk) = next {
-            match chunk {
-                Ok(bytes) => buffer.extend_from_slice(&bytes),
-                Err(e) => {
-                    return failure(WharfError::invalid_request(format!(
-                        "the upload was interrupted: {e}"
-                    )));
-                }
-            }
+        let piece = match spooled.next_piece(UPLOAD_CHUNK).await {
+            Ok(piece) => piece,
+            Err(e) => return failure(e),
+        };
+        let first = written == 0;
+        if piece.is_empty() && !first {
+            break;
         }
-        if buffer.len() >= UPLOAD_CHUNK || (done && (first || !buffer.is_empty())) {
-            let piece = std::mem::take(&mut buffer);
-            written += piece.len() as u64;
-            let result = if first {
-                held.write(&q.path, piece).await
-            } else {
-                held.append(&q.path, piece).await
-            };
-            if let Err(e) = result {
-                return failure(e);
-            }
-            first = false;
+        let len = piece.len() as u64;
+        let result = if first {
+            held.write(&q.path, piece).await
+        } else {
+            held.append(&q.path, piece).await
+        };
+        if let Err(e) = result {
+            return failure(e);
         }
-        if done {
+        written += len;
+        if len == 0 || written >= spooled.len {
             break;
         }
     }

@@ -3,6 +3,7 @@
 //! sweeper (abandoned session rows, orphaned containers).
 
 use super::Wharf;
+use crate::bounded::TtlSeconds;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::sessions::{AcquireRequest, RecoveryReport, SessionRecord, now_ms};
@@ -24,9 +25,10 @@ pub struct SessionRequest {
     /// Per-session config for `initialize`.
     #[serde(default)]
     pub config: Option<Value>,
-    /// Idle TTL in s (0 = none); defaults to the backend's.
+    /// Idle TTL in s (0 = none, at most ten years; more is refused with 4004); defaults to
+    /// the backend's.
     #[serde(default)]
-    pub ttl_seconds: Option<u64>,
+    pub ttl_seconds: Option<TtlSeconds>,
     /// Owner claim.
     #[serde(default)]
     pub owner: Option<String>,
@@ -37,6 +39,8 @@ pub struct SessionRequest {
 
 /// How long a holder claim lasts unless renewed.
 const CLAIM_TTL: Duration = Duration::from_secs(300);
+/// Longest sleep of an expiry timer before it reads its session again.
+const EXPIRY_RECHECK: Duration = Duration::from_secs(24 * 3600);
 
 impl Wharf {
     /// Acquires the session of (tenant, backend, key): the existing one, or a new one.
@@ -69,7 +73,10 @@ impl Wharf {
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             config,
-            idle_ttl_seconds: request.ttl_seconds.unwrap_or(lifetimes.idle_ttl_seconds),
+            idle_ttl_seconds: request
+                .ttl_seconds
+                .unwrap_or(TtlSeconds::saturating(lifetimes.idle_ttl_seconds))
+                .get(),
             max_lifetime_seconds: lifetimes.max_lifetime_seconds,
             owner: request.owner.clone(),
             holder: request.holder.clone(),
@@ -188,7 +195,10 @@ impl Wharf {
                     return;
                 }
                 drop(wharf);
-                tokio::time::sleep(Duration::from_millis(expires - now)).await;
+                // Woken at least daily: a far expiry (or a saturated "never") is re-read
+                // rather than slept on.
+                let wait = Duration::from_millis(expires.saturating_sub(now)).min(EXPIRY_RECHECK);
+                tokio::time::sleep(wait).await;
             }
         });
     }
@@ -203,8 +213,11 @@ impl Wharf {
                     for record in adopted {
                         self.watch_expiry(record.id);
                     }
-                    if !report.adopted.is_empty() || !report.removed.is_empty() {
-                        tracing::info!(backend = %backend.name, adopted = report.adopted.len(), removed = report.removed.len(), "sessions recovered");
+                    if !report.adopted.is_empty()
+                        || !report.removed.is_empty()
+                        || !report.skipped.is_empty()
+                    {
+                        tracing::info!(backend = %backend.name, adopted = report.adopted.len(), removed = report.removed.len(), skipped = report.skipped.len(), "sessions recovered");
                     }
                     reports.push((backend.name.to_string(), report));
                 }

@@ -298,6 +298,8 @@ impl Host for HostState {
 
     async fn copy_out(&mut self, id: String, path: String, max_bytes: u64) -> Answer<Vec<u8>> {
         let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
+        // Read whole into host memory before the guest sees it: the host's cap, not the guest's.
+        let max_bytes = self.services.guest_buffer_cap.clamp(max_bytes);
         let answer = async move {
             let owner = self.owner();
             Ok(match self.docker() {

@@ -45,7 +45,13 @@ impl Host for HostState {
             user: request.user,
             stdin: request.stdin,
             timeout_ms: request.timeout_ms.min(remaining_ms).max(1),
-            max_output_bytes: request.max_output_bytes,
+            // Buffered by the host before the guest sees it: the host's cap, not the guest's.
+            max_output_bytes: self
+                .services
+                .guest_buffer_cap
+                .clamp(u64::from(request.max_output_bytes))
+                .try_into()
+                .unwrap_or(request.max_output_bytes),
         };
         let out = docker.exec(&owner, req).await;
         if let Ok(o) = &out {

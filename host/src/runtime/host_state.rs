@@ -90,6 +90,8 @@ pub struct HostServices {
     pub store: Option<crate::store::StateStore>,
     /// Where host imports record their calls.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The cap on what a guest has the host buffer for it (exec output, copy-out).
+    pub guest_buffer_cap: crate::bounded::GuestBufferCap,
 }
 
 /// The data of one store (one instance of one backend).

@@ -212,22 +212,63 @@ pub async fn call(
     }
 }
 
-/// Reads a whole file slice by slice.
-pub async fn export(sandbox: &Sandbox<'_>, path: &str) -> Result<Vec<u8>, WharfError> {
-    let size = sandbox.size(path).await?;
-    let mut content = Vec::with_capacity(size as usize);
-    let slices = size.div_ceil(shell::SLICE_BYTES);
-    for index in 0..slices {
-        content.extend(sandbox.slice(path, index).await?);
-    }
-    if content.len() as u64 != size {
+/// Largest file `export_file` returns inside a tool result (base64 in JSON); larger files
+/// stream through `GET /v1/sessions/{id}/files?path=`.
+pub const MAX_EXPORT_BYTES: u64 = 64 << 20;
+
+/// Refuses a size (as the sandbox reports it, so hostile) over [`MAX_EXPORT_BYTES`].
+fn check_export_size(path: &str, size: u64) -> Result<(), WharfError> {
+    if size > MAX_EXPORT_BYTES {
         return Err(WharfError::new(
-            Code::ExecutionError,
+            Code::InvalidInput,
             format!(
-                "`{path}` changed while it was exported ({size} bytes expected, {} read)",
-                content.len()
+                "`{path}` is {size} bytes; export_file returns at most {} MiB: stream it with GET /v1/sessions/{{id}}/files?path=",
+                MAX_EXPORT_BYTES >> 20
             ),
         ));
     }
+    Ok(())
+}
+
+/// Reads a whole file slice by slice. The reported size only bounds the work: memory
+/// grows with what actually arrives, never with what the sandbox claims.
+pub async fn export(sandbox: &Sandbox<'_>, path: &str) -> Result<Vec<u8>, WharfError> {
+    let size = sandbox.size(path).await?;
+    check_export_size(path, size)?;
+    let changed = |read: usize| {
+        WharfError::new(
+            Code::ExecutionError,
+            format!("`{path}` changed while it was exported ({size} bytes expected, {read} read)"),
+        )
+    };
+    let mut content = Vec::new();
+    let slices = size.div_ceil(shell::SLICE_BYTES);
+    for index in 0..slices {
+        let slice = sandbox.slice(path, index).await?;
+        if content.len() as u64 + slice.len() as u64 > size {
+            return Err(changed(content.len() + slice.len()));
+        }
+        content.extend(slice);
+    }
+    if content.len() as u64 != size {
+        return Err(changed(content.len()));
+    }
     Ok(content)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reported_size_past_the_cap_is_refused_before_anything_is_allocated() {
+        let e = check_export_size("big", 1 << 40).unwrap_err();
+        assert_eq!(e.code, Code::InvalidInput);
+        assert!(e.message.contains("1099511627776 bytes"), "{}", e.message);
+        assert_eq!(
+            check_export_size("big", u64::MAX).unwrap_err().code,
+            Code::InvalidInput
+        );
+        assert!(check_export_size("ok", MAX_EXPORT_BYTES).is_ok());
+    }
 }

@@ -153,10 +153,25 @@ impl Sandbox<'_> {
         })
     }
 
-    /// Slice `index` of [`shell::SLICE_BYTES`].
+    /// Slice `index` of [`shell::SLICE_BYTES`]; a provider answering with more is refused.
     pub async fn slice(&self, path: &str, index: u64) -> Result<Vec<u8>, WharfError> {
+        let data = self.slice_unchecked(path, index).await?;
+        if data.len() as u64 > shell::SLICE_BYTES {
+            return Err(WharfError::new(
+                Code::ExecutionError,
+                format!(
+                    "the sandbox returned {} bytes for a slice of `{path}` (at most {})",
+                    data.len(),
+                    shell::SLICE_BYTES
+                ),
+            ));
+        }
+        Ok(data)
+    }
+
+    async fn slice_unchecked(&self, path: &str, index: u64) -> Result<Vec<u8>, WharfError> {
         if self.provider.features().read_file {
-            let offset = index * shell::SLICE_BYTES;
+            let offset = index.saturating_mul(shell::SLICE_BYTES);
             let chunk = self
                 .provider
                 .read_file(

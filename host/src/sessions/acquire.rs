@@ -113,7 +113,7 @@ impl SessionManager {
                 last_activity_ms: now,
                 idle_ttl_seconds: request.idle_ttl_seconds,
                 max_expires_at_ms: (request.max_lifetime_seconds > 0)
-                    .then(|| now + request.max_lifetime_seconds * 1000),
+                    .then(|| crate::bounded::after_seconds(now, request.max_lifetime_seconds)),
                 generation: 0,
             };
             if self.store.insert_creating(&fresh).await? {

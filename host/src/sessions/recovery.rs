@@ -5,7 +5,7 @@
 use super::{SessionManager, SessionRecord, now_ms};
 use crate::error_code::WharfError;
 use crate::runtime::loaded_backend::LoadedBackend;
-use crate::store::SessionState;
+use crate::store::{BadSessionRow, SessionState};
 
 /// What recovery did for one backend.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -14,6 +14,9 @@ pub struct RecoveryReport {
     pub adopted: Vec<String>,
     /// Records removed (resources gone, or a creation that never finished).
     pub removed: Vec<String>,
+    /// Damaged rows left alone (a number out of range, an unknown state): never adopted,
+    /// never acted on, and never a reason to stop recovering the others.
+    pub skipped: Vec<BadSessionRow>,
 }
 
 impl SessionManager {
@@ -26,9 +29,17 @@ impl SessionManager {
         let mut adopted = Vec::new();
         for row in self
             .store
-            .list_sessions(None, Some(&backend.name), None)
+            .list_session_rows(None, Some(&backend.name), None)
             .await?
         {
+            let row = match row {
+                Ok(row) => row,
+                Err(bad) => {
+                    tracing::warn!(session = %bad.id, backend = %backend.name, "skipped a damaged session row: {}", bad.reason);
+                    report.skipped.push(bad);
+                    continue;
+                }
+            };
             let now = now_ms();
             match row.state {
                 SessionState::Ready => match self.adopt(backend, row.clone()).await {

@@ -5,6 +5,7 @@
 //! earlier incarnation of the same node, is taken over by whoever comes next.
 
 use super::{StateStore, unavailable};
+use crate::bounded::{MAX_TIMESTAMP_MS, MAX_TTL_SECONDS, from_column, to_column};
 use crate::error_code::WharfError;
 use crate::sessions::SessionRecord;
 use serde_json::Value;
@@ -31,11 +32,12 @@ impl SessionState {
             SessionState::Releasing => "releasing",
         }
     }
-    fn parse(s: &str) -> Self {
+    fn parse(s: &str) -> Option<Self> {
         match s {
-            "creating" => SessionState::Creating,
-            "releasing" => SessionState::Releasing,
-            _ => SessionState::Ready,
+            "creating" => Some(SessionState::Creating),
+            "ready" => Some(SessionState::Ready),
+            "releasing" => Some(SessionState::Releasing),
+            _ => None,
         }
     }
 }
@@ -43,36 +45,93 @@ impl SessionState {
 const COLUMNS: &str = "id, tenant, backend, skey, state, data, owner, holder, holder_until, plugin_version, node, \
                        lease_until, created_at, last_activity, idle_ttl, max_expires_at, generation";
 
-fn record(row: &AnyRow) -> Result<SessionRecord, WharfError> {
+/// A stored row that does not decode into a session: a column out of range, an unknown
+/// state, data that is not JSON. Listings skip it (and say so); it is never acted on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadSessionRow {
+    /// The row's id (empty when even that could not be read).
+    pub id: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl BadSessionRow {
+    fn error(&self) -> WharfError {
+        WharfError::internal(format!(
+            "the stored session `{}` is damaged ({}); remove its row",
+            self.id, self.reason
+        ))
+    }
+}
+
+/// Decodes a row, checking every number against its bound: nothing read back from the
+/// store is trusted more than a request.
+fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfError> {
+    let id = row.try_get::<String, _>("id").map_err(unavailable)?;
+    let bad = |reason: String| BadSessionRow {
+        id: id.clone(),
+        reason,
+    };
     let get_s = |c: &str| row.try_get::<String, _>(c).map_err(unavailable);
     let get_i = |c: &str| row.try_get::<i64, _>(c).map_err(unavailable);
-    let data: String = get_s("data")?;
-    Ok(SessionRecord {
-        id: get_s("id")?,
+    let bounded = |c: &str, max: u64| -> Result<Result<u64, BadSessionRow>, WharfError> {
+        let v = get_i(c)?;
+        Ok(from_column(v, max).ok_or_else(|| bad(format!("`{c}` is {v}, outside 0..={max}"))))
+    };
+    let state = get_s("state")?;
+    let Some(state) = SessionState::parse(&state) else {
+        return Ok(Err(bad(format!("unknown state `{state}`"))));
+    };
+    let data = match serde_json::from_str(&get_s("data")?) {
+        Ok(data) => data,
+        Err(e) => return Ok(Err(bad(format!("`data` is not JSON: {e}")))),
+    };
+    let max_expires_at_ms = match row
+        .try_get::<Option<i64>, _>("max_expires_at")
+        .map_err(unavailable)?
+    {
+        None => None,
+        Some(v) => match from_column(v, MAX_TIMESTAMP_MS) {
+            Some(v) => Some(v),
+            None => return Ok(Err(bad(format!("`max_expires_at` is {v}, out of range")))),
+        },
+    };
+    macro_rules! column {
+        ($name:literal, $max:expr) => {
+            match bounded($name, $max)? {
+                Ok(v) => v,
+                Err(bad) => return Ok(Err(bad)),
+            }
+        };
+    }
+    Ok(Ok(SessionRecord {
+        id: id.clone(),
         tenant: get_s("tenant")?,
         backend: get_s("backend")?,
         key: get_s("skey")?,
-        state: SessionState::parse(&get_s("state")?),
-        data: serde_json::from_str(&data).unwrap_or(Value::Null),
+        state,
+        data,
         owner: row
             .try_get::<Option<String>, _>("owner")
             .map_err(unavailable)?,
         holder: row
             .try_get::<Option<String>, _>("holder")
             .map_err(unavailable)?,
-        holder_until_ms: get_i("holder_until")?.max(0) as u64,
+        holder_until_ms: column!("holder_until", MAX_TIMESTAMP_MS),
         plugin_version: get_s("plugin_version")?,
         node: get_s("node")?,
-        lease_until_ms: get_i("lease_until")?.max(0) as u64,
-        created_at_ms: get_i("created_at")?.max(0) as u64,
-        last_activity_ms: get_i("last_activity")?.max(0) as u64,
-        idle_ttl_seconds: get_i("idle_ttl")?.max(0) as u64,
-        max_expires_at_ms: row
-            .try_get::<Option<i64>, _>("max_expires_at")
-            .map_err(unavailable)?
-            .map(|v| v.max(0) as u64),
-        generation: get_i("generation")?.max(0) as u64,
-    })
+        lease_until_ms: column!("lease_until", MAX_TIMESTAMP_MS),
+        created_at_ms: column!("created_at", MAX_TIMESTAMP_MS),
+        last_activity_ms: column!("last_activity", MAX_TIMESTAMP_MS),
+        idle_ttl_seconds: column!("idle_ttl", MAX_TTL_SECONDS),
+        max_expires_at_ms,
+        generation: column!("generation", i64::MAX as u64),
+    }))
+}
+
+/// One row that must decode: a damaged row is an error naming it.
+fn record(row: &AnyRow) -> Result<SessionRecord, WharfError> {
+    decode(row)?.map_err(|bad| bad.error())
 }
 
 impl StateStore {
@@ -91,15 +150,15 @@ impl StateStore {
         .bind(r.data.to_string())
         .bind(r.owner.clone())
         .bind(r.holder.clone())
-        .bind(r.holder_until_ms as i64)
+        .bind(to_column(r.holder_until_ms))
         .bind(&r.plugin_version)
         .bind(&r.node)
-        .bind(r.lease_until_ms as i64)
-        .bind(r.created_at_ms as i64)
-        .bind(r.last_activity_ms as i64)
-        .bind(r.idle_ttl_seconds as i64)
-        .bind(r.max_expires_at_ms.map(|v| v as i64))
-        .bind(r.generation as i64)
+        .bind(to_column(r.lease_until_ms))
+        .bind(to_column(r.created_at_ms))
+        .bind(to_column(r.last_activity_ms))
+        .bind(to_column(r.idle_ttl_seconds))
+        .bind(r.max_expires_at_ms.map(to_column))
+        .bind(to_column(r.generation))
         .bind(self.boot())
         .execute(self.pool())
         .await
@@ -152,22 +211,47 @@ impl StateStore {
             Some(r) => {
                 let generation: i64 = r.try_get("generation").map_err(unavailable)?;
                 let state: String = r.try_get("state").map_err(unavailable)?;
-                Ok(Some((
-                    generation.max(0) as u64,
+                // A damaged row reads as a generation no cache holds, so it is re-read
+                // (and refused) rather than trusted.
+                match (
+                    from_column(generation, u64::MAX),
                     SessionState::parse(&state),
-                )))
+                ) {
+                    (Some(generation), Some(state)) => Ok(Some((generation, state))),
+                    _ => Ok(Some((u64::MAX, SessionState::Creating))),
+                }
             }
             None => Ok(None),
         }
     }
 
-    /// Rows, optionally filtered by tenant, backend and key.
+    /// Rows, optionally filtered by tenant, backend and key; a damaged row is logged and
+    /// left out.
     pub async fn list_sessions(
         &self,
         tenant: Option<&str>,
         backend: Option<&str>,
         key: Option<&str>,
     ) -> Result<Vec<SessionRecord>, WharfError> {
+        let rows = self.list_session_rows(tenant, backend, key).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                row.map_err(|bad| {
+                    tracing::warn!(session = %bad.id, "skipped a damaged session row: {}", bad.reason)
+                })
+                .ok()
+            })
+            .collect())
+    }
+
+    /// Rows as decoded, a damaged one as what is wrong with it (for recovery's report).
+    pub async fn list_session_rows(
+        &self,
+        tenant: Option<&str>,
+        backend: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<Vec<Result<SessionRecord, BadSessionRow>>, WharfError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM wharf_sessions
              WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR backend = $2) AND ($3 = '' OR skey = $3)
@@ -179,7 +263,7 @@ impl StateStore {
         .fetch_all(self.pool())
         .await
         .map_err(unavailable)?;
-        rows.iter().map(record).collect()
+        rows.iter().map(decode).collect()
     }
 
     /// `creating` → `ready` with the initialized data, only by the lease holder (this node
@@ -290,7 +374,7 @@ impl StateStore {
     pub async fn delete_session_at(&self, id: &str, generation: u64) -> Result<bool, WharfError> {
         let done = sqlx::query("DELETE FROM wharf_sessions WHERE id = $1 AND generation = $2")
             .bind(id)
-            .bind(generation as i64)
+            .bind(to_column(generation))
             .execute(self.pool())
             .await
             .map_err(unavailable)?;
@@ -312,7 +396,7 @@ impl StateStore {
         .bind(data.to_string())
         .bind(now)
         .bind(id)
-        .bind(generation as i64)
+        .bind(to_column(generation))
         .execute(self.pool())
         .await
         .map_err(unavailable)?;

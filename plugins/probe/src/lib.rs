@@ -32,6 +32,16 @@ struct IdArgs {
 struct ExecArgs {
     id: String,
     command: String,
+    /// Output kept per stream (default 65536); a guest may ask for anything.
+    #[serde(default)]
+    max_output_bytes: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct CopyOutArgs {
+    id: String,
+    path: String,
+    max_bytes: u64,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -168,9 +178,12 @@ impl Backend for Probe {
                     user: None,
                     stdin: None,
                     timeout_ms: 10_000,
-                    max_output_bytes: 65_536,
+                    max_output_bytes: a.max_output_bytes.unwrap_or(65_536),
                 })?;
                 Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            })
+            .tool("copy_out", "Copy a file out of a container; returns its length.", |_: &mut Self, a: CopyOutArgs, _: &mut Call| {
+                Ok(container::copy_out(&a.id, &a.path, a.max_bytes)?.len() as u64)
             })
             .tool("remove", "Remove a container by id.", |_: &mut Self, a: IdArgs, _: &mut Call| {
                 container::remove(&a.id)?;

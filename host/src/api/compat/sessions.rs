@@ -20,6 +20,7 @@ use super::{parse_body, require_worker, session_json, worker_id, worker_sessions
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
 use crate::api::envelope::RequestClock;
+use crate::bounded::TtlSeconds;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{SessionRequest, Wharf};
@@ -43,7 +44,7 @@ struct CreateBody {
     #[serde(default)]
     session_config: Option<Value>,
     #[serde(default)]
-    ttl: Option<u64>,
+    ttl: Option<TtlSeconds>,
 }
 
 /// The body of the other session routes.
