@@ -1,4 +1,4 @@
-//! Docker for backends (DESIGN.md §5, §9): an async client on bollard that scopes every
+//! Docker for backends (ARCHITECTURE.md, layers): an async client on bollard that scopes every
 //! container to the backend that created it.
 //!
 //! - Every container carries the host's labels (`wharf.backend`, `wharf.session`,

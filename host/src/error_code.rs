@@ -1,4 +1,4 @@
-//! The one error-code table (DESIGN.md §3): every code, its HTTP status, and the error type
+//! The one error-code table (listed in ARCHITECTURE.md): every code, its HTTP status, and the error type
 //! that carries a code through the host to the API edge.
 
 use serde::Serialize;

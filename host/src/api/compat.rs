@@ -1,4 +1,4 @@
-//! The compatibility API of the sandbox server Wharf replaces (DESIGN.md §6), so its
+//! The compatibility API of the sandbox server Wharf replaces, so its
 //! existing Python client works unchanged: `GET /health` and `GET /ready` at the root, and
 //! under `/api/v1/` session create/destroy/list/refresh, execute, execute/batch, tools,
 //! tools/{name}/schema, lifecycle/heartbeat and worker/disconnect.

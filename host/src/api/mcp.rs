@@ -1,4 +1,4 @@
-//! MCP at `/mcp` (DESIGN.md §6): the streamable-HTTP transport of the `rmcp` crate over the
+//! MCP at `/mcp`: the streamable-HTTP transport of the `rmcp` crate over the
 //! front door. `tools/list` lists every loaded tool under its MCP name, `tools/call` runs it
 //! (acquiring a session by key when the tool needs one, see [`call`]), and every connected
 //! MCP session is told `notifications/tools/list_changed` when backends load or unload.

@@ -1,4 +1,4 @@
-//! The REST routes of DESIGN.md §6 over the front door.
+//! The REST routes (README, "Agents' front door") over the front door.
 
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};

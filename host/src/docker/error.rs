@@ -2,7 +2,7 @@
 
 use crate::error_code::{Code, WharfError};
 
-/// A failed Docker operation. Each variant maps to one code of the table (DESIGN.md §3)
+/// A failed Docker operation. Each variant maps to one code of the table (ARCHITECTURE.md, the code table)
 /// through [`DockerError::code`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DockerError {
@@ -30,7 +30,7 @@ pub enum DockerError {
 }
 
 impl DockerError {
-    /// The numeric code of the table (DESIGN.md §3) for this error.
+    /// The numeric code of the table (ARCHITECTURE.md, the code table) for this error.
     pub fn code(&self) -> u32 {
         match self {
             DockerError::NotFound(_) | DockerError::Invalid(_) => 4000,

@@ -1,6 +1,6 @@
 //! Resident shells: one long-lived `/bin/sh` exec per container (more when commands run
 //! side by side) that runs commands sent to its stdin. A Docker exec costs a create, a
-//! start and inspect polls, tens of milliseconds each time (DESIGN.md §9); through a shell
+//! start and inspect polls, tens of milliseconds each time; through a shell
 //! already running, a command costs a fork in the container and a round trip on an open
 //! stream.
 //!

@@ -16,8 +16,9 @@ use crate::sessions::now_ms;
 use crate::store::StateStore;
 
 /// How long a store lock is held at most: longer than a list, a create and an inspect
-/// (each bounded by the Docker client's call limit), so a live holder never loses it;
-/// a node that died holding it blocks the backend's creates for this long.
+/// (each bounded by the Docker client's call limit), so a live holder never loses it; a
+/// node that died holding it blocks the backend's creates only until its node lease runs
+/// out (the store frees a lock whose node is gone).
 const LEASE: Duration = Duration::from_secs(200);
 /// How long a create waits for another node's turn before answering retryable 5012.
 const WAIT: Duration = Duration::from_secs(30);
@@ -65,7 +66,7 @@ pub async fn take(
         let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
         let until = now.saturating_add(i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX));
         if store
-            .try_lock_backend(backend, &holder, now, until)
+            .try_lock_backend(backend, &holder, docker.node_id(), now, until)
             .await
             .map_err(wharf_error)?
         {

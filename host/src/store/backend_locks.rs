@@ -1,28 +1,40 @@
 //! Backend locks: one row per backend while a node counts its containers and creates one,
 //! so nodes sharing the store cannot each count the same free slot. A row is taken with
-//! one compare-and-set statement (free, or its lease ran out: a node that died holding it
-//! blocks the backend's creates only until then) and deleted by its holder.
+//! one compare-and-set statement and deleted by its holder. A row is free when its lease ran
+//! out, or when the node that holds it is no longer alive in that incarnation (its node
+//! lease ran out, or it restarted with another boot id), so a node killed mid-create
+//! blocks the backend's creates only until its node lease runs out.
 
 use super::{StateStore, unavailable};
 use crate::error_code::WharfError;
 
 impl StateStore {
-    /// Takes `backend`'s lock for `holder` until `until_ms` unless someone else holds it
-    /// with a lease still running at `now_ms`; true when taken.
+    /// Takes `backend`'s lock for `holder` (on `node`, in this store's incarnation) until
+    /// `until_ms` unless a live node holds it with a lease still running at `now_ms`; true
+    /// when taken.
     pub async fn try_lock_backend(
         &self,
         backend: &str,
         holder: &str,
+        node: &str,
         now_ms: i64,
         until_ms: i64,
     ) -> Result<bool, WharfError> {
         let done = sqlx::query(
-            "INSERT INTO wharf_backend_locks (backend, holder, lease_until) VALUES ($1, $2, $3)
-             ON CONFLICT (backend) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until
-             WHERE wharf_backend_locks.lease_until < $4",
+            "INSERT INTO wharf_backend_locks (backend, holder, node, boot, lease_until)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (backend) DO UPDATE SET holder = excluded.holder, node = excluded.node,
+                 boot = excluded.boot, lease_until = excluded.lease_until
+             WHERE wharf_backend_locks.lease_until < $6
+                OR NOT EXISTS (SELECT 1 FROM wharf_nodes n
+                               WHERE n.id = wharf_backend_locks.node
+                                 AND n.boot = wharf_backend_locks.boot
+                                 AND n.lease_until >= $6)",
         )
         .bind(backend)
         .bind(holder)
+        .bind(node)
+        .bind(self.boot())
         .bind(until_ms)
         .bind(now_ms)
         .execute(self.pool())

@@ -57,6 +57,8 @@ const MIGRATION_LOCK: i64 = 0x5748_4152_4600_0001;
 const BACKEND_LOCKS: &str = "CREATE TABLE IF NOT EXISTS wharf_backend_locks (
     backend TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
+    node TEXT NOT NULL,
+    boot TEXT NOT NULL,
     lease_until BIGINT NOT NULL
 )";
 
@@ -82,13 +84,31 @@ fn kv(engine: StoreEngine) -> String {
 /// advisory lock on PostgreSQL), so nodes starting together migrate one after the other;
 /// the connection is closed at the end, which also ends the lock if anything failed.
 pub async fn run(url: &str, engine: StoreEngine) -> Result<()> {
-    let mut conn = AnyConnection::connect(url)
-        .await
-        .context("opening a connection for the migration")?;
-    let outcome = migrate(&mut conn, engine).await;
-    let _ = conn.close().await;
-    outcome
+    let mut attempt = 0;
+    loop {
+        let mut conn = AnyConnection::connect(url)
+            .await
+            .context("opening a connection for the migration")?;
+        let outcome = migrate(&mut conn, engine).await;
+        let _ = conn.close().await;
+        attempt += 1;
+        match outcome {
+            // SQLite answers a journal-mode switch that races another opener with
+            // SQLITE_BUSY at once, without its busy handler: wait and start over.
+            Err(e)
+                if engine == StoreEngine::Sqlite
+                    && attempt < SQLITE_BUSY_ATTEMPTS
+                    && format!("{e:#}").contains("database is locked") =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
+            }
+            other => return other,
+        }
+    }
 }
+
+/// How many times a SQLite migration that found the file locked starts over.
+const SQLITE_BUSY_ATTEMPTS: u64 = 20;
 
 async fn migrate(conn: &mut AnyConnection, engine: StoreEngine) -> Result<()> {
     match engine {

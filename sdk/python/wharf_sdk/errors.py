@@ -1,4 +1,4 @@
-"""Errors with a code from Wharf's table (DESIGN.md §3)."""
+"""Errors with a code from Wharf's table (listed in ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
