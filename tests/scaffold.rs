@@ -487,3 +487,79 @@ async fn dev_builds_serves_and_reloads_on_save() {
     assert!(first, "wharf dev never served the first build");
     assert!(reloaded, "wharf dev did not serve the saved change");
 }
+
+/// `wharf dev` on a Python backend: `wharf-py build` on start and on every save of a `.py`
+/// file, hot-swapped into the loopback server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_builds_and_reloads_a_python_backend() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(wharf_bin())
+        .args(["new", "pydev", "--lang", "python", "--dir"])
+        .arg(parent.path())
+        .output()
+        .expect("wharf runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = parent.path().join("pydev");
+    let venv = tokio::task::spawn_blocking(wharf_integration_tests::python::toolchain)
+        .await
+        .expect("join");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut child = Command::new(wharf_bin())
+        .args(["dev"])
+        .arg(&dir)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("WHARF_PY", venv.join("bin/wharf-py"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("wharf dev starts");
+    let client = reqwest::Client::new();
+    let greeting = || async {
+        let reply = client
+            .post(format!("http://127.0.0.1:{port}/v1/call"))
+            .json(&json!({ "tool": "pydev:hello", "args": { "name": "x" } }))
+            .send()
+            .await
+            .ok()?;
+        let body: serde_json::Value = reply.json().await.ok()?;
+        body["data"]["result"]["greeting"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let until = |want: &'static str| {
+        let greeting = &greeting;
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+            while std::time::Instant::now() < deadline {
+                if greeting().await.as_deref() == Some(want) {
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            false
+        }
+    };
+    let first = until("hello, x").await;
+    let app = dir.join("app.py");
+    let source = std::fs::read_to_string(&app).expect("app.py");
+    std::fs::write(
+        &app,
+        source.replace(
+            "get(\"greeting\", \"hello\")",
+            "get(\"greeting\", \"ahoy\")",
+        ),
+    )
+    .expect("save");
+    let reloaded = first && until("ahoy, x").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first, "wharf dev never served the first Python build");
+    assert!(reloaded, "wharf dev did not serve the saved Python change");
+}

@@ -1,4 +1,5 @@
-//! `wharf dev [DIR]`: the author's loop. Builds the backend crate in DIR for wasm32-wasip2,
+//! `wharf dev [DIR]`: the author's loop. Builds the backend in DIR (a Rust crate for
+//! wasm32-wasip2, or a Python backend's `app.py` with `wharf-py build`),
 //! serves it on a loopback server, and rebuilds and hot-swaps it on every save (sessions
 //! carry over). Dev mode grants what the backend declares (`requires`, plus loopback for
 //! HTTP) and approves an upgrade that declares more, printing what it granted; each call
@@ -18,23 +19,52 @@ use std::time::Duration;
 /// Quiet time after a save before rebuilding, so an editor's burst of writes is one build.
 const DEBOUNCE: Duration = Duration::from_millis(300);
 
-/// The crate being developed: its backend name and where cargo puts its component.
+/// What builds the backend being developed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Toolchain {
+    /// `cargo build --release --target wasm32-wasip2`.
+    Cargo,
+    /// `wharf-py build app.py` (the Python SDK's builder; `$WHARF_PY` names another).
+    Python,
+}
+
+/// The backend being developed: its backend name and where its build puts the component.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DevCrate {
-    /// The crate directory.
+    /// The crate (or Python project) directory.
     pub dir: PathBuf,
-    /// The package name, also the backend's name.
+    /// The package name (a Python project's directory name), also the backend's name.
     pub name: String,
-    /// The component cargo builds.
+    /// The component the build makes.
     pub wasm: PathBuf,
+    /// What builds it.
+    pub toolchain: Toolchain,
 }
 
 impl DevCrate {
-    /// Reads `DIR/Cargo.toml`; the component lands in `$CARGO_TARGET_DIR` (or `DIR/target`).
+    /// Reads `DIR/Cargo.toml` (the component lands in `$CARGO_TARGET_DIR` or `DIR/target`),
+    /// or, without one, a Python backend's `DIR/app.py` (the component lands in `DIR/build/`).
     pub fn read(dir: &Path, target_dir: Option<PathBuf>) -> Result<Self> {
         let manifest = dir.join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest)
-            .with_context(|| format!("`{}` is not a crate (no Cargo.toml)", dir.display()))?;
+        if !manifest.exists() && dir.join("app.py").is_file() {
+            let name = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .context("the Python backend's directory has no usable name")?;
+            crate::scaffold::validate_name(name)?;
+            return Ok(Self {
+                dir: dir.to_path_buf(),
+                name: name.to_string(),
+                wasm: dir.join("build").join(format!("{name}.wasm")),
+                toolchain: Toolchain::Python,
+            });
+        }
+        let text = std::fs::read_to_string(&manifest).with_context(|| {
+            format!(
+                "`{}` is neither a crate (no Cargo.toml) nor a Python backend (no app.py)",
+                dir.display()
+            )
+        })?;
         let value: toml::Table = toml::from_str(&text)
             .with_context(|| format!("`{}` is not valid TOML", manifest.display()))?;
         let Some(name) = value
@@ -53,6 +83,7 @@ impl DevCrate {
                 "wasm32-wasip2/release/{}.wasm",
                 name.replace('-', "_")
             )),
+            toolchain: Toolchain::Cargo,
         })
     }
 }
@@ -103,13 +134,26 @@ pub async fn run(dir: PathBuf, listen: SocketAddr) -> Result<()> {
         dir.display()
     );
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let toolchain = krate.toolchain;
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok_and(|e| !e.kind.is_access()) {
+        // A Python project's directory also holds the build's output: only sources count.
+        let source = |e: &notify::Event| {
+            toolchain == Toolchain::Cargo
+                || e.paths
+                    .iter()
+                    .any(|p| p.extension().is_some_and(|x| x == "py"))
+        };
+        if event.is_ok_and(|e| !e.kind.is_access() && source(&e)) {
             let _ = tx.send(());
         }
     })?;
-    watcher.watch(&dir.join("src"), notify::RecursiveMode::Recursive)?;
-    watcher.watch(&dir.join("Cargo.toml"), notify::RecursiveMode::NonRecursive)?;
+    match toolchain {
+        Toolchain::Cargo => {
+            watcher.watch(&dir.join("src"), notify::RecursiveMode::Recursive)?;
+            watcher.watch(&dir.join("Cargo.toml"), notify::RecursiveMode::NonRecursive)?;
+        }
+        Toolchain::Python => watcher.watch(&dir, notify::RecursiveMode::NonRecursive)?,
+    }
     let rebuild = async move {
         while rx.recv().await.is_some() {
             tokio::time::sleep(DEBOUNCE).await;
@@ -133,19 +177,38 @@ pub async fn run(dir: PathBuf, listen: SocketAddr) -> Result<()> {
     }
 }
 
-/// `cargo build --release --target wasm32-wasip2` in the crate; its output goes to the
-/// terminal. `false` when the build failed.
+/// `cargo build --release --target wasm32-wasip2` in the crate, or `wharf-py build app.py`
+/// in a Python project; its output goes to the terminal. `false` when the build failed.
 async fn build(krate: &DevCrate) -> Result<bool> {
     let dir = krate.dir.clone();
     eprintln!("wharf dev: building `{}`…", krate.name);
-    let status = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .args(["build", "--release", "--target", "wasm32-wasip2"])
-            .current_dir(&dir)
-            .status()
-    })
-    .await?
-    .context("cannot run cargo")?;
+    let mut command = match krate.toolchain {
+        Toolchain::Cargo => {
+            let mut c = std::process::Command::new(
+                std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),
+            );
+            c.args(["build", "--release", "--target", "wasm32-wasip2"]);
+            c
+        }
+        Toolchain::Python => {
+            if let Some(out) = krate.wasm.parent() {
+                std::fs::create_dir_all(out)
+                    .with_context(|| format!("creating {}", out.display()))?;
+            }
+            let mut c = std::process::Command::new(
+                std::env::var_os("WHARF_PY").unwrap_or_else(|| "wharf-py".into()),
+            );
+            c.args(["build", "app.py", "-o"]).arg(&krate.wasm);
+            c
+        }
+    };
+    let tool = match krate.toolchain {
+        Toolchain::Cargo => "cargo",
+        Toolchain::Python => "wharf-py (pip install the Python SDK, or set WHARF_PY)",
+    };
+    let status = tokio::task::spawn_blocking(move || command.current_dir(&dir).status())
+        .await?
+        .with_context(|| format!("cannot run {tool}"))?;
     Ok(status.success())
 }
 
@@ -210,5 +273,25 @@ mod tests {
         assert!(DevCrate::read(dir.path(), None).is_err());
         std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
         assert!(DevCrate::read(dir.path(), None).is_err());
+    }
+
+    #[test]
+    fn a_directory_with_app_py_and_no_crate_is_a_python_backend() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("tracker-py");
+        std::fs::create_dir(&dir).unwrap();
+        assert!(
+            DevCrate::read(&dir, None).is_err(),
+            "neither crate nor app.py"
+        );
+        std::fs::write(dir.join("app.py"), "").unwrap();
+        let project = DevCrate::read(&dir, None).unwrap();
+        assert_eq!(project.toolchain, Toolchain::Python);
+        assert_eq!(project.name, "tracker-py");
+        assert_eq!(project.wasm, dir.join("build/tracker-py.wasm"));
+        let bad = parent.path().join("Bad Name");
+        std::fs::create_dir(&bad).unwrap();
+        std::fs::write(bad.join("app.py"), "").unwrap();
+        assert!(DevCrate::read(&bad, None).is_err(), "the name is checked");
     }
 }
