@@ -14,13 +14,21 @@ pub use lifecycle::{Deployed, PendingUpgrade, Rejection, requires_beyond};
 pub use session_routes::SessionRequest;
 pub use tool_calls::{CallOutcome, CallPlace, CallRequest};
 
+// What the front door hands the API layer, under the front door's own names, so no adapter
+// imports the runtime, the sessions or the store (ARCHITECTURE.md, layers).
+pub use crate::runtime::backend::{SLICE_BYTES, SandboxFiles};
+pub use crate::runtime::guest_types::SessionView;
+pub use crate::runtime::loaded_backend::LoadedBackend;
+pub use crate::sessions::SessionRecord;
+pub use crate::store::SessionState;
+
 use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig, WharfConfig};
 use crate::error_code::WharfError;
 use crate::runtime::WharfEngine;
 use crate::runtime::compile_cache::CompileCache;
 use crate::runtime::host_state::{HostServices, HostState};
-use crate::runtime::loaded_backend::{self, LoadedBackend};
+use crate::runtime::loaded_backend;
 use crate::sessions::SessionManager;
 use crate::store::StateStore;
 use crate::tool_names::ToolIndex;

@@ -9,9 +9,9 @@ use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
+use crate::front_door::SessionView;
 use crate::front_door::Wharf;
-use crate::runtime::backend::{SLICE_BYTES, SandboxFiles};
-use crate::runtime::guest_types::SessionView;
+use crate::front_door::{SLICE_BYTES, SandboxFiles};
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -35,7 +35,7 @@ fn failure(err: WharfError) -> Response {
 /// A sandbox session held for one transfer: its provider, its handle, and its turn (no
 /// other call runs in the session meanwhile).
 struct HeldSandbox {
-    backend: Arc<crate::runtime::loaded_backend::LoadedBackend>,
+    backend: Arc<crate::front_door::LoadedBackend>,
     session: SessionView,
     _turn: tokio::sync::OwnedMutexGuard<()>,
 }

@@ -9,8 +9,8 @@
 use crate::api::auth::Caller;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
+use crate::front_door::LoadedBackend;
 use crate::front_door::{CallOutcome, CallRequest, SessionRequest, Wharf};
-use crate::runtime::LoadedBackend;
 use crate::tool::{Attachment, SessionNeed};
 use base64::Engine as _;
 use rmcp::model::{
