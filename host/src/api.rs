@@ -2,12 +2,14 @@
 
 pub mod admin;
 pub mod auth;
+pub mod backends;
 pub mod compat;
 pub mod edge;
 pub mod envelope;
 pub mod files;
 pub mod json_body;
 pub mod mcp;
+pub mod metrics;
 pub mod openapi;
 pub mod rest;
 

@@ -6,16 +6,21 @@
 //! replace and unload backends.
 
 mod hot_swap;
+mod invocation;
 mod lifecycle;
+mod scrape;
 mod session_routes;
+mod temporary;
 mod tool_calls;
 
+pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
 pub use lifecycle::{Deployed, PendingUpgrade, Rejection, requires_beyond};
 pub use session_routes::SessionRequest;
 pub use tool_calls::{CallOutcome, CallPlace, CallRequest};
 
 // What the front door hands the API layer, under the front door's own names, so no adapter
 // imports the runtime, the sessions or the store (ARCHITECTURE.md, layers).
+pub use crate::principal::Principal;
 pub use crate::runtime::backend::{SLICE_BYTES, SandboxFiles};
 pub use crate::runtime::guest_types::SessionView;
 pub use crate::runtime::loaded_backend::LoadedBackend;
@@ -105,10 +110,7 @@ impl Wharf {
             Some(url) => StateStore::open(url).await?,
             None => StateStore::open_sqlite(&server.data_dir.join("wharf.db")).await?,
         };
-        let metrics = Arc::new(crate::metrics::Metrics::new(
-            Some(store.clone()),
-            docker.clone(),
-        ));
+        let metrics = Arc::new(crate::metrics::Metrics::new());
         let services = Arc::new(HostServices {
             docker,
             store: Some(store.clone()),

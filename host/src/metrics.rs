@@ -1,11 +1,8 @@
 //! Prometheus metrics for `GET /metrics`: counters and histograms recorded as things
-//! happen (tool calls, host imports, backend loads), and gauges computed at scrape time
-//! from the instance pools, the session store and Docker.
+//! happen (tool calls, host imports, backend loads), and gauges set at scrape time from a
+//! [`Scrape`] the front door reads off the instance pools, the session store and Docker.
+//! The recorder sits at the bottom: it imports none of what it measures.
 
-use crate::docker::Docker;
-use crate::runtime::compile_cache::CacheOutcome;
-use crate::runtime::loaded_backend::LoadedBackend;
-use crate::store::{SessionState, StateStore};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -13,7 +10,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -100,21 +96,44 @@ pub struct Metrics {
     imports: Family<ImportLabels, Counter>,
     compile: HistogramFamily<CompileLabels>,
     events: Family<EventLabels, Counter>,
-    store: Option<StateStore>,
-    docker: Option<Docker>,
-    scrape: tokio::sync::Mutex<()>,
+    scrape: std::sync::Mutex<()>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        Self::new(None, None)
+        Self::new()
     }
 }
 
+/// One backend's instance pool, as a scrape reads it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PoolCounts {
+    /// Idle instances.
+    pub idle: usize,
+    /// Instances running a call.
+    pub busy: usize,
+    /// Instances discarded (trapped, poisoned) since start.
+    pub discarded: u64,
+    /// Instances retired (age, call count) since start.
+    pub retired: u64,
+}
+
+/// What the scrape-time gauges show, read by the front door at scrape time.
+#[derive(Debug, Clone, Default)]
+pub struct Scrape {
+    /// Loaded backends per contract version.
+    pub contracts: Vec<(String, usize)>,
+    /// Each loaded backend's pool.
+    pub pools: Vec<(String, PoolCounts)>,
+    /// (backend, state) of every session in the store; `None` when the store did not answer.
+    pub sessions: Option<Vec<(String, &'static str)>>,
+    /// The backend of every Wharf container; `None` when Docker did not answer.
+    pub containers: Option<Vec<String>>,
+}
+
 impl Metrics {
-    /// A registry with every series; sessions and containers are read at scrape time from
-    /// `store` and `docker` when given.
-    pub fn new(store: Option<StateStore>, docker: Option<Docker>) -> Self {
+    /// A registry with every series.
+    pub fn new() -> Self {
         let mut registry = Registry::default();
         let tool_calls = Family::default();
         registry.register(
@@ -197,9 +216,7 @@ impl Metrics {
             imports,
             compile,
             events,
-            store,
-            docker,
-            scrape: tokio::sync::Mutex::new(()),
+            scrape: std::sync::Mutex::new(()),
         }
     }
 
@@ -258,12 +275,8 @@ impl Metrics {
     }
 
     /// Records how long a backend took to compile (or load from the cache).
-    pub fn record_compile(&self, backend: &str, cache: CacheOutcome, took: Duration) {
-        let cache = match cache {
-            CacheOutcome::Hit => "hit",
-            CacheOutcome::Compiled => "compiled",
-            CacheOutcome::Rebuilt => "rebuilt",
-        };
+    /// `cache` is how the compile cache answered: `hit`, `compiled` or `rebuilt`.
+    pub fn record_compile(&self, backend: &str, cache: &str, took: Duration) {
         self.compile
             .get_or_create(&CompileLabels {
                 backend: backend.to_string(),
@@ -272,28 +285,20 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// Refreshes the scrape-time series from `backends`, the store and Docker, and
-    /// encodes the registry.
-    pub async fn render(&self, backends: &[Arc<LoadedBackend>]) -> Result<String, std::fmt::Error> {
-        let _one_scrape_at_a_time = self.scrape.lock().await;
+    /// Sets the scrape-time series from `scrape` and encodes the registry.
+    pub fn render(&self, scrape: Scrape) -> Result<String, std::fmt::Error> {
+        // One scrape at a time: a series is cleared and set again as a whole.
+        let _one_scrape_at_a_time = self.scrape.lock().map_err(|_| std::fmt::Error)?;
         self.instances.clear();
         self.discarded.clear();
         self.retired.clear();
         self.contracts.clear();
-        for version in crate::runtime::world::ContractVersion::SUPPORTED {
-            let loaded = backends
-                .iter()
-                .filter(|b| b.description.contract == version)
-                .count();
+        for (contract, loaded) in scrape.contracts {
             self.contracts
-                .get_or_create(&ContractLabels {
-                    contract: version.as_str().to_string(),
-                })
+                .get_or_create(&ContractLabels { contract })
                 .set(i64::try_from(loaded).unwrap_or(i64::MAX));
         }
-        for b in backends {
-            let backend = b.name.to_string();
-            let pool = b.behaviour().pool().status();
+        for (backend, pool) in scrape.pools {
             for (state, n) in [("idle", pool.idle), ("busy", pool.busy)] {
                 self.instances
                     .get_or_create(&StateLabels {
@@ -312,29 +317,12 @@ impl Metrics {
                 .inner()
                 .store(pool.retired, Ordering::Relaxed);
         }
-        self.refresh_sessions().await;
-        self.refresh_containers().await;
-        let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
-        Ok(out)
-    }
-
-    async fn refresh_sessions(&self) {
         self.sessions.clear();
-        let Some(store) = &self.store else { return };
-        let Ok(records) = store.list_sessions(None, None, None).await else {
-            return;
-        };
-        let mut counts: BTreeMap<(String, &'static str), i64> = BTreeMap::new();
-        for r in records {
-            let state = match r.state {
-                SessionState::Creating => "creating",
-                SessionState::Ready => "ready",
-                SessionState::Releasing => "releasing",
-            };
-            *counts.entry((r.backend, state)).or_default() += 1;
+        let mut sessions: BTreeMap<(String, &'static str), i64> = BTreeMap::new();
+        for key in scrape.sessions.unwrap_or_default() {
+            *sessions.entry(key).or_default() += 1;
         }
-        for ((backend, state), n) in counts {
+        for ((backend, state), n) in sessions {
             self.sessions
                 .get_or_create(&StateLabels {
                     backend,
@@ -342,37 +330,18 @@ impl Metrics {
                 })
                 .set(n);
         }
-    }
-
-    async fn refresh_containers(&self) {
         self.containers.clear();
-        let Some(docker) = &self.docker else { return };
-        let Ok(containers) = docker.list_all_wharf().await else {
-            return;
-        };
-        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
-        for c in containers {
-            *counts.entry(c.backend).or_default() += 1;
+        let mut containers: BTreeMap<String, i64> = BTreeMap::new();
+        for backend in scrape.containers.unwrap_or_default() {
+            *containers.entry(backend).or_default() += 1;
         }
-        for (backend, n) in counts {
+        for (backend, n) in containers {
             self.containers
                 .get_or_create(&BackendLabels { backend })
                 .set(n);
         }
-    }
-}
-
-/// `GET /metrics`: the registry in OpenMetrics text.
-pub async fn serve(
-    axum::extract::State(wharf): axum::extract::State<Arc<crate::Wharf>>,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    match wharf.metrics().render(&wharf.backends()).await {
-        Ok(text) => ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
-        Err(_) => (
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            "metrics could not be encoded",
-        )
-            .into_response(),
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
     }
 }

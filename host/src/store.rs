@@ -8,9 +8,11 @@ mod backend_locks;
 mod kv_rows;
 mod migrations;
 mod node_rows;
+mod session_record;
 mod session_rows;
 
 pub use kv_rows::KvScope;
+pub use session_record::SessionRecord;
 pub use session_rows::{BadSessionRow, SessionState};
 
 use crate::error_code::{Code, WharfError};

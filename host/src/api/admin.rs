@@ -7,13 +7,14 @@
 //! - `DELETE /v1/admin/backends/{name}`: drain and unload; calls then answer 5011.
 //! - `POST /v1/admin/backends/{name}/approve`: activate the pending upgrade.
 //!
-//! Also what `/v1/backends` shows of the lifecycle: `last_error`, `pending`, `rejected`.
+//! What `/v1/backends` shows of the lifecycle (`last_error`, `pending`, `rejected`) is in
+//! `api/backends`.
 
 use crate::api::auth::Caller;
+use crate::api::backends::backend_entry;
 use crate::api::envelope::{Envelope, RequestClock};
 use crate::config::{BackendConfig, TokenScope};
 use crate::error_code::{Code, WharfError};
-use crate::front_door::LoadedBackend;
 use crate::front_door::{CallPlace, Deployed, Wharf};
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
@@ -37,27 +38,6 @@ pub fn router(wharf: &Wharf) -> Router<Arc<Wharf>> {
         .route_layer(axum::middleware::from_fn(
             crate::api::json_body::require_octets,
         ))
-}
-
-/// The `/v1/backends` entry of a loaded backend: its description plus `last_error` (the
-/// last refused component, cleared by a successful load) and `pending` (an upgrade
-/// waiting for approval, with what it adds).
-pub fn backend_entry(wharf: &Wharf, backend: &LoadedBackend) -> Value {
-    let mut entry = crate::api::rest::backend_json(backend);
-    let (error, pending) = wharf.backend_status(&backend.name);
-    entry["last_error"] = json!(error);
-    entry["pending"] = json!(pending);
-    entry
-}
-
-/// Refused components of names that are not loaded, as `/v1/backends` lists them.
-pub fn rejected(wharf: &Wharf, caller: &Caller) -> Vec<Value> {
-    wharf
-        .rejected_backends()
-        .into_iter()
-        .filter(|(name, _)| caller.may_use(name, None))
-        .map(|(name, r)| json!({ "name": name, "reason": r.reason, "sha256": r.sha256, "at_ms": r.at_ms }))
-        .collect()
 }
 
 fn reply(clock: &RequestClock, backend: &str, result: Result<Value, WharfError>) -> Envelope {

@@ -8,37 +8,40 @@ use crate::api::envelope::{Envelope, Meta};
 use crate::config::{AuthConfig, TokenScope};
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{ANONYMOUS_TENANT, Wharf};
+use crate::principal::Principal;
 use crate::tenant::Tenant;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-/// Who is calling.
+/// Who is calling: a [`Principal`] (tenant, view, allowlists) and the token's scopes.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    /// The token's name (for logs; never its value).
-    pub name: String,
-    /// The tenant: the token's name, or `anonymous`.
-    pub tenant: String,
-    /// Whose sessions the caller sees: its own, or every tenant's for an admin.
-    view: Tenant,
+    principal: Principal,
     scopes: Vec<TokenScope>,
-    backends: Option<Vec<String>>,
-    tools: Option<Vec<String>>,
+}
+
+impl std::ops::Deref for Caller {
+    type Target = Principal;
+
+    fn deref(&self) -> &Principal {
+        &self.principal
+    }
 }
 
 impl Caller {
     /// The caller when no token is configured.
     pub fn anonymous() -> Self {
         Self {
-            name: ANONYMOUS_TENANT.into(),
-            tenant: ANONYMOUS_TENANT.into(),
-            view: Tenant::own(ANONYMOUS_TENANT),
+            principal: Principal::unrestricted(ANONYMOUS_TENANT),
             scopes: vec![TokenScope::Read, TokenScope::Call],
-            backends: None,
-            tools: None,
         }
+    }
+
+    /// Who the caller is to the front door.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
     }
 
     /// Whether the caller has `scope` (admin implies the others).
@@ -55,43 +58,6 @@ impl Caller {
                 "token `{}` lacks the `{}` scope",
                 self.name,
                 scope.as_str()
-            )))
-        }
-    }
-
-    /// The tenants to look sessions up under: admins see every session.
-    pub fn session_tenant(&self) -> &Tenant {
-        &self.view
-    }
-
-    /// Only the caller's own tenant, even for an admin (what it created itself).
-    pub fn own_tenant(&self) -> Tenant {
-        Tenant::own(self.tenant.clone())
-    }
-
-    /// Whether the token's allowlists let it see or use `backend:action`.
-    pub fn may_use(&self, backend: &str, action: Option<&str>) -> bool {
-        let backend_ok = self
-            .backends
-            .as_ref()
-            .is_none_or(|list| list.iter().any(|b| b == backend));
-        let tool_ok = match (action, &self.tools) {
-            (_, None) => true,
-            (None, Some(list)) => list.iter().any(|t| t.split(':').next() == Some(backend)),
-            (Some(action), Some(list)) => list.iter().any(|t| *t == format!("{backend}:{action}")),
-        };
-        backend_ok && tool_ok
-    }
-
-    /// 4030 unless the allowlists let the caller use `backend:action`.
-    pub fn require_tool(&self, backend: &str, action: Option<&str>) -> Result<(), WharfError> {
-        if self.may_use(backend, action) {
-            Ok(())
-        } else {
-            let what = action.map_or(backend.to_string(), |a| format!("{backend}:{a}"));
-            Err(WharfError::forbidden(format!(
-                "token `{}` may not use `{what}`",
-                self.name
             )))
         }
     }
@@ -124,16 +90,18 @@ pub fn authenticate(auth: &AuthConfig, header: Option<&str>) -> Result<Caller, W
         .iter()
         .find(|t| t.resolved_value().is_some_and(|v| digest(&v) == presented))
         .map(|t| Caller {
-            name: t.name.clone(),
-            tenant: t.name.clone(),
-            view: if t.scopes.contains(&TokenScope::Admin) {
-                Tenant::Every
-            } else {
-                Tenant::own(t.name.clone())
+            principal: Principal {
+                name: t.name.clone(),
+                tenant: t.name.clone(),
+                view: if t.scopes.contains(&TokenScope::Admin) {
+                    Tenant::Every
+                } else {
+                    Tenant::own(t.name.clone())
+                },
+                backends: t.backends.clone(),
+                tools: t.tools.clone(),
             },
             scopes: t.scopes.clone(),
-            backends: t.backends.clone(),
-            tools: t.tools.clone(),
         })
         .ok_or_else(|| WharfError::new(Code::Unauthorized, "the bearer token is not valid"))
 }

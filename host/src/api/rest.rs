@@ -5,9 +5,8 @@ use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::api::json_body::{self, EmptyBody};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
-use crate::front_door::LoadedBackend;
 use crate::front_door::SessionRecord;
-use crate::front_door::{CallRequest, SessionRequest, Wharf};
+use crate::front_door::{CallRequest, Invocation, SessionChoice, SessionRequest, Wharf};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -17,6 +16,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
 use tracing::Instrument;
 
 /// A required JSON body, mapped onto the code table.
@@ -69,9 +69,9 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
         .route("/openapi.json", get(crate::api::openapi::serve))
         .route(
             "/metrics",
-            get(crate::metrics::serve).route_layer(read_scope()),
+            get(crate::api::metrics::serve).route_layer(read_scope()),
         )
-        .route("/v1/backends", get(list_backends))
+        .route("/v1/backends", get(crate::api::backends::list_backends))
         .route("/v1/tools", get(list_tools))
         .route(
             "/v1/sessions/{id}/files",
@@ -108,54 +108,6 @@ async fn readyz(State(wharf): State<Arc<Wharf>>) -> Envelope {
         return t.reply(Err(WharfError::backend_unavailable("no backend is loaded")));
     }
     t.reply(Ok(json!({ "status": "ready", "backends": backends.len() })))
-}
-
-/// What `/v1/backends` shows of a backend.
-pub fn backend_json(b: &LoadedBackend) -> Value {
-    let d = &b.description;
-    let pool = b.behaviour().pool().status();
-    let settings = &b.settings;
-    json!({
-        "name": &*b.name,
-        "declared_name": d.declared_name,
-        "version": d.version,
-        "description": d.description,
-        "world": d.world,
-        "wit": d.wit,
-        "state": "ready",
-        "sha256": d.sha256,
-        "tools": d.tools.iter().map(|t| format!("{}:{}", b.name, t.action)).collect::<Vec<_>>(),
-        "requires": d.requires,
-        "provider_features": d.provider_features,
-        "config": crate::redact::redact(&b.config),
-        "contract": d.contract,
-        "instances": pool,
-        "limits": { "pool_min": settings.min, "pool_max": settings.max,
-                     "memory_bytes": settings.memory_limit_bytes, "call_timeout_ms": settings.hook_timeout.as_millis() as u64 },
-    })
-}
-
-async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
-    let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Read) {
-        return t.reply(Err(e));
-    }
-    // The operator's config (redacted all the same) is for admins only.
-    let admin = caller.has(TokenScope::Admin);
-    let list: Vec<Value> = wharf
-        .backends()
-        .iter()
-        .filter(|b| caller.may_use(&b.name, None))
-        .map(|b| {
-            let mut entry = crate::api::admin::backend_entry(&wharf, b);
-            if let (false, Some(fields)) = (admin, entry.as_object_mut()) {
-                fields.remove("config");
-            }
-            entry
-        })
-        .collect();
-    let rejected = crate::api::admin::rejected(&wharf, &caller);
-    t.reply(Ok(json!({ "backends": list, "rejected": rejected })))
 }
 
 async fn list_tools(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
@@ -368,14 +320,16 @@ async fn call(
         Ok(r) => r,
         Err(e) => return t.reply(Err(e)),
     };
-    let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));
+    let invocation = Invocation {
+        session: request
+            .session_id
+            .map_or(SessionChoice::None, SessionChoice::Id),
+        deadline: request.timeout_ms.map(Duration::from_millis),
+        trace_id: Some(t.trace_id.clone()),
+        ..Invocation::new(caller.principal(), request.tool, request.args)
+    };
     match wharf
-        .call_permitted(
-            caller.session_tenant(),
-            request,
-            Some(t.trace_id.clone()),
-            permit,
-        )
+        .invoke(invocation)
         .instrument(tracing::info_span!("request", token = %caller.name))
         .await
     {

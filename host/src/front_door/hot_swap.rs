@@ -10,6 +10,7 @@ use super::lifecycle::{
     Deployed, ENDED_SESSIONS_KEPT, Pending, PendingUpgrade, is_empty, requires_beyond,
 };
 use super::{BackendEntry, Wharf};
+use crate::clock::now_ms;
 use crate::config::{BackendConfig, toml_to_json};
 use crate::error_code::{Code, WharfError};
 use crate::metrics::BackendEvent;
@@ -20,7 +21,6 @@ use crate::runtime::loaded_backend::{self, BackendParts, LoadedBackend};
 use crate::runtime::provider_component::ProviderComponent;
 use crate::runtime::resource_component::ResourceComponent;
 use crate::sandbox_toolset::ProviderBackend;
-use crate::sessions::now_ms;
 use anyhow::{Result, anyhow};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -67,8 +67,13 @@ impl Wharf {
         config.check_sha256(&wasm)?;
         let compiled =
             loaded_backend::compile(self.engine.engine(), &self.linker, &self.cache, wasm).await?;
+        let cache = match compiled.cache {
+            crate::runtime::compile_cache::CacheOutcome::Hit => "hit",
+            crate::runtime::compile_cache::CacheOutcome::Compiled => "compiled",
+            crate::runtime::compile_cache::CacheOutcome::Rebuilt => "rebuilt",
+        };
         self.metrics
-            .record_compile(name, compiled.cache, compiled.compile_time);
+            .record_compile(name, cache, compiled.compile_time);
         let limits = &config.limits;
         let memory_limit =
             (limits.memory_mb << 20).min(crate::runtime::engine::MAX_MEMORY_BYTES) as usize;

@@ -3,11 +3,11 @@
 //! 5011), and why an upgrade ended a session (its next use answers 4007 saying so).
 
 use super::Wharf;
+use crate::clock::now_ms;
 use crate::config::BackendConfig;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::backend_description::Requires;
 use crate::runtime::loaded_backend::LoadedBackend;
-use crate::sessions::now_ms;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -141,6 +141,26 @@ impl Wharf {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The backend a request names: loaded, or 5011 when the name was loaded or
+    /// configured once (unloaded, or failed to load), or 4002 when this host never heard
+    /// of it (a typo is the caller's fault, not worth a retry).
+    pub fn requested_backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
+        let unavailable = match self.backend(name) {
+            Ok(backend) => return Ok(backend),
+            Err(e) => e,
+        };
+        let known = self
+            .lifecycle
+            .with(|s| s.unloaded.contains(name) || s.errors.contains_key(name))
+            .unwrap_or(true);
+        if known {
+            return Err(unavailable);
+        }
+        Err(WharfError::invalid_request(format!(
+            "unknown backend `{name}`; GET /v1/backends lists them"
+        )))
     }
 
     /// The unloaded backend a requested tool name points at, if any.

@@ -49,7 +49,7 @@ impl Wharf {
         tenant: &str,
         request: SessionRequest,
     ) -> Result<(SessionRecord, bool), WharfError> {
-        let backend = self.backend(&request.backend)?;
+        let backend = self.requested_backend(&request.backend)?;
         let config = request.config.clone().unwrap_or(serde_json::Value::Null);
         if let Some(schema) = &backend.description.session_config_schema
             && !config.is_null()

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::OwnedMutexGuard;
 
 use super::{guest_error, wharf_error};
+use crate::clock::now_ms;
 use crate::docker::Docker;
 use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
-use crate::sessions::now_ms;
 use crate::store::StateStore;
 
 /// How long a store lock is held at most: longer than a list, a create and an inspect

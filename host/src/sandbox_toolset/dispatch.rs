@@ -2,10 +2,10 @@
 
 use super::file_ops::Sandbox;
 use super::shell;
+use crate::clock::now_ms;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::guest_types::SessionView;
 use crate::runtime::provider_component::ProviderComponent;
-use crate::sessions::now_ms;
 use crate::tool::ToolResult;
 use base64::Engine as _;
 use serde::Deserialize;

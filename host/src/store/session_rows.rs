@@ -4,10 +4,10 @@
 //! store's incarnation); an expired `creating` or `releasing` lease, or one held by an
 //! earlier incarnation of the same node, is taken over by whoever comes next.
 
+use super::SessionRecord;
 use super::{StateStore, unavailable};
 use crate::bounded::{MAX_TIMESTAMP_MS, MAX_TTL_SECONDS, from_column, to_column};
 use crate::error_code::WharfError;
-use crate::sessions::SessionRecord;
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;

@@ -12,14 +12,16 @@
 //!
 //! `/api/v1/execute/batch` (in `batch`) runs several actions the same way.
 
-use super::{parse_body, worker_id, worker_sessions};
+use super::{parse_body, worker_id};
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
 use crate::api::envelope::RequestClock;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
-use crate::front_door::{CallOutcome, CallPlace, CallRequest, SessionRequest, Wharf};
-use crate::tool::{SessionNeed, ToolResult};
+use crate::front_door::{
+    CallPlace, Invocation, InvocationResult, SessionChoice, Wharf, WhenMissing,
+};
+use crate::tool::ToolResult;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -27,6 +29,7 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// `execute`'s body.
 #[derive(Deserialize)]
@@ -61,159 +64,56 @@ pub(super) struct Ctx<'a> {
     pub(super) trace_id: &'a str,
 }
 
-/// A session made for one call; destroyed by [`TempSession::destroy`], or in the
-/// background if it is dropped first.
-struct TempSession {
-    wharf: Arc<Wharf>,
-    tenant: crate::tenant::Tenant,
-    id: String,
-    armed: bool,
-}
-
-impl TempSession {
-    async fn create(ctx: &Ctx<'_>, backend: &str, worker: &str) -> Result<Self, WharfError> {
-        let request = SessionRequest {
-            backend: backend.to_string(),
-            // A key of its own, so concurrent temporary sessions of one worker never share.
-            key: Some(format!("{worker}#temp-{}", uuid::Uuid::new_v4().simple())),
-            config: None,
-            ttl_seconds: None,
-            owner: None,
-            holder: None,
-        };
-        let (record, _) = ctx
-            .wharf
-            .create_session(&ctx.caller.tenant, request)
-            .await?;
-        tracing::debug!(session = %record.id, worker, backend, "temporary session for one call");
-        Ok(Self {
-            wharf: ctx.wharf.clone(),
-            tenant: ctx.caller.own_tenant(),
-            id: record.id,
-            armed: true,
-        })
-    }
-
-    async fn destroy(mut self) {
-        self.armed = false;
-        if let Err(e) = self.wharf.delete_session(&self.tenant, &self.id).await {
-            tracing::warn!(session = %self.id, "destroying a temporary session failed: {}", e.message);
-        }
-    }
-}
-
-impl Drop for TempSession {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let (wharf, tenant, id) = (self.wharf.clone(), self.tenant.clone(), self.id.clone());
-        handle.spawn(async move {
-            if let Err(e) = wharf.delete_session(&tenant, &id).await {
-                tracing::warn!(session = %id, "destroying a temporary session failed: {}", e.message);
-            }
-        });
-    }
-}
-
-/// `timeout` seconds → ms; absent, zero, negative or not a number means the backend's limit.
-fn timeout_ms(seconds: Option<f64>) -> Option<u64> {
+/// `timeout` in seconds; absent, zero, negative or not a number means the backend's limit.
+fn timeout(seconds: Option<f64>) -> Option<Duration> {
     seconds
         .filter(|s| s.is_finite() && *s > 0.0)
-        .map(|s| (s * 1000.0).ceil() as u64)
+        .map(|s| Duration::from_millis((s * 1000.0).ceil() as u64))
 }
 
-/// Runs one action for the context's worker.
-pub(super) async fn run_action(
-    ctx: &Ctx<'_>,
-    spec: ActionSpec,
-) -> Result<CallOutcome, (WharfError, CallPlace)> {
-    let mut place = CallPlace::default();
-    let (backend, action) = ctx
-        .wharf
-        .resolve_tool(&spec.action)
-        .map_err(|e| (e, place.clone()))?;
-    let canonical = format!("{}:{action}", backend.name);
-    place.tool = Some(canonical.clone());
-    place.backend = Some(backend.name.to_string());
-    let fail = |e: WharfError, place: &CallPlace| (e, place.clone());
-    ctx.caller
-        .require_tool(&backend.name, Some(&action))
-        .map_err(|e| fail(e, &place))?;
+/// Runs one action for the context's worker: its session of the tool's backend, or a
+/// temporary one when the tool needs a session and the worker has none.
+pub(super) async fn run_action(ctx: &Ctx<'_>, spec: ActionSpec) -> InvocationResult {
     let params = match spec.params {
         None | Some(Value::Null) => json!({}),
         Some(v @ Value::Object(_)) => v,
         Some(_) => {
             let e = WharfError::new(Code::InvalidType, "`params` must be a JSON object");
-            return Err(fail(e, &place));
+            let place = ctx
+                .wharf
+                .resolve_tool(&spec.action)
+                .map(|(backend, action)| CallPlace {
+                    tool: Some(format!("{}:{action}", backend.name)),
+                    backend: Some(backend.name.to_string()),
+                    session_id: None,
+                })
+                .unwrap_or_default();
+            return Err((e, place));
         }
     };
-    let Some(need) = backend.tool(&action).map(|t| t.session) else {
-        let e = WharfError::invalid_request(format!("unknown tool `{}`", spec.action));
-        return Err(fail(e, &place));
+    let invocation = Invocation {
+        session: ctx
+            .worker
+            .map_or(SessionChoice::None, |worker| SessionChoice::Key {
+                key: worker.to_string(),
+                missing: WhenMissing::Temporary,
+            }),
+        deadline: timeout(spec.timeout),
+        trace_id: Some(ctx.trace_id.to_string()),
+        missing_session: Some(missing_worker),
+        ..Invocation::new(ctx.caller.principal(), spec.action, params)
     };
-    let needs_session = need == SessionNeed::Required;
-    let mut temporary = None;
-    let session_id = match (ctx.worker, need) {
-        (_, SessionNeed::None) if !needs_session => None,
-        (None, _) if needs_session => {
-            let e = WharfError::new(
-                Code::MissingField,
-                format!(
-                    "`{canonical}` runs in a session: worker_id is required (in the JSON body or the X-Worker-ID header)"
-                ),
-            );
-            return Err(fail(e, &place));
-        }
-        (None, _) => None,
-        (Some(worker), _) => {
-            let tenant = ctx.caller.session_tenant();
-            let mine = worker_sessions(ctx.wharf, tenant, Some(&backend.name), worker)
-                .await
-                .map_err(|e| fail(e, &place))?;
-            let existing = mine
-                .iter()
-                .find(|s| s.tenant == ctx.caller.tenant)
-                .or(mine.first());
-            match existing {
-                Some(s) => Some(s.id.clone()),
-                None if needs_session => {
-                    // Refuse bad arguments before paying for a session.
-                    backend
-                        .validate_args(&action, &params)
-                        .map_err(|e| fail(e, &place))?;
-                    let temp = TempSession::create(ctx, &backend.name, worker)
-                        .await
-                        .map_err(|e| fail(e, &place))?;
-                    let id = temp.id.clone();
-                    temporary = Some(temp);
-                    Some(id)
-                }
-                None => None,
-            }
-        }
-    };
-    let request = CallRequest {
-        tool: canonical,
-        args: params,
-        session_id,
-        timeout_ms: timeout_ms(spec.timeout),
-    };
-    let result = ctx
-        .wharf
-        .call(
-            ctx.caller.session_tenant(),
-            request,
-            Some(ctx.trace_id.to_string()),
-        )
-        .await;
-    if let Some(temp) = temporary {
-        temp.destroy().await;
-    }
-    result
+    ctx.wharf.invoke(invocation).await
+}
+
+/// The refusal of a tool that runs in a session when the request names no worker.
+fn missing_worker(tool: &str) -> WharfError {
+    WharfError::new(
+        Code::MissingField,
+        format!(
+            "`{tool}` runs in a session: worker_id is required (in the JSON body or the X-Worker-ID header)"
+        ),
+    )
 }
 
 /// A tool's result as the reply's `data`.

@@ -1,6 +1,6 @@
-//! `tools/call` over MCP: resolve the MCP name, acquire the caller's session when the tool
-//! needs one, run the call through the front door while sending progress about once a
-//! second, and drop it the moment the client cancels.
+//! `tools/call` over MCP: translate the call into a front-door `Invocation` (the session
+//! key's session is acquired when the tool needs one), run it while sending progress about
+//! once a second, and drop it the moment the client cancels.
 //!
 //! The session key is, in order: the `X-Wharf-Session-Key` HTTP header, the call's
 //! `_meta["wharf/session_key"]`, the MCP session id. Acquiring is idempotent per key, so a
@@ -9,9 +9,8 @@
 use crate::api::auth::Caller;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
-use crate::front_door::LoadedBackend;
-use crate::front_door::{CallOutcome, CallRequest, SessionRequest, Wharf};
-use crate::tool::{Attachment, SessionNeed};
+use crate::front_door::{CallOutcome, Invocation, SessionChoice, Wharf, WhenMissing};
+use crate::tool::Attachment;
 use base64::Engine as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, MetaObject,
@@ -33,34 +32,42 @@ const MCP_SESSION_HEADER: &str = "mcp-session-id";
 /// How often a running call reports progress (the first report comes after this long).
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
-/// Runs one `tools/call`. Tool failures come back as results with `isError`; an unknown
-/// tool is a JSON-RPC invalid-params error.
+/// Runs one `tools/call`. Tool failures come back as results with `isError`; a tool that
+/// does not resolve is a JSON-RPC invalid-params error.
 pub async fn call_tool(
     wharf: &Arc<Wharf>,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
-    let (backend, action) = resolve(wharf, &request.name)?;
-    let caller = match caller_of(wharf, &context)
-        .and_then(|c| c.require(TokenScope::Call).map(|()| c))
-        .and_then(|c| c.require_tool(&backend.name, Some(&action)).map(|()| c))
-    {
-        Ok(c) => c,
-        Err(e) => return Ok(failure(&e)),
+    let caller =
+        match caller_of(wharf, &context).and_then(|c| c.require(TokenScope::Call).map(|()| c)) {
+            Ok(c) => c,
+            Err(e) => return Ok(failure(&e)),
+        };
+    let invocation = Invocation {
+        session: session_key(&context).map_or(SessionChoice::None, |key| SessionChoice::Key {
+            key,
+            missing: WhenMissing::Create,
+        }),
+        trace_id: Some(uuid::Uuid::new_v4().simple().to_string()),
+        missing_session: Some(missing_session),
+        ..Invocation::new(
+            caller.principal(),
+            request.name.to_string(),
+            Value::Object(request.arguments.unwrap_or_default()),
+        )
     };
-    let need = backend
-        .tool(&action)
-        .map(|tool| tool.session)
-        .ok_or_else(|| {
-            ErrorData::invalid_params(format!("unknown tool `{}`", request.name), None)
-        })?;
-    let key = session_key(&context);
     let progress = context.meta.get_progress_token();
-    let args = Value::Object(request.arguments.unwrap_or_default());
-    let work = run(wharf, &caller, backend, action, need, args, key);
+    let work = wharf
+        .invoke(invocation)
+        .instrument(tracing::info_span!("request", token = %caller.name));
     match drive(work, &context, progress).await {
         Some(Ok(outcome)) => Ok(success(outcome)),
-        Some(Err(e)) => Ok(failure(&e)),
+        // A name that resolves to no tool is the request's fault, not the tool's.
+        Some(Err((e, place))) if place.tool.is_none() && e.code == Code::InvalidRequest => {
+            Err(ErrorData::invalid_params(e.message, e.data))
+        }
+        Some(Err((e, _))) => Ok(failure(&e)),
         // rmcp sends nothing for a request the client cancelled; this is never seen.
         None => Err(ErrorData::new(
             ErrorCode::INTERNAL_ERROR,
@@ -70,28 +77,11 @@ pub async fn call_tool(
     }
 }
 
-/// The tool an MCP name means. Names resolve like any alias (`backend_action`); a name
-/// that `ToolName::mcp_name` had to rewrite (characters replaced, cut at 64) is looked up
-/// among the listed names.
-fn resolve(wharf: &Wharf, name: &str) -> Result<(Arc<LoadedBackend>, String), ErrorData> {
-    let unresolved = match wharf.resolve_tool(name) {
-        Ok(found) => return Ok(found),
-        Err(e) if e.code == Code::InvalidRequest => e,
-        Err(e) => return Err(ErrorData::internal_error(e.message, e.data)),
-    };
-    let listed = wharf
-        .tools()
-        .into_iter()
-        .find(|(tool, _, _)| tool.mcp_name() == name);
-    match listed {
-        Some((tool, _, _)) => wharf
-            .resolve_tool(&tool.canonical())
-            .map_err(|e| ErrorData::invalid_params(e.message, e.data)),
-        None => Err(ErrorData::invalid_params(
-            unresolved.message,
-            unresolved.data,
-        )),
-    }
+/// The refusal of a tool that needs a session when the call names none.
+fn missing_session(tool: &str) -> WharfError {
+    WharfError::session_not_found(format!(
+        "`{tool}` needs a session: send an {SESSION_KEY_HEADER} header or `_meta[\"{SESSION_KEY_META}\"]`"
+    ))
 }
 
 /// Who is calling: the [`Caller`] the auth middleware put into the HTTP request, or (should
@@ -132,73 +122,6 @@ fn session_key(context: &RequestContext<RoleServer>) -> Option<String> {
     header(SESSION_KEY_HEADER)
         .or_else(meta)
         .or_else(|| header(MCP_SESSION_HEADER))
-}
-
-/// Acquires the session (when needed) and runs the call.
-async fn run(
-    wharf: &Wharf,
-    caller: &Caller,
-    backend: Arc<LoadedBackend>,
-    action: String,
-    need: SessionNeed,
-    args: Value,
-    key: Option<String>,
-) -> Result<CallOutcome, WharfError> {
-    let session_id = session_for(wharf, caller, &backend, need, key).await?;
-    let request = CallRequest {
-        tool: format!("{}:{action}", backend.name),
-        args,
-        session_id,
-        timeout_ms: None,
-    };
-    let trace_id = uuid::Uuid::new_v4().simple().to_string();
-    wharf
-        .call(caller.session_tenant(), request, Some(trace_id))
-        .instrument(tracing::info_span!("request", token = %caller.name))
-        .await
-        .map_err(|(e, _)| e)
-}
-
-/// The session a call runs in: a tool that needs one (or any tool of a sandbox provider)
-/// acquires the key's session, creating it the first time; a tool that can use one uses
-/// the key's session if it exists.
-async fn session_for(
-    wharf: &Wharf,
-    caller: &Caller,
-    backend: &LoadedBackend,
-    need: SessionNeed,
-    key: Option<String>,
-) -> Result<Option<String>, WharfError> {
-    let required = need == SessionNeed::Required;
-    if !required && need == SessionNeed::None {
-        return Ok(None);
-    }
-    let Some(key) = key else {
-        if required {
-            return Err(WharfError::session_not_found(format!(
-                "`{}` needs a session: send an {SESSION_KEY_HEADER} header or `_meta[\"{SESSION_KEY_META}\"]`",
-                backend.name
-            )));
-        }
-        return Ok(None);
-    };
-    if required {
-        let request = SessionRequest {
-            backend: backend.name.to_string(),
-            key: Some(key),
-            config: None,
-            ttl_seconds: None,
-            owner: None,
-            // No holder claim: two MCP clients with the same key share the session.
-            holder: None,
-        };
-        let (record, _created) = wharf.create_session(&caller.tenant, request).await?;
-        return Ok(Some(record.id));
-    }
-    let existing = wharf
-        .sessions(&caller.own_tenant(), Some(&backend.name), Some(&key))
-        .await?;
-    Ok(existing.into_iter().next().map(|record| record.id))
 }
 
 /// Polls `work` to the end, sending `notifications/progress` about once a second while it

@@ -93,7 +93,7 @@ pub async fn guard(State(owners): State<Arc<McpOwners>>, request: Request, next:
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
             if let Some(id) = opened {
-                owners.bind(id, caller.name).await;
+                owners.bind(id, caller.name.clone()).await;
             }
         }
         Some(id) => {

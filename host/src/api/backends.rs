@@ -1,0 +1,80 @@
+//! What `/v1/backends` shows of the loaded backends (description, pool, limits) and of the
+//! lifecycle (`last_error`, `pending`, `rejected`); shared by the REST and admin routes.
+
+use crate::api::auth::Caller;
+use crate::api::envelope::{Envelope, RequestClock};
+use crate::config::TokenScope;
+use crate::front_door::{LoadedBackend, Wharf};
+use axum::extract::State;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// What `/v1/backends` shows of a backend.
+pub fn backend_json(b: &LoadedBackend) -> Value {
+    let d = &b.description;
+    let pool = b.behaviour().pool().status();
+    let settings = &b.settings;
+    json!({
+        "name": &*b.name,
+        "declared_name": d.declared_name,
+        "version": d.version,
+        "description": d.description,
+        "world": d.world,
+        "wit": d.wit,
+        "state": "ready",
+        "sha256": d.sha256,
+        "tools": d.tools.iter().map(|t| format!("{}:{}", b.name, t.action)).collect::<Vec<_>>(),
+        "requires": d.requires,
+        "provider_features": d.provider_features,
+        "config": crate::redact::redact(&b.config),
+        "contract": d.contract,
+        "instances": pool,
+        "limits": { "pool_min": settings.min, "pool_max": settings.max,
+                     "memory_bytes": settings.memory_limit_bytes, "call_timeout_ms": settings.hook_timeout.as_millis() as u64 },
+    })
+}
+
+/// The `/v1/backends` entry of a loaded backend: its description plus `last_error` (the
+/// last refused component, cleared by a successful load) and `pending` (an upgrade
+/// waiting for approval, with what it adds).
+pub fn backend_entry(wharf: &Wharf, backend: &LoadedBackend) -> Value {
+    let mut entry = backend_json(backend);
+    let (error, pending) = wharf.backend_status(&backend.name);
+    entry["last_error"] = json!(error);
+    entry["pending"] = json!(pending);
+    entry
+}
+
+/// Refused components of names that are not loaded, as `/v1/backends` lists them.
+pub fn rejected(wharf: &Wharf, caller: &Caller) -> Vec<Value> {
+    wharf
+        .rejected_backends()
+        .into_iter()
+        .filter(|(name, _)| caller.may_use(name, None))
+        .map(|(name, r)| json!({ "name": name, "reason": r.reason, "sha256": r.sha256, "at_ms": r.at_ms }))
+        .collect()
+}
+
+/// `GET /v1/backends`.
+pub(super) async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
+    let t = RequestClock::start();
+    if let Err(e) = caller.require(TokenScope::Read) {
+        return t.reply(Err(e));
+    }
+    // The operator's config (redacted all the same) is for admins only.
+    let admin = caller.has(TokenScope::Admin);
+    let list: Vec<Value> = wharf
+        .backends()
+        .iter()
+        .filter(|b| caller.may_use(&b.name, None))
+        .map(|b| {
+            let mut entry = backend_entry(&wharf, b);
+            if let (false, Some(fields)) = (admin, entry.as_object_mut()) {
+                fields.remove("config");
+            }
+            entry
+        })
+        .collect();
+    let rejected = rejected(&wharf, &caller);
+    t.reply(Ok(json!({ "backends": list, "rejected": rejected })))
+}

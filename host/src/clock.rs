@@ -1,0 +1,12 @@
+//! The wall clock every layer reads the same way: milliseconds since the Unix epoch, as
+//! the state store keeps times. A leaf, so imports and engines need not reach up for it.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,246 @@
+//! The one protocol-neutral entry point every adapter calls to run a tool:
+//! [`Wharf::invoke`]. REST, MCP and the compatibility API translate their request into an
+//! [`Invocation`] and the outcome back into their envelope; resolving the tool, checking
+//! the caller's allowlist, deciding whether the call runs in a session, finding or making
+//! that session and running the call happen here once (ARCHITECTURE.md, the path of one
+//! call).
+
+use super::Wharf;
+use super::tool_calls::{CallOutcome, CallPlace, CallRequest};
+use crate::error_code::WharfError;
+use crate::principal::Principal;
+use crate::tool::SessionNeed;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Which session a call runs in, as the caller asked.
+#[derive(Debug, Clone)]
+pub enum SessionChoice {
+    /// No session: a tool that needs one is refused with 4007.
+    None,
+    /// The session of this id (it must be one the caller sees, of the tool's backend).
+    Id(String),
+    /// The caller's session of (the tool's backend, `key`): a tool that can use a session
+    /// runs in it when it exists; a tool that needs one and finds none gets what
+    /// `missing` says.
+    Key {
+        /// The caller's key (MCP: the session key; compatibility API: the worker id).
+        key: String,
+        /// What a tool that needs a session gets when the key has none.
+        missing: WhenMissing,
+    },
+}
+
+/// What a tool that needs a session gets when the caller's key has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenMissing {
+    /// The key's session is acquired (the same key gets the same session back).
+    Create,
+    /// A session of its own for this one call, released right after it (also when the
+    /// call fails, and in the background when the call is dropped mid-way).
+    Temporary,
+}
+
+/// One call of one tool, whatever protocol it came in by.
+#[derive(Debug, Clone)]
+pub struct Invocation<'a> {
+    /// Who calls: what it creates is its tenant's; it sees its view's sessions; its
+    /// allowlists decide which tools it may run.
+    pub caller: &'a Principal,
+    /// The tool's name: canonical, an alias, a short name or an MCP name.
+    pub tool: String,
+    /// Arguments (a JSON object).
+    pub args: Value,
+    /// The session to run in.
+    pub session: SessionChoice,
+    /// Wall-clock limit; capped by the backend's own.
+    pub deadline: Option<Duration>,
+    /// The trace id for the audit line and the guest's logs.
+    pub trace_id: Option<String>,
+    /// The refusal when the tool needs a session and `session` gives none (each protocol
+    /// says in its own words how to pass one); `None` is the REST wording, 4007.
+    pub missing_session: Option<fn(&str) -> WharfError>,
+}
+
+impl<'a> Invocation<'a> {
+    /// A call of `tool` with `args` for `caller`, in no session, with the backend's limit.
+    pub fn new(caller: &'a Principal, tool: impl Into<String>, args: Value) -> Self {
+        Self {
+            caller,
+            tool: tool.into(),
+            args,
+            session: SessionChoice::None,
+            deadline: None,
+            trace_id: None,
+            missing_session: None,
+        }
+    }
+}
+
+/// What [`Wharf::invoke`] gives back: the outcome and where it ran, or the refusal and how
+/// far the call got (for the envelope's `meta`).
+pub type InvocationResult = Result<CallOutcome, (WharfError, CallPlace)>;
+
+impl Wharf {
+    /// Runs one tool call: the entry point every protocol shares. Every outcome, refusals
+    /// included, is audited and counted in the metrics.
+    pub async fn invoke(&self, invocation: Invocation<'_>) -> InvocationResult {
+        let Invocation {
+            caller,
+            tool,
+            args,
+            session,
+            deadline,
+            trace_id,
+            missing_session,
+        } = invocation;
+        let tool = self.listed_name(tool);
+        let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));
+        let mut request = CallRequest {
+            tool,
+            args,
+            session_id: None,
+            timeout_ms: deadline.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX)),
+        };
+        let given = match &session {
+            SessionChoice::Id(id) => Some(id.clone()),
+            _ => None,
+        };
+        let pick = self
+            .pick_session(caller, &request, session, missing_session)
+            .await;
+        let (session_id, temporary) = match pick {
+            Ok(picked) => picked,
+            Err(Some(refusal)) => return Err(refusal),
+            // Not resolved or not permitted: the call path refuses it and audits it.
+            Err(None) => (given, None),
+        };
+        request.session_id = session_id;
+        let outcome = self
+            .call_permitted(caller.session_tenant(), request, trace_id, permit)
+            .await;
+        if let Some(temporary) = temporary {
+            temporary.destroy().await;
+        }
+        outcome
+    }
+
+    /// The canonical name of a tool the caller named by its MCP name when the name
+    /// `ToolName::mcp_name` had to rewrite (characters replaced, cut at 64) resolves no
+    /// other way; any other name unchanged.
+    fn listed_name(&self, requested: String) -> String {
+        if self.resolve_tool(&requested).is_ok() {
+            return requested;
+        }
+        self.tools()
+            .into_iter()
+            .find(|(name, _, _)| name.mcp_name() == requested)
+            .map_or(requested, |(name, _, _)| name.canonical())
+    }
+
+    /// The session the call runs in (and the temporary session to release after it).
+    /// `Err(None)` when the tool does not resolve or the caller may not use it: the call
+    /// path gives that refusal.
+    async fn pick_session(
+        &self,
+        caller: &Principal,
+        request: &CallRequest,
+        choice: SessionChoice,
+        missing_session: Option<fn(&str) -> WharfError>,
+    ) -> Result<
+        (Option<String>, Option<super::temporary::TemporarySession>),
+        Option<(WharfError, CallPlace)>,
+    > {
+        let (backend, action) = self.resolve_tool(&request.tool).map_err(|_| None)?;
+        caller
+            .require_tool(&backend.name, Some(&action))
+            .map_err(|_| None)?;
+        let need = backend.tool(&action).map(|t| t.session).ok_or(None)?;
+        let canonical = format!("{}:{action}", backend.name);
+        let place = CallPlace {
+            tool: Some(canonical.clone()),
+            backend: Some(backend.name.to_string()),
+            session_id: None,
+        };
+        let refuse = |e: WharfError| Some((e, place.clone()));
+        match (choice, need) {
+            // A stateless tool called in a session: the call path explains the mistake.
+            (SessionChoice::Id(id), _) => Ok((Some(id), None)),
+            (_, SessionNeed::None) => Ok((None, None)),
+            (SessionChoice::None, SessionNeed::Required) => match missing_session {
+                Some(refusal) => Err(refuse(refusal(&canonical))),
+                None => Ok((None, None)),
+            },
+            (SessionChoice::None, SessionNeed::Optional) => Ok((None, None)),
+            (SessionChoice::Key { key, missing }, need) => {
+                let required = need == SessionNeed::Required;
+                if required && missing == WhenMissing::Create {
+                    let (record, _) = self
+                        .acquire_keyed(&caller.tenant, &backend.name, &key)
+                        .await
+                        .map_err(refuse)?;
+                    return Ok((Some(record.id), None));
+                }
+                let existing = self
+                    .ready_session_of(caller, &backend.name, &key)
+                    .await
+                    .map_err(refuse)?;
+                match existing {
+                    Some(id) => Ok((Some(id), None)),
+                    None if required => {
+                        // Bad arguments are refused before a session is paid for.
+                        backend
+                            .validate_args(&action, &request.args)
+                            .map_err(refuse)?;
+                        let temporary = self
+                            .temporary_session(&caller.tenant, &backend.name, &key)
+                            .await
+                            .map_err(refuse)?;
+                        Ok((Some(temporary.id().to_string()), Some(temporary)))
+                    }
+                    None => Ok((None, None)),
+                }
+            }
+        }
+    }
+
+    /// Acquires the session of (tenant, backend, key), creating it the first time. No
+    /// holder claim: two callers with the same key share the session.
+    pub(super) async fn acquire_keyed(
+        &self,
+        tenant: &str,
+        backend: &str,
+        key: &str,
+    ) -> Result<(super::SessionRecord, bool), WharfError> {
+        let request = super::SessionRequest {
+            backend: backend.to_string(),
+            key: Some(key.to_string()),
+            config: None,
+            ttl_seconds: None,
+            owner: None,
+            holder: None,
+        };
+        self.create_session(tenant, request).await
+    }
+
+    /// The id of the caller's ready session of (backend, key): its own tenant's first,
+    /// else (for an admin) any tenant's it sees.
+    async fn ready_session_of(
+        &self,
+        caller: &Principal,
+        backend: &str,
+        key: &str,
+    ) -> Result<Option<String>, WharfError> {
+        let ready: Vec<_> = self
+            .sessions(caller.session_tenant(), Some(backend), Some(key))
+            .await?
+            .into_iter()
+            .filter(|s| s.state == super::SessionState::Ready)
+            .collect();
+        let chosen = ready
+            .iter()
+            .find(|s| s.tenant == caller.tenant)
+            .or(ready.first());
+        Ok(chosen.map(|s| s.id.clone()))
+    }
+}

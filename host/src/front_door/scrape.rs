@@ -1,0 +1,70 @@
+//! What `GET /metrics` shows at scrape time: the front door reads the instance pools, the
+//! session store and Docker into a [`Scrape`] and the recorder (`metrics`) encodes it.
+
+use super::Wharf;
+use crate::metrics::{PoolCounts, Scrape};
+use crate::runtime::world::ContractVersion;
+use crate::store::SessionState;
+
+impl Wharf {
+    /// The metrics in OpenMetrics text, scrape-time gauges read now.
+    pub async fn render_metrics(&self) -> Result<String, std::fmt::Error> {
+        let backends = self.backends();
+        let contracts = ContractVersion::SUPPORTED
+            .into_iter()
+            .map(|version| {
+                let loaded = backends
+                    .iter()
+                    .filter(|b| b.description.contract == version)
+                    .count();
+                (version.as_str().to_string(), loaded)
+            })
+            .collect();
+        let pools = backends
+            .iter()
+            .map(|b| {
+                let pool = b.behaviour().pool().status();
+                let counts = PoolCounts {
+                    idle: pool.idle,
+                    busy: pool.busy,
+                    discarded: pool.discarded,
+                    retired: pool.retired,
+                };
+                (b.name.to_string(), counts)
+            })
+            .collect();
+        let sessions = self
+            .sessions
+            .store()
+            .list_sessions(None, None, None)
+            .await
+            .ok()
+            .map(|records| {
+                records
+                    .into_iter()
+                    .map(|r| {
+                        let state = match r.state {
+                            SessionState::Creating => "creating",
+                            SessionState::Ready => "ready",
+                            SessionState::Releasing => "releasing",
+                        };
+                        (r.backend, state)
+                    })
+                    .collect()
+            });
+        let containers = match &self.services.docker {
+            Some(docker) => docker
+                .list_all_wharf()
+                .await
+                .ok()
+                .map(|list| list.into_iter().map(|c| c.backend).collect()),
+            None => None,
+        };
+        self.metrics.render(Scrape {
+            contracts,
+            pools,
+            sessions,
+            containers,
+        })
+    }
+}
