@@ -62,7 +62,7 @@ impl Wharf {
     ) -> Result<TemporarySession, WharfError> {
         let key = format!("{key}#temp-{}", uuid::Uuid::new_v4().simple());
         let (record, _) = self.acquire_keyed(tenant, backend, &key).await?;
-        tracing::debug!(session = %record.id, key, backend, "temporary session for one call");
+        tracing::debug!(session = %record.id, %key, backend, "temporary session for one call");
         Ok(TemporarySession {
             wharf: self.myself.clone(),
             tenant: Tenant::own(tenant),
