@@ -28,6 +28,7 @@ pub mod labels;
 mod leftovers;
 mod output;
 mod resident_shell;
+mod shell_line;
 pub mod types;
 
 pub use client::{DEFAULT_DOCKER_HOST, Docker};
