@@ -49,10 +49,7 @@ async fn audit_lines_are_json_in_their_own_rotated_files_with_secrets_redacted()
     let audit = dir.path().join("audit").join("calls.jsonl");
     let server = serve(
         dir.path(),
-        &format!(
-            "path = \"{}\"\nmax_bytes = 2000\nkeep = 2",
-            audit.display()
-        ),
+        &format!("path = \"{}\"\nmax_bytes = 2000\nkeep = 2", audit.display()),
     );
     let client = reqwest::Client::new();
     let refused = call(
@@ -120,8 +117,14 @@ async fn audit_lines_are_json_in_their_own_rotated_files_with_secrets_redacted()
         .map(|f| std::fs::read_to_string(f).unwrap())
         .collect::<String>()
         + &human_log(dir.path());
-    assert!(!everything.contains("hunter2"), "a secret argument was written");
-    assert!(!everything.contains("s3cret-token"), "the token was written");
+    assert!(
+        !everything.contains("hunter2"),
+        "a secret argument was written"
+    );
+    assert!(
+        !everything.contains("s3cret-token"),
+        "the token was written"
+    );
     assert!(
         !human_log(dir.path()).contains("tool_call"),
         "audit lines stay out of the human log"

@@ -16,10 +16,10 @@
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
@@ -149,7 +149,7 @@ pub fn start(config: &AuditConfig) -> Result<()> {
 }
 
 fn rotating_file(
-    path: &PathBuf,
+    path: &Path,
     config: &AuditConfig,
 ) -> Result<file_rotate::FileRotate<file_rotate::suffix::AppendCount>> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -269,10 +269,7 @@ impl<S: tracing::Subscriber> Layer<S> for AuditLayer {
         line.push(b'\n');
         QUEUED.fetch_add(1, Ordering::AcqRel);
         let sent = match sink.mode {
-            AuditMode::Drop => match sink.queue.try_send(line) {
-                Ok(()) => true,
-                Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
-            },
+            AuditMode::Drop => sink.queue.try_send(line).is_ok(),
             AuditMode::Block => sink.queue.send(line).is_ok(),
         };
         if !sent {

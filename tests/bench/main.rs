@@ -395,7 +395,11 @@ fn main() {
         "targets: REST at concurrency 32 >= 0.8x bare axum with audit to a file ({}), MCP per session >= 10x \
          the Python SDK's server ({}), MCP per session >= 0.5x REST ({})",
         met(ratio32 >= 0.8),
-        if mcp_vs_python.is_nan() { "skipped" } else { met(mcp_vs_python >= 10.0) },
+        if mcp_vs_python.is_nan() {
+            "skipped"
+        } else {
+            met(mcp_vs_python >= 10.0)
+        },
         met(mcp_vs_rest >= 0.5),
     );
 }

@@ -6,8 +6,9 @@
 //! The Python server runs from the venv `scripts/bench` makes (`WHARF_BENCH_MCP_PYTHON`);
 //! without it its rows are skipped.
 
+use super::Proc;
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PROTOCOL: &str = "2025-06-18";
@@ -27,15 +28,6 @@ def echo_say(text: str, times: int = 1) -> str:
 
 app.run(transport="streamable-http", host="127.0.0.1", port=port)
 "#;
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Keep-alive, one connection: what a raw client does.
 fn one_connection() -> reqwest::Client {
@@ -59,9 +51,11 @@ impl Session {
         let init = client
             .post(url)
             .header("accept", "application/json, text/event-stream")
-            .json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": PROTOCOL, "capabilities": {},
-                "clientInfo": {"name": "wharf-bench", "version": "0"}}}))
+                "clientInfo": {"name": "wharf-bench", "version": "0"}}}),
+            )
             .send()
             .await
             .unwrap();
@@ -145,7 +139,7 @@ where
 type CallFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 async fn mcp(url: &str, clients: usize, seconds: u32) -> (f64, f64) {
-    drive(clients, seconds, || async {
+    drive(clients, seconds, move || async move {
         let session = std::sync::Arc::new(Session::open(url).await);
         Box::new(move |n| {
             let session = session.clone();
@@ -156,7 +150,7 @@ async fn mcp(url: &str, clients: usize, seconds: u32) -> (f64, f64) {
 }
 
 async fn rest(url: &str, clients: usize, seconds: u32) -> (f64, f64) {
-    drive(clients, seconds, || async {
+    drive(clients, seconds, move || async move {
         let (client, url) = (one_connection(), format!("{url}/v1/call"));
         Box::new(move |_| {
             let (client, url) = (client.clone(), url.clone());
