@@ -24,6 +24,9 @@ pub struct WharfConfig {
     /// Bearer tokens (`[[auth.tokens]]`).
     #[serde(default)]
     pub auth: AuthConfig,
+    /// The audit sink (`[audit]`).
+    #[serde(default)]
+    pub audit: crate::audit::AuditConfig,
 }
 
 /// `[store]`.
@@ -404,6 +407,7 @@ impl WharfConfig {
             config.server.auth = config.auth.clone();
         }
         config.server.auth.validate()?;
+        config.audit.validate()?;
         for (key, value) in [
             ("lease_seconds", config.server.lease_seconds),
             (

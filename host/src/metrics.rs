@@ -100,6 +100,8 @@ pub struct Metrics {
     imports: Family<ImportLabels, Counter>,
     compile: HistogramFamily<CompileLabels>,
     events: Family<EventLabels, Counter>,
+    audit_written: Counter,
+    audit_dropped: Counter,
     store: Option<StateStore>,
     docker: Option<Docker>,
     scrape: tokio::sync::Mutex<()>,
@@ -184,6 +186,18 @@ impl Metrics {
             "Backend loads, unloads and rejections",
             Family::clone(&events),
         );
+        let audit_written = Counter::default();
+        registry.register(
+            "wharf_audit_lines_written",
+            "Audit lines the audit sink wrote",
+            audit_written.clone(),
+        );
+        let audit_dropped = Counter::default();
+        registry.register(
+            "wharf_audit_lines_dropped",
+            "Audit lines dropped: the audit queue was full ([audit] mode = \"drop\") or the write failed",
+            audit_dropped.clone(),
+        );
         Self {
             registry,
             tool_calls,
@@ -197,6 +211,8 @@ impl Metrics {
             imports,
             compile,
             events,
+            audit_written,
+            audit_dropped,
             store,
             docker,
             scrape: tokio::sync::Mutex::new(()),
@@ -312,6 +328,13 @@ impl Metrics {
                 .inner()
                 .store(pool.retired, Ordering::Relaxed);
         }
+        let audit = crate::audit::stats();
+        self.audit_written
+            .inner()
+            .store(audit.written, Ordering::Relaxed);
+        self.audit_dropped
+            .inner()
+            .store(audit.dropped, Ordering::Relaxed);
         self.refresh_sessions().await;
         self.refresh_containers().await;
         let mut out = String::new();

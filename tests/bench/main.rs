@@ -11,6 +11,7 @@
 //!
 //! Run with `scripts/bench` (it builds this example and installs wrk if missing).
 
+mod mcp;
 mod sandbox;
 
 use serde_json::json;
@@ -64,14 +65,28 @@ fn wait_ready(url: &str) -> Duration {
 
 fn start_wharf(data_dir: &Path) -> (Proc, String, Duration) {
     let port = free_port();
+    // The bundled examples `serve` loads without a config, audit lines to a file.
+    let config = data_dir.join("wharf.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[audit]\npath = \"{}\"\n\n[backends.echo]\npath = \"bundled:echo\"\n\n\
+             [backends.text-index]\npath = \"bundled:text-index\"\n\n\
+             [backends.scratchpad]\npath = \"bundled:scratchpad\"\n",
+            data_dir.join("audit.jsonl").display()
+        ),
+    )
+    .unwrap();
     let started = Instant::now();
     let child = Command::new(bin_dir().join("wharf"))
         .args([
             "serve",
             "--listen",
             &format!("127.0.0.1:{port}"),
-            "--data-dir",
+            "--config",
         ])
+        .arg(&config)
+        .arg("--data-dir")
         .arg(data_dir)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -315,6 +330,8 @@ fn main() {
             ratio32 = ratio;
         }
     }
+    let (mcp_rows, mcp_vs_python, mcp_vs_rest) = rt.block_on(mcp::run(&url, seconds));
+    rows.extend(mcp_rows);
     drop(server);
 
     let (p50, p99, fresh) = rt.block_on(in_process());
@@ -373,5 +390,16 @@ fn main() {
         met(ratio32 >= 0.5),
         met(p50 <= 10.0),
         met(warm_time <= Duration::from_millis(300)),
+    );
+    println!(
+        "targets: REST at concurrency 32 >= 0.8x bare axum with audit to a file ({}), MCP per session >= 10x \
+         the Python SDK's server ({}), MCP per session >= 0.5x REST ({})",
+        met(ratio32 >= 0.8),
+        if mcp_vs_python.is_nan() {
+            "skipped"
+        } else {
+            met(mcp_vs_python >= 10.0)
+        },
+        met(mcp_vs_rest >= 0.5),
     );
 }
