@@ -2,6 +2,10 @@
 //! happen (tool calls, host imports, backend loads), and gauges computed at scrape time
 //! from the instance pools, the session store and Docker.
 
+mod warm_pool;
+
+pub use warm_pool::WarmPoolMetrics;
+
 use crate::docker::Docker;
 use crate::runtime::compile_cache::CacheOutcome;
 use crate::runtime::loaded_backend::LoadedBackend;
@@ -100,6 +104,7 @@ pub struct Metrics {
     imports: Family<ImportLabels, Counter>,
     compile: HistogramFamily<CompileLabels>,
     events: Family<EventLabels, Counter>,
+    warm_pool: WarmPoolMetrics,
     store: Option<StateStore>,
     docker: Option<Docker>,
     scrape: tokio::sync::Mutex<()>,
@@ -184,6 +189,7 @@ impl Metrics {
             "Backend loads, unloads and rejections",
             Family::clone(&events),
         );
+        let warm_pool = WarmPoolMetrics::register(&mut registry);
         Self {
             registry,
             tool_calls,
@@ -197,10 +203,16 @@ impl Metrics {
             imports,
             compile,
             events,
+            warm_pool,
             store,
             docker,
             scrape: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The warm pools' series.
+    pub fn warm_pool(&self) -> &WarmPoolMetrics {
+        &self.warm_pool
     }
 
     /// Records one tool call (`backend` and `tool` are `-` when unresolved).
