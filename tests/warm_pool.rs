@@ -180,7 +180,7 @@ async fn racing_acquires_never_get_the_same_sandbox() {
         "a sandbox went to two sessions"
     );
     let hits = sandboxes.iter().filter(|s| warm.contains(**s)).count();
-    assert!(hits >= 1 && hits <= 4, "{hits} warm hits from a pool of 4");
+    assert!((1..=4).contains(&hits), "{hits} warm hits from a pool of 4");
     for (id, _) in &sessions {
         h.delete(&format!("/v1/sessions/{id}")).await;
     }
