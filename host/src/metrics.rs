@@ -2,6 +2,10 @@
 //! happen (tool calls, host imports, backend loads), and gauges computed at scrape time
 //! from the instance pools, the session store and Docker.
 
+mod warm_pool;
+
+pub use warm_pool::WarmPoolMetrics;
+
 use crate::docker::Docker;
 use crate::runtime::compile_cache::CacheOutcome;
 use crate::runtime::loaded_backend::LoadedBackend;
@@ -102,6 +106,7 @@ pub struct Metrics {
     events: Family<EventLabels, Counter>,
     audit_written: Counter,
     audit_dropped: Counter,
+    warm_pool: WarmPoolMetrics,
     store: Option<StateStore>,
     docker: Option<Docker>,
     scrape: tokio::sync::Mutex<()>,
@@ -198,6 +203,7 @@ impl Metrics {
             "Audit lines dropped: the audit queue was full ([audit] mode = \"drop\") or the write failed",
             audit_dropped.clone(),
         );
+        let warm_pool = WarmPoolMetrics::register(&mut registry);
         Self {
             registry,
             tool_calls,
@@ -213,10 +219,16 @@ impl Metrics {
             events,
             audit_written,
             audit_dropped,
+            warm_pool,
             store,
             docker,
             scrape: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The warm pools' series.
+    pub fn warm_pool(&self) -> &WarmPoolMetrics {
+        &self.warm_pool
     }
 
     /// Records one tool call (`backend` and `tool` are `-` when unresolved).

@@ -9,9 +9,11 @@ mod kv_rows;
 mod migrations;
 mod node_rows;
 mod session_rows;
+mod warm_rows;
 
 pub use kv_rows::KvScope;
 pub use session_rows::{BadSessionRow, SessionState};
+pub use warm_rows::WarmRow;
 
 use crate::error_code::{Code, WharfError};
 use anyhow::{Context, Result};
