@@ -304,8 +304,9 @@ async fn every_call_leaves_one_audit_line_with_secrets_redacted() {
     std::fs::write(
         &config,
         format!(
-            "[server]\ndata_dir = \"{}\"\n\n[[auth.tokens]]\nname = \"auditor\"\nvalue = \"s3cret-token\"\nscopes = [\"call\", \"read\"]\n\n[backends.echo]\npath = \"bundled:echo\"\n",
-            dir.path().join("data").display()
+            "[server]\ndata_dir = \"{}\"\n\n[audit]\npath = \"{}\"\n\n[[auth.tokens]]\nname = \"auditor\"\nvalue = \"s3cret-token\"\nscopes = [\"call\", \"read\"]\n\n[backends.echo]\npath = \"bundled:echo\"\n",
+            dir.path().join("data").display(),
+            dir.path().join("audit.log").display()
         ),
     )
     .unwrap();
@@ -321,7 +322,8 @@ async fn every_call_leaves_one_audit_line_with_secrets_redacted() {
         .await
         .unwrap();
     assert_eq!(reply["code"], 4004, "{reply}");
-    drop(server);
+    // A clean exit flushes the audit sink.
+    assert!(server.terminate(std::time::Duration::from_secs(40)));
     let log: String = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
@@ -330,15 +332,15 @@ async fn every_call_leaves_one_audit_line_with_secrets_redacted() {
         .collect();
     let audit: Vec<&str> = log
         .lines()
-        .filter(|l| l.contains("wharf::audit") && l.contains("tool_call"))
+        .filter(|l| l.contains(r#""event":"tool_call""#))
         .collect();
     assert_eq!(audit.len(), 1, "{log}");
     let line = audit[0];
     for expected in [
         "auditor",
         "echo:say",
-        "code=4004",
-        "duration_ms=",
+        r#""code":4004"#,
+        r#""duration_ms":"#,
         "visible",
         "***",
     ] {

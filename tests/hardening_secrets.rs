@@ -26,8 +26,9 @@ fn serve(dir: &Path, backends: &str) -> WharfProcess {
     std::fs::write(
         &config,
         format!(
-            "[server]\ndata_dir = \"{}\"\n\n{backends}",
-            dir.join("data").display()
+            "[server]\ndata_dir = \"{}\"\n\n[audit]\npath = \"{}\"\n\n{backends}",
+            dir.join("data").display(),
+            dir.join("audit.log").display()
         ),
     )
     .unwrap();
@@ -94,7 +95,7 @@ async fn secrets_written_to_files_and_commands_never_reach_the_log() {
     let log = logs(dir.path());
     let audit: Vec<&str> = log
         .lines()
-        .filter(|l| l.contains("wharf::audit") && l.contains("tool_call"))
+        .filter(|l| l.contains(r#""event":"tool_call""#))
         .collect();
     assert_eq!(audit.len(), 2, "one audit line per call: {log}");
     assert!(

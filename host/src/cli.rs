@@ -190,6 +190,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 cfg.backends.clear();
             }
             crate::server::check_exposure(cfg.server.listen, &cfg.server.auth, insecure)?;
+            crate::audit::start(&cfg.audit)?;
             let started = std::time::Instant::now();
             let wharf = Wharf::from_config(&cfg).await?;
             let _watcher = match plugins {

@@ -24,6 +24,9 @@ pub struct WharfConfig {
     /// Bearer tokens (`[[auth.tokens]]`).
     #[serde(default)]
     pub auth: AuthConfig,
+    /// The audit sink (`[audit]`).
+    #[serde(default)]
+    pub audit: crate::audit::AuditConfig,
 }
 
 /// `[store]`.
@@ -260,6 +263,36 @@ pub struct BackendConfig {
     /// The `.wasm`'s expected sha256 (hex); a file that does not match is refused.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// Sandboxes a provider backend keeps started for new sessions (none by default).
+    #[serde(default)]
+    pub warm_pool: Option<WarmPoolConfig>,
+}
+
+/// `[backends.X.warm_pool]`: started sandboxes kept for sessions whose config asks for one
+/// of `shapes` (ARCHITECTURE.md, "Warm sandboxes").
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WarmPoolConfig {
+    /// Sandboxes kept per shape.
+    pub size: u32,
+    /// An idle sandbox older than this is destroyed and replaced; 0 = kept until taken.
+    pub max_idle_seconds: u64,
+    /// Creates running at once while the pool refills (a burst does not flood the engine).
+    pub refill_concurrency: u32,
+    /// The session configs to keep warm (the sandbox session config: image, network,
+    /// cpu, memory, env, workdir); empty = one shape, the default config.
+    pub shapes: Vec<toml::Value>,
+}
+
+impl Default for WarmPoolConfig {
+    fn default() -> Self {
+        Self {
+            size: 0,
+            max_idle_seconds: 600,
+            refill_concurrency: 4,
+            shapes: Vec::new(),
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -277,6 +310,7 @@ impl BackendConfig {
             sessions: SessionLimits::default(),
             grants: Default::default(),
             sha256: None,
+            warm_pool: None,
         }
     }
 
@@ -404,6 +438,7 @@ impl WharfConfig {
             config.server.auth = config.auth.clone();
         }
         config.server.auth.validate()?;
+        config.audit.validate()?;
         for (key, value) in [
             ("lease_seconds", config.server.lease_seconds),
             (

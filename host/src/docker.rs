@@ -28,11 +28,14 @@ pub mod labels;
 mod leftovers;
 mod output;
 mod resident_shell;
+mod shell_line;
 pub mod types;
 
 pub use client::{DEFAULT_DOCKER_HOST, Docker};
 pub use error::DockerError;
-pub use labels::{LABEL_BACKEND, LABEL_NODE, LABEL_SESSION, is_full_id};
+pub use labels::{
+    LABEL_BACKEND, LABEL_NODE, LABEL_POOL, LABEL_SESSION, POOL_SESSION_PREFIX, is_full_id,
+};
 pub use types::{
     Command, ContainerInfo, ContainerSpec, ContainerState, ExecOutput, ExecRequest, Mount, Network,
     Owner,

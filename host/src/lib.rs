@@ -8,6 +8,7 @@
 //! sessions), [`api`] (REST), [`config`], [`cli`].
 
 pub mod api;
+pub mod audit;
 pub mod bounded;
 pub mod bundled;
 pub mod cli;

@@ -1,17 +1,24 @@
 //! The `wharf` binary.
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,cranelift=warn,wasmtime=warn")),
-        )
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,cranelift=warn,wasmtime=warn"));
+    // The human log's level never hides audit lines: they go to the audit sink once
+    // `serve` starts it (wharf::audit).
+    let human = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_filter(filter)
+        .with_filter(wharf::audit::human_filter());
+    tracing_subscriber::registry()
+        .with(wharf::audit::layer())
+        .with(human)
         .init();
     match wharf::cli::run(wharf::cli::Cli::parse()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -3,6 +3,10 @@
 //! [`Scrape`] the front door reads off the instance pools, the session store and Docker.
 //! The recorder sits at the bottom: it imports none of what it measures.
 
+mod warm_pool;
+
+pub use warm_pool::WarmPoolMetrics;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -96,6 +100,9 @@ pub struct Metrics {
     imports: Family<ImportLabels, Counter>,
     compile: HistogramFamily<CompileLabels>,
     events: Family<EventLabels, Counter>,
+    audit_written: Counter,
+    audit_dropped: Counter,
+    warm_pool: WarmPoolMetrics,
     scrape: std::sync::Mutex<()>,
 }
 
@@ -203,6 +210,19 @@ impl Metrics {
             "Backend loads, unloads and rejections",
             Family::clone(&events),
         );
+        let audit_written = Counter::default();
+        registry.register(
+            "wharf_audit_lines_written",
+            "Audit lines the audit sink wrote",
+            audit_written.clone(),
+        );
+        let audit_dropped = Counter::default();
+        registry.register(
+            "wharf_audit_lines_dropped",
+            "Audit lines dropped: the audit queue was full ([audit] mode = \"drop\") or the write failed",
+            audit_dropped.clone(),
+        );
+        let warm_pool = WarmPoolMetrics::register(&mut registry);
         Self {
             registry,
             tool_calls,
@@ -216,8 +236,16 @@ impl Metrics {
             imports,
             compile,
             events,
+            audit_written,
+            audit_dropped,
+            warm_pool,
             scrape: std::sync::Mutex::new(()),
         }
+    }
+
+    /// The warm pools' series.
+    pub fn warm_pool(&self) -> &WarmPoolMetrics {
+        &self.warm_pool
     }
 
     /// Records one tool call (`backend` and `tool` are `-` when unresolved).
@@ -317,6 +345,13 @@ impl Metrics {
                 .inner()
                 .store(pool.retired, Ordering::Relaxed);
         }
+        let audit = crate::audit::stats();
+        self.audit_written
+            .inner()
+            .store(audit.written, Ordering::Relaxed);
+        self.audit_dropped
+            .inner()
+            .store(audit.dropped, Ordering::Relaxed);
         self.sessions.clear();
         let mut sessions: BTreeMap<(String, &'static str), i64> = BTreeMap::new();
         for key in scrape.sessions.unwrap_or_default() {

@@ -12,6 +12,8 @@ pub mod provider_backend;
 pub mod session_spec;
 pub mod shell;
 pub mod tools;
+pub mod warm_pool;
+pub mod warm_sweep;
 
 pub use provider_backend::ProviderBackend;
 pub use tools::tool_descriptions;

@@ -3,6 +3,7 @@
 
 use crate::Wharf;
 use anyhow::{Context, Result};
+use axum::serve::ListenerExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -35,7 +36,13 @@ impl BoundServer {
         let app = crate::api::router(self.wharf.clone());
         let token = self.wharf.shutdown_token().clone();
         let signalled = token.clone();
-        let serving = axum::serve(self.listener, app).with_graceful_shutdown(async move {
+        // Without TCP_NODELAY a reply written in several small pieces (an SSE event, a
+        // chunked body) waits for the client's delayed ACK: ~40 ms per call on a kept-alive
+        // connection (ARCHITECTURE.md, "The path of one call").
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
             shutdown.await;
             token.cancel();
         });
@@ -50,6 +57,7 @@ impl BoundServer {
             () = deadline => tracing::warn!("in-flight requests did not finish within {DRAIN_DEADLINE:?}; exiting"),
         }
         self.wharf.shutdown().await;
+        crate::audit::flush(std::time::Duration::from_secs(5));
         Ok(())
     }
 }

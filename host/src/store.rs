@@ -10,10 +10,12 @@ mod migrations;
 mod node_rows;
 mod session_record;
 mod session_rows;
+mod warm_rows;
 
 pub use kv_rows::KvScope;
 pub use session_record::SessionRecord;
 pub use session_rows::{BadSessionRow, SessionState};
+pub use warm_rows::WarmRow;
 
 use crate::error_code::{Code, WharfError};
 use anyhow::{Context, Result};

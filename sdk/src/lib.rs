@@ -1,6 +1,6 @@
 //! # wharf-sdk
 //!
-//! Write [Wharf](https://example.invalid/wharf) backends in plain Rust. A backend is a struct
+//! Write Wharf backends in plain Rust. A backend is a struct
 //! that implements [`Backend`] (tools plus optional lifecycle hooks) or [`Provider`] (a
 //! sandbox provider), exported with [`export_backend!`] or [`export_provider!`]. Tool
 //! arguments are ordinary Rust types: their JSON Schema is generated with `schemars` and the

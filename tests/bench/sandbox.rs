@@ -8,8 +8,13 @@
 //! - 32 sessions, each with one task calling `run_command "echo x"` in a loop for
 //!   `BENCH_SECONDS`.
 //!
+//! - the warm pool: hit vs `docker run -d`, 100 sessions back to back with and without a
+//!   pool, 100 concurrent sessions (see `sandbox/warm.rs`).
+//!
 //! One untimed warm-up of each operation precedes the timed ones. Everything created here is
 //! removed at the end, and also when the run panics (see `Cleanup`).
+
+mod warm;
 
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
@@ -28,6 +33,8 @@ pub struct Figures {
     pub rows: Vec<(String, String)>,
     pub create_ratio: f64,
     pub exec_ratio: f64,
+    /// Warm-pool hit create p50 (ms) and its ratio to `docker run -d`.
+    pub warm_hit: (f64, f64),
 }
 
 /// Removes whatever is still tracked: CLI containers by id, sessions by their container label
@@ -127,6 +134,20 @@ impl Client {
         let result = body["data"]["result"].clone();
         assert_eq!(result["exit_code"], 0, "{body}");
         result
+    }
+
+    /// `run_command`'s stdout, or `None` on any failure (counted by the caller).
+    async fn try_run(&self, session: &str, command: &str) -> Option<Value> {
+        let response = self
+            .http
+            .post(format!("{}/v1/call", self.url))
+            .json(&json!({"tool": "docker:run_command", "args": {"command": command}, "session_id": session}))
+            .send()
+            .await
+            .ok()?;
+        let body: Value = response.json().await.ok()?;
+        (body["code"] == 0 && body["data"]["result"]["exit_code"] == 0)
+            .then(|| body["data"]["result"]["stdout"].clone())
     }
 
     async fn delete_all(&self, ids: &[String], cleanup: &mut Cleanup) {
@@ -309,9 +330,24 @@ pub async fn run(seconds: u32) -> Figures {
         ),
         format!("{rate:.0} commands/s, p50 {p50:.1} ms, p99 {p99:.1} ms"),
     ));
+    let warm = warm::run(seconds, &mut cleanup).await;
+    rows.extend(warm.rows);
     Figures {
         rows,
         create_ratio,
         exec_ratio,
+        warm_hit: (warm.hit_p50_ms, warm.hit_ratio),
+    }
+}
+
+/// Only the warm-pool rows (`WHARF_BENCH_ONLY=warm`).
+pub async fn run_warm(seconds: u32) -> Figures {
+    let mut cleanup = Cleanup::default();
+    let warm = warm::run(seconds, &mut cleanup).await;
+    Figures {
+        rows: warm.rows,
+        create_ratio: f64::NAN,
+        exec_ratio: f64::NAN,
+        warm_hit: (warm.hit_p50_ms, warm.hit_ratio),
     }
 }

@@ -7,6 +7,7 @@
 //! protocol versions offered stop at the newest one that still has `initialize`.
 
 pub mod call;
+pub mod json_reply;
 pub mod owners;
 
 use crate::front_door::Wharf;

@@ -59,6 +59,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
                     mcp_owners,
                     crate::api::mcp::owners::guard,
                 ))
+                .layer(from_fn(crate::api::mcp::json_reply::one_message))
                 .service(crate::api::mcp::service(wharf.clone(), mcp_sessions)),
         )
         .merge(crate::api::compat::router())

@@ -19,7 +19,7 @@ use super::error::DockerError;
 use super::kill::{KillGuard, KillTarget, MARKER_VAR};
 use super::labels::shorten;
 use super::output::{Stderr, Tail, exec_output};
-use super::resident_shell;
+use super::shell_line;
 use super::types::{Command, ExecOutput, ExecRequest, Owner};
 
 /// The outer shell (a session leader in `docker exec`) starts, as a child that is not a
@@ -176,7 +176,7 @@ impl Docker {
         check_request(&request)?;
         let cmd = argv(&request.command)?;
         let mut env = env_strings(&request.env)?;
-        if resident_shell::fits(&request) && self.shell_may_run(owner, &request.container).await? {
+        if shell_line::fits(&request) && self.shell_may_run(owner, &request.container).await? {
             let container = request.container.clone();
             let check = self.require_running(owner, &container);
             return self

@@ -12,6 +12,11 @@ pub const LABEL_BACKEND: &str = "wharf.backend";
 pub const LABEL_SESSION: &str = "wharf.session";
 /// Label with the id of the Wharf node that created the container.
 pub const LABEL_NODE: &str = "wharf.node";
+/// Label with the backend whose warm pool made the container (ARCHITECTURE.md, "Warm
+/// sandboxes"); set when the session label is a pool id.
+pub const LABEL_POOL: &str = "wharf.pool";
+/// The session id prefix of a warm pool's sandboxes (session ids are UUIDs: never this).
+pub const POOL_SESSION_PREFIX: &str = "wharf-pool-";
 /// The prefix reserved to the host.
 pub const RESERVED_PREFIX: &str = "wharf.";
 
@@ -84,6 +89,9 @@ pub(crate) fn build_labels(
     labels.insert(LABEL_BACKEND.to_string(), owner.backend.clone());
     if let Some(session) = &owner.session {
         labels.insert(LABEL_SESSION.to_string(), session.clone());
+        if session.starts_with(POOL_SESSION_PREFIX) {
+            labels.insert(LABEL_POOL.to_string(), owner.backend.clone());
+        }
     }
     labels.insert(LABEL_NODE.to_string(), node_id.to_string());
     Ok(labels)

@@ -21,6 +21,7 @@ use crate::runtime::loaded_backend::{self, BackendParts, LoadedBackend};
 use crate::runtime::provider_component::ProviderComponent;
 use crate::runtime::resource_component::ResourceComponent;
 use crate::sandbox_toolset::ProviderBackend;
+use crate::sandbox_toolset::warm_pool::WarmSetup;
 use anyhow::{Result, anyhow};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -119,7 +120,17 @@ impl Wharf {
                     self.services.clone(),
                 )
                 .await?;
-                Box::new(ProviderBackend::new(provider))
+                let warm = match (&config.warm_pool, &self.services.store) {
+                    (Some(pool), Some(store)) => Some(WarmSetup {
+                        config: pool.clone(),
+                        store: store.clone(),
+                        node: self.node_id.clone(),
+                        metrics: self.metrics.clone(),
+                        max_lifetime_seconds: config.sessions.max_lifetime_seconds,
+                    }),
+                    _ => None,
+                };
+                Box::new(ProviderBackend::with_warm_pool(provider, warm)?)
             }
         };
         if description.contract.deprecated() {

@@ -256,7 +256,9 @@ impl Wharf {
             if node != self.node_id && !dead_node_of_ours {
                 continue;
             }
-            if self.sessions.store().get_session(&session).await?.is_some() {
+            let store = self.sessions.store();
+            // A warm sandbox's containers carry its pool id until the sweeper ends its row.
+            if store.get_session(&session).await?.is_some() || store.warm_exists(&session).await? {
                 continue;
             }
             let owner = crate::docker::Owner {
@@ -288,15 +290,28 @@ impl Wharf {
 
     /// Finishes the abandoned `creating` and `releasing` rows of the loaded backends
     /// (lease run out, or held by this node's earlier incarnation): destroys what is
-    /// labelled with each session, runs its backend's cleanup and deletes the row. Returns
-    /// the ids of the rows deleted.
+    /// labelled with each session, runs its backend's cleanup and deletes the row; then
+    /// the stale warm sandboxes (`sandbox_toolset::warm_sweep`). Returns the ids of the
+    /// rows deleted.
     pub async fn sweep_abandoned(&self) -> Result<Vec<String>, WharfError> {
-        self.sessions
+        let mut swept = self
+            .sessions
             .sweep(
                 |name| self.backend(name).ok(),
                 self.services.docker.as_ref(),
             )
-            .await
+            .await?;
+        // After the sessions: a warm sandbox whose taker was just swept is stale now.
+        swept.extend(
+            crate::sandbox_toolset::warm_sweep::sweep(
+                self.sessions.store(),
+                &self.node_id,
+                |name| self.backend(name).ok(),
+                self.services.docker.as_ref(),
+            )
+            .await?,
+        );
+        Ok(swept)
     }
 
     /// Sweeps abandoned rows, then reaps orphaned containers (a create that was in flight

@@ -182,7 +182,7 @@ impl HostState {
             .create(&owner, &docker_spec)
             .await
             .map_err(docker_error)?;
-        tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = ?owner.session, container = %info.id, image = %info.image);
+        tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %info.id, image = %info.image);
         Ok(info_to_wit(info))
     }
 }
@@ -229,7 +229,7 @@ impl Host for HostState {
             Ok(d) => {
                 let r = d.remove(&owner, &id).await.map_err(docker_error);
                 if r.is_ok() {
-                    tracing::info!(target: "wharf::audit", event = "container_remove", backend = %owner.backend, session = ?owner.session, container = %id);
+                    tracing::info!(target: "wharf::audit", event = "container_remove", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %id);
                 }
                 r
             }

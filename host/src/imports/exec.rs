@@ -55,7 +55,7 @@ impl Host for HostState {
         };
         let out = docker.exec(&owner, req).await;
         if let Ok(o) = &out {
-            tracing::info!(target: "wharf::audit", event = "exec", backend = %owner.backend, session = ?owner.session, container = %container, exit = ?o.exit_code, timed_out = o.timed_out, duration_ms = o.duration_ms);
+            tracing::info!(target: "wharf::audit", event = "exec", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %container, exit = ?o.exit_code, timed_out = o.timed_out, duration_ms = o.duration_ms);
         }
         Ok(out
             .map(|o| ExecOutput {

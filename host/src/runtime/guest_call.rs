@@ -167,4 +167,45 @@ mod tests {
             );
         }
     }
+
+    /// Captured log text: the log line an author reads when a code was replaced.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            if let Ok(mut text) = self.0.lock() {
+                text.extend_from_slice(bytes);
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_replaced_code_is_logged_with_the_backend_and_the_original_code() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            guest_failure("tracker", error(4006));
+            guest_failure("tracker", error(4242));
+        });
+        let text = String::from_utf8(captured.0.lock().map(|t| t.clone()).unwrap_or_default())
+            .unwrap_or_default();
+        assert_eq!(
+            text.lines().count(),
+            1,
+            "only the replaced code is logged: {text}"
+        );
+        assert!(
+            text.contains("backend `tracker` returned code 4242 which a backend may not use"),
+            "{text}"
+        );
+    }
 }

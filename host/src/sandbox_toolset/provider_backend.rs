@@ -2,11 +2,14 @@
 //! toolset, a session's `initialize` provisions a sandbox (`create`, the handle kept in
 //! the session data), `discover` asks `is-alive`, `cleanup` calls `destroy`, and the files
 //! route reads and writes through it. Nothing else in the host knows it is a provider.
+//! With a warm pool, `initialize` first asks the pool for a started sandbox of the
+//! session's shape (`warm_pool`), and `cleanup` forgets the pool's row of one it took.
 
 use super::dispatch::{self, sandbox_handle};
 use super::file_ops::Sandbox;
 use super::session_spec::{self, sandbox_spec};
 use super::tools::tool_descriptions;
+use super::warm_pool::{WarmPool, WarmSetup};
 use crate::error_code::WharfError;
 use crate::runtime::backend::{Backend, PoolWatch, SandboxFiles, SessionStart, ToolCall};
 use crate::runtime::backend_description::BackendDescription;
@@ -18,13 +21,36 @@ use serde_json::{Value, json};
 
 /// A provider behind the standard toolset.
 pub struct ProviderBackend {
-    provider: ProviderComponent,
+    provider: std::sync::Arc<ProviderComponent>,
+    warm: Option<WarmPool>,
 }
 
 impl ProviderBackend {
     /// Wraps a running provider.
     pub fn new(provider: ProviderComponent) -> Self {
-        Self { provider }
+        Self {
+            provider: std::sync::Arc::new(provider),
+            warm: None,
+        }
+    }
+
+    /// Wraps a running provider and starts filling its warm pool (when `setup` asks for
+    /// one of a size above 0).
+    pub fn with_warm_pool(
+        provider: ProviderComponent,
+        setup: Option<WarmSetup>,
+    ) -> Result<Self, WharfError> {
+        let mut backend = Self::new(provider);
+        if let Some(setup) = setup {
+            backend.warm =
+                WarmPool::start(backend.provider.name(), backend.provider.clone(), setup)?;
+        }
+        Ok(backend)
+    }
+
+    /// Its warm pool, if it has one.
+    pub fn warm_pool(&self) -> Option<&WarmPool> {
+        self.warm.as_ref()
     }
 
     /// Adds what the toolset declares to a provider's description: the six tools and the
@@ -66,6 +92,11 @@ impl Backend for ProviderBackend {
 
     async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {
         let spec = sandbox_spec(&start.config, start.owner, start.max_lifetime_seconds)?;
+        if let Some(pool) = &self.warm
+            && let Some(taken) = pool.take(&spec, &start.id).await
+        {
+            return Ok(json!({ "sandbox": taken.handle, "warm": taken.id }));
+        }
         let timeout = self.provider.settings().hook_timeout;
         let handle = self.provider.create(&start.id, spec, timeout).await?;
         Ok(json!({ "sandbox": handle }))
@@ -75,7 +106,11 @@ impl Backend for ProviderBackend {
         match sandbox_handle(session) {
             Ok(handle) => {
                 let timeout = self.provider.settings().hook_timeout;
-                self.provider.destroy(&session.id, handle, timeout).await
+                self.provider.destroy(&session.id, handle, timeout).await?;
+                if let (Some(pool), Some(warm)) = (&self.warm, session.data["warm"].as_str()) {
+                    pool.forget(warm).await?;
+                }
+                Ok(())
             }
             // It never got a sandbox: nothing to release.
             Err(_) => Ok(()),
@@ -97,6 +132,9 @@ impl Backend for ProviderBackend {
     }
 
     async fn drain(&self) {
+        if let Some(pool) = &self.warm {
+            pool.drain().await;
+        }
         self.provider.drain().await
     }
 

@@ -48,6 +48,19 @@ const STEPS: &[(&str, &str)] = &[
         "0002_node_boot",
         "ALTER TABLE wharf_nodes ADD COLUMN boot TEXT NOT NULL DEFAULT ''",
     ),
+    (
+        "0003_warm_sandboxes",
+        "CREATE TABLE IF NOT EXISTS wharf_warm_sandboxes (
+            id TEXT PRIMARY KEY,
+            backend TEXT NOT NULL,
+            handle TEXT,
+            state TEXT NOT NULL,
+            node TEXT NOT NULL,
+            boot TEXT NOT NULL,
+            taken_by TEXT,
+            created_at BIGINT NOT NULL
+        )",
+    ),
 ];
 
 /// Any fixed number that is Wharf's own: the PostgreSQL advisory lock of the migration.
