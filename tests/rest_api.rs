@@ -150,9 +150,10 @@ async fn bad_input_gets_the_right_code() {
             4007,
         ),
         (
+            // A backend this host never had is the caller's typo (4002), not an outage.
             h.post("/v1/sessions", json!({"backend": "nope"})).await,
-            503,
-            5011,
+            400,
+            4002,
         ),
         (h.post("/v1/sessions", json!({"key": "k"})).await, 400, 4003),
         (h.get("/v1/nothing-here").await, 400, 4002),

@@ -8,12 +8,12 @@
 //! `max_idle_seconds` are destroyed and replaced; `drain` (unload, upgrade, host stop)
 //! destroys every idle one.
 
+use crate::clock::now_ms;
 use crate::config::{WarmPoolConfig, toml_to_json};
 use crate::error_code::WharfError;
 use crate::metrics::Metrics;
 use crate::runtime::guest_types::SandboxSpec;
 use crate::runtime::provider_component::ProviderComponent;
-use crate::clock::now_ms;
 use crate::store::StateStore;
 use futures::StreamExt;
 use serde_json::Value;

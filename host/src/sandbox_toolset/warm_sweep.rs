@@ -4,11 +4,11 @@
 //! recorded handle), every container labelled with its id is removed, and its row is
 //! deleted. A row of a backend not loaded here is left to a node that has it.
 
+use crate::clock::now_ms;
 use crate::docker::{Docker, Owner};
 use crate::error_code::WharfError;
 use crate::runtime::guest_types::SessionView;
 use crate::runtime::loaded_backend::LoadedBackend;
-use crate::clock::now_ms;
 use crate::store::{StateStore, WarmRow};
 use serde_json::json;
 use std::sync::Arc;
