@@ -282,7 +282,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         } => sessions::run(command, &url, token).await,
         Command::Dev { dir, listen } => dev::run(dir, listen).await,
         Command::CompileWorker { cache_dir } => {
-            crate::runtime::compile_worker::run_worker(&cache_dir)
+            crate::runtime::compile_cache::run_worker(&cache_dir)
         }
         Command::New {
             name,

@@ -29,6 +29,7 @@ mod leftovers;
 mod output;
 mod resident_shell;
 mod shell_line;
+mod shell_pool;
 pub mod types;
 
 pub use client::{DEFAULT_DOCKER_HOST, Docker};

@@ -11,7 +11,7 @@ use tokio::sync::OnceCell;
 
 use super::error::DockerError;
 use super::labels::{LABEL_BACKEND, check_owner, is_full_id, shorten};
-use super::resident_shell::ShellPool;
+use super::shell_pool::ShellPool;
 use super::types::Owner;
 
 /// Where the engine listens when `DOCKER_HOST` is not set.

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
-use futures::{Stream, StreamExt};
-use std::pin::Pin;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
 use tokio::time::Instant as TokioInstant;
 
 use super::client::{Docker, OP_TIMEOUT};
@@ -20,7 +19,7 @@ use super::kill::{KillGuard, KillTarget, MARKER_VAR};
 use super::labels::shorten;
 use super::output::{Stderr, Tail, exec_output};
 use super::shell_line;
-use super::types::{Command, ExecOutput, ExecRequest, Owner};
+use super::types::{Command, ExecOutput, ExecRequest, InputSink, OutputStream, Owner};
 
 /// The outer shell (a session leader in `docker exec`) starts, as a child that is not a
 /// group leader, `setsid` + an inner shell: that one leads a new session and process
@@ -116,12 +115,6 @@ impl Capture {
         }
     }
 }
-
-/// An attached exec's multiplexed output.
-pub(crate) type OutputStream =
-    Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
-/// An attached exec's stdin.
-pub(crate) type InputSink = Pin<Box<dyn AsyncWrite + Send>>;
 
 impl Docker {
     /// Starts a created exec with its streams attached.

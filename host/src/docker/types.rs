@@ -200,3 +200,13 @@ pub struct ExecOutput {
     /// Wall-clock time of the whole call, in milliseconds.
     pub duration_ms: u64,
 }
+
+/// An attached exec's multiplexed output.
+pub(crate) type OutputStream = std::pin::Pin<
+    Box<
+        dyn futures::Stream<Item = Result<bollard::container::LogOutput, bollard::errors::Error>>
+            + Send,
+    >,
+>;
+/// An attached exec's stdin.
+pub(crate) type InputSink = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;

@@ -171,3 +171,22 @@ fn deserialize(engine: &Engine, bytes: &[u8]) -> Result<Component> {
     // checked against the digest written with it; wasmtime also validates the header.
     unsafe { Component::deserialize(engine, bytes) }.map_err(anyhow::Error::from)
 }
+
+/// The worker's side (`wharf compile-worker`, see `compile_worker`): reads a component from stdin, compiles it with the host's engine
+/// settings and stores it in the cache at `cache_dir`. A component that does not compile
+/// exits with [`compile_worker::EXIT_COMPILE_ERROR`] and the reason on stderr.
+pub fn run_worker(cache_dir: &Path) -> Result<()> {
+    let mut wasm = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin(), &mut wasm)
+        .context("reading the component from stdin")?;
+    let engine = crate::runtime::WharfEngine::new()?;
+    let cache = CompileCache::open(cache_dir)?;
+    let compiled = match precompile(engine.engine(), &wasm) {
+        Ok(compiled) => compiled,
+        Err(err) => {
+            eprintln!("{err:#}");
+            std::process::exit(compile_worker::EXIT_COMPILE_ERROR);
+        }
+    };
+    cache.store(engine.engine(), &wasm, &compiled)
+}

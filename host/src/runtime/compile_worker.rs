@@ -8,7 +8,6 @@
 //! the host then maps the artifact exactly as on a warm start. Hosts embedded as a library
 //! (and a child that cannot be started) compile in-process as before.
 
-use anyhow::{Context, Result};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -106,24 +105,4 @@ pub(crate) fn compile_in_child(exe: &Path, cache_dir: &Path, wasm: &[u8]) -> Wor
             }
         )),
     }
-}
-
-/// The worker's side: reads a component from stdin, compiles it with the host's engine
-/// settings and stores it in the cache at `cache_dir`. A component that does not compile
-/// exits with [`EXIT_COMPILE_ERROR`] and the reason on stderr.
-pub fn run_worker(cache_dir: &Path) -> Result<()> {
-    let mut wasm = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut wasm)
-        .context("reading the component from stdin")?;
-    let engine = crate::runtime::WharfEngine::new()?;
-    let cache = crate::runtime::compile_cache::CompileCache::open(cache_dir)?;
-    let compiled = match crate::runtime::compile_cache::precompile(engine.engine(), &wasm) {
-        Ok(compiled) => compiled,
-        Err(err) => {
-            eprintln!("{err:#}");
-            std::process::exit(EXIT_COMPILE_ERROR);
-        }
-    };
-    cache.store(engine.engine(), &wasm, &compiled)
 }
