@@ -11,6 +11,7 @@ pub mod json_body;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
+pub mod quotas;
 pub mod rest;
 
 pub use rest::router;

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+mod quotas;
+pub use quotas::{QuotaConfig, QuotaLimits};
+
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +30,9 @@ pub struct WharfConfig {
     /// The audit sink (`[audit]`).
     #[serde(default)]
     pub audit: crate::audit::AuditConfig,
+    /// Per-tenant quotas (`[quotas]`, or `[server.quotas]`).
+    #[serde(default)]
+    pub quotas: QuotaConfig,
 }
 
 /// `[store]`.
@@ -76,6 +82,8 @@ pub struct ServerConfig {
     pub max_upload_bytes: u64,
     /// Longest wait for the next piece of an upload's body, in ms (5006 beyond).
     pub upload_read_timeout_ms: u64,
+    /// Per-tenant quotas (`[quotas]` at the top level is the same table).
+    pub quotas: QuotaConfig,
 }
 
 /// The bounds of `lease_seconds` and `sweep_interval_seconds`.
@@ -235,6 +243,7 @@ impl Default for ServerConfig {
             max_guest_buffer_bytes: crate::bounded::DEFAULT_GUEST_BUFFER_BYTES,
             max_upload_bytes: 1 << 30,
             upload_read_timeout_ms: 30_000,
+            quotas: QuotaConfig::default(),
         }
     }
 }
@@ -439,6 +448,13 @@ impl WharfConfig {
         }
         config.server.auth.validate()?;
         config.audit.validate()?;
+        if config.server.quotas.is_empty() {
+            config.server.quotas = config.quotas.clone();
+        }
+        config
+            .server
+            .quotas
+            .validate(config.server.auth.tokens.iter().map(|t| t.name.as_str()))?;
         for (key, value) in [
             ("lease_seconds", config.server.lease_seconds),
             (

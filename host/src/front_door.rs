@@ -8,6 +8,7 @@
 mod hot_swap;
 mod invocation;
 mod lifecycle;
+mod quota_routes;
 mod scrape;
 mod session_routes;
 mod temporary;
@@ -116,6 +117,7 @@ impl Wharf {
             store: Some(store.clone()),
             metrics: metrics.clone(),
             guest_buffer_cap: crate::bounded::GuestBufferCap(server.max_guest_buffer_bytes),
+            quotas: Arc::new(crate::quotas::Quotas::new(server.quotas.clone())?),
         });
         let wharf = Arc::new_cyclic(|myself| Self {
             services,

@@ -3,6 +3,7 @@
 //! come back as WIT errors; only host bugs trap.
 
 pub mod container;
+mod container_quota;
 pub mod container_turns;
 pub mod egress;
 pub mod exec;

@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod policy;
 pub mod principal;
 pub mod private_files;
+pub mod quotas;
 pub mod redact;
 pub mod runtime;
 pub mod sandbox_toolset;

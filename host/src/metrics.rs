@@ -3,8 +3,10 @@
 //! [`Scrape`] the front door reads off the instance pools, the session store and Docker.
 //! The recorder sits at the bottom: it imports none of what it measures.
 
+mod tenants;
 mod warm_pool;
 
+pub use tenants::TenantMetrics;
 pub use warm_pool::WarmPoolMetrics;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -104,6 +106,8 @@ pub struct Metrics {
     audit_dropped: Counter,
     warm_pool: WarmPoolMetrics,
     scrape: std::sync::Mutex<()>,
+    /// Per-tenant series (quotas).
+    pub tenants: TenantMetrics,
 }
 
 impl Default for Metrics {
@@ -136,6 +140,10 @@ pub struct Scrape {
     pub sessions: Option<Vec<(String, &'static str)>>,
     /// The backend of every Wharf container; `None` when Docker did not answer.
     pub containers: Option<Vec<String>>,
+    /// The tenant of every session in the store; `None` when the store did not answer.
+    pub tenant_sessions: Option<Vec<String>>,
+    /// The tenant of every Wharf container that belongs to a session.
+    pub tenant_containers: Option<Vec<String>>,
 }
 
 impl Metrics {
@@ -223,7 +231,9 @@ impl Metrics {
             audit_dropped.clone(),
         );
         let warm_pool = WarmPoolMetrics::register(&mut registry);
+        let tenants = TenantMetrics::register(&mut registry);
         Self {
+            tenants,
             registry,
             tool_calls,
             call_duration,
@@ -374,6 +384,14 @@ impl Metrics {
             self.containers
                 .get_or_create(&BackendLabels { backend })
                 .set(n);
+        }
+        if let Some(tenants) = &scrape.tenant_sessions {
+            self.tenants
+                .set_sessions(tenants.iter().map(String::as_str));
+        }
+        if let Some(tenants) = &scrape.tenant_containers {
+            self.tenants
+                .set_containers(tenants.iter().map(String::as_str));
         }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;

@@ -8,11 +8,13 @@ mod backend_locks;
 mod kv_rows;
 mod migrations;
 mod node_rows;
+mod quota_rows;
 mod session_record;
 mod session_rows;
 mod warm_rows;
 
 pub use kv_rows::KvScope;
+pub use quota_rows::RowQuota;
 pub use session_record::SessionRecord;
 pub use session_rows::{BadSessionRow, SessionState};
 pub use warm_rows::WarmRow;

@@ -71,16 +71,25 @@ impl Envelope {
     }
 }
 
+/// Whole seconds until a retry can help: `data.retry_after_ms` rounded up (a quota says
+/// when it frees), else 1.
+pub fn retry_after_seconds(data: &Value) -> u64 {
+    data.get("retry_after_ms")
+        .and_then(Value::as_u64)
+        .map_or(1, |ms| ms.div_ceil(1000).max(1))
+}
+
 impl IntoResponse for Envelope {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.code.http_status())
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let retry_after = matches!(self.code, Code::RateLimited | Code::BackendUnavailable);
+        let retry_after = matches!(self.code, Code::RateLimited | Code::BackendUnavailable)
+            .then(|| retry_after_seconds(&self.data));
         let mut response = (status, axum::Json(self)).into_response();
-        if retry_after {
+        if let Some(seconds) = retry_after {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from_static("1"),
+                axum::http::HeaderValue::from(seconds),
             );
         }
         response

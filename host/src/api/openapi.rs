@@ -65,6 +65,13 @@ const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/v1/quotas",
+        summary: "The caller's quotas and use (admins: every tenant's)",
+        scope: Some("read"),
+        body: Body::None,
+    },
+    Operation {
+        method: "get",
         path: "/v1/tools",
         summary: "Every tool with its input schema, annotations and session need",
         scope: Some("read"),

@@ -73,6 +73,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
             get(crate::api::metrics::serve).route_layer(read_scope()),
         )
         .route("/v1/backends", get(crate::api::backends::list_backends))
+        .route("/v1/quotas", get(crate::api::quotas::serve))
         .route("/v1/tools", get(list_tools))
         .route(
             "/v1/sessions/{id}/files",

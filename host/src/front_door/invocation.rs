@@ -6,7 +6,7 @@
 //! call).
 
 use super::Wharf;
-use super::tool_calls::{CallOutcome, CallPlace, CallRequest};
+use super::tool_calls::{Admitted, CallOutcome, CallPlace, CallRequest};
 use crate::error_code::WharfError;
 use crate::principal::Principal;
 use crate::tool::SessionNeed;
@@ -95,34 +95,31 @@ impl Wharf {
             missing_session,
         } = invocation;
         let tool = self.listed_name(tool);
-        let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));
+        let tenant = caller.session_tenant();
         let mut request = CallRequest {
             tool,
             args,
-            session_id: None,
+            session_id: match &session {
+                SessionChoice::Id(id) => Some(id.clone()),
+                _ => None,
+            },
             timeout_ms: deadline.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX)),
         };
-        let given = match &session {
-            SessionChoice::Id(id) => Some(id.clone()),
-            _ => None,
-        };
-        let pick = self
-            .pick_session(caller, &request, session, missing_session)
-            .await;
-        let (session_id, temporary) = match pick {
-            Ok(picked) => picked,
-            Err(Some(refusal)) => return Err(refusal),
-            // Not resolved or not permitted: the call path refuses it and audits it.
-            Err(None) => (given, None),
-        };
-        request.session_id = session_id;
-        let outcome = self
-            .call_permitted(caller.session_tenant(), request, trace_id, permit)
-            .await;
-        if let Some(temporary) = temporary {
-            temporary.destroy().await;
-        }
-        outcome
+        let args = request.args.clone();
+        self.audited(tenant, &args, trace_id.clone(), async {
+            let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));
+            let admitted = self.admit(tenant, &request, permit).map_err(|e| *e)?;
+            let (session_id, temporary) = self
+                .pick_session(caller, &admitted, &request, session, missing_session)
+                .await?;
+            request.session_id = session_id;
+            let outcome = self.run_admitted(tenant, admitted, request, trace_id).await;
+            if let Some(temporary) = temporary {
+                temporary.destroy().await;
+            }
+            outcome
+        })
+        .await
     }
 
     /// The canonical name of a tool the caller named by its MCP name when the name
@@ -139,30 +136,21 @@ impl Wharf {
     }
 
     /// The session the call runs in (and the temporary session to release after it).
-    /// `Err(None)` when the tool does not resolve or the caller may not use it: the call
-    /// path gives that refusal.
     async fn pick_session(
         &self,
         caller: &Principal,
+        admitted: &Admitted,
         request: &CallRequest,
         choice: SessionChoice,
         missing_session: Option<fn(&str) -> WharfError>,
-    ) -> Result<
-        (Option<String>, Option<super::temporary::TemporarySession>),
-        Option<(WharfError, CallPlace)>,
-    > {
-        let (backend, action) = self.resolve_tool(&request.tool).map_err(|_| None)?;
-        caller
-            .require_tool(&backend.name, Some(&action))
-            .map_err(|_| None)?;
-        let need = backend.tool(&action).map(|t| t.session).ok_or(None)?;
+    ) -> Result<(Option<String>, Option<super::temporary::TemporarySession>), (WharfError, CallPlace)>
+    {
+        let backend = &admitted.backend;
+        let action = &admitted.tool.action;
+        let need = admitted.tool.session;
         let canonical = format!("{}:{action}", backend.name);
-        let place = CallPlace {
-            tool: Some(canonical.clone()),
-            backend: Some(backend.name.to_string()),
-            session_id: None,
-        };
-        let refuse = |e: WharfError| Some((e, place.clone()));
+        let place = admitted.place.clone();
+        let refuse = |e: WharfError| (e, place.clone());
         match (choice, need) {
             // A stateless tool called in a session: the call path explains the mistake.
             (SessionChoice::Id(id), _) => Ok((Some(id), None)),
@@ -190,7 +178,7 @@ impl Wharf {
                     None if required => {
                         // Bad arguments are refused before a session is paid for.
                         backend
-                            .validate_args(&action, &request.args)
+                            .validate_args(action, &request.args)
                             .map_err(refuse)?;
                         let temporary = self
                             .temporary_session(&caller.tenant, &backend.name, &key)

@@ -33,38 +33,51 @@ impl Wharf {
                 (b.name.to_string(), counts)
             })
             .collect();
-        let sessions = self
+        let records = self
             .sessions
             .store()
             .list_sessions(None, None, None)
             .await
-            .ok()
-            .map(|records| {
-                records
-                    .into_iter()
-                    .map(|r| {
-                        let state = match r.state {
-                            SessionState::Creating => "creating",
-                            SessionState::Ready => "ready",
-                            SessionState::Releasing => "releasing",
-                        };
-                        (r.backend, state)
-                    })
-                    .collect()
-            });
-        let containers = match &self.services.docker {
-            Some(docker) => docker
-                .list_all_wharf()
-                .await
-                .ok()
-                .map(|list| list.into_iter().map(|c| c.backend).collect()),
+            .ok();
+        let tenant_of: std::collections::HashMap<&str, &str> = records
+            .iter()
+            .flatten()
+            .map(|r| (r.id.as_str(), r.tenant.as_str()))
+            .collect();
+        let tenant_sessions = records
+            .as_ref()
+            .map(|records| records.iter().map(|r| r.tenant.clone()).collect());
+        let sessions = records.as_ref().map(|records| {
+            records
+                .iter()
+                .map(|r| {
+                    let state = match r.state {
+                        SessionState::Creating => "creating",
+                        SessionState::Ready => "ready",
+                        SessionState::Releasing => "releasing",
+                    };
+                    (r.backend.clone(), state)
+                })
+                .collect()
+        });
+        let listed = match &self.services.docker {
+            Some(docker) => docker.list_all_wharf().await.ok(),
             None => None,
         };
+        let tenant_containers = listed.as_ref().map(|list| {
+            list.iter()
+                .filter_map(|c| c.session.as_deref().and_then(|s| tenant_of.get(s)))
+                .map(|t| t.to_string())
+                .collect()
+        });
+        let containers = listed.map(|list| list.into_iter().map(|c| c.backend).collect());
         self.metrics.render(Scrape {
             contracts,
             pools,
             sessions,
             containers,
+            tenant_sessions,
+            tenant_containers,
         })
     }
 }

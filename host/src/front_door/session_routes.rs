@@ -66,6 +66,12 @@ impl Wharf {
             .backend_config(&backend.name)
             .map(|c| c.sessions)
             .unwrap_or_default();
+        let quota = self.services.quotas.limits(tenant, Some(&*backend.name));
+        let (idle_ttl_seconds, max_lifetime_seconds) = quota.session_lifetimes(
+            request.ttl_seconds.map(TtlSeconds::get),
+            TtlSeconds::saturating(lifetimes.idle_ttl_seconds).get(),
+            lifetimes.max_lifetime_seconds,
+        );
         let acquire = AcquireRequest {
             tenant: tenant.to_string(),
             key: request
@@ -73,18 +79,43 @@ impl Wharf {
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             config,
-            idle_ttl_seconds: request
-                .ttl_seconds
-                .unwrap_or(TtlSeconds::saturating(lifetimes.idle_ttl_seconds))
-                .get(),
-            max_lifetime_seconds: lifetimes.max_lifetime_seconds,
+            idle_ttl_seconds,
+            max_lifetime_seconds,
+            session_quota: quota.sessions.map(|(limit, scope)| crate::store::RowQuota {
+                limit,
+                backend: (scope == crate::quotas::Scope::Backend).then(|| backend.name.to_string()),
+            }),
+            warm_allowed: quota.containers.is_none(),
             owner: request.owner.clone(),
             holder: request.holder.clone(),
             claim_ttl: CLAIM_TTL,
         };
-        let (record, created) = self.sessions.acquire(&backend, acquire).await?;
+        let (record, created) =
+            crate::quotas::as_tenant(tenant, self.sessions.acquire(&backend, acquire))
+                .await
+                .inspect_err(|e| self.audit_quota_refusal(tenant, &backend.name, e))?;
         self.watch_expiry(record.id.clone());
         Ok((record, created))
+    }
+
+    fn audit_quota_refusal(&self, tenant: &str, backend: &str, e: &WharfError) {
+        let Some(quota) = e
+            .data
+            .as_ref()
+            .and_then(|d| d.get("quota"))
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        self.metrics.tenants.record_refusal(tenant, quota);
+        tracing::info!(
+            target: "wharf::audit",
+            event = "quota_refused",
+            tenant,
+            backend,
+            quota,
+            code = e.code.as_u32(),
+        );
     }
 
     /// A session of `tenant`.

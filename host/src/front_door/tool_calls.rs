@@ -69,6 +69,23 @@ impl CallOutcome {
     }
 }
 
+/// A call resolved, permitted and admitted under its tenant's quotas (the concurrency slot
+/// is held until this is dropped).
+pub(super) struct Admitted {
+    /// The tool's backend.
+    pub backend: Arc<LoadedBackend>,
+    /// The tool.
+    pub tool: ToolDescription,
+    /// Where the call is, for the envelope's `meta`.
+    pub place: CallPlace,
+    _admission: crate::quotas::CallAdmission,
+}
+
+/// The name a caller's quotas and pool turns go by: its tenant, or one name for admins.
+fn quota_tenant(tenant: &Tenant) -> &str {
+    tenant.only().unwrap_or(crate::quotas::ADMIN_TENANT)
+}
+
 impl Wharf {
     /// Every tool of every backend.
     pub fn tools(&self) -> Vec<(ToolName, String, ToolDescription)> {
@@ -120,38 +137,48 @@ impl Wharf {
         }
     }
 
-    /// Runs a tool for `tenant`.
+    /// Runs a tool for `tenant`, with no allowlist of its own (the host's own callers;
+    /// protocols go through [`Wharf::invoke`]).
     pub async fn call(
         &self,
         tenant: &Tenant,
         request: CallRequest,
         trace_id: Option<String>,
     ) -> Result<CallOutcome, (WharfError, CallPlace)> {
-        self.call_permitted(tenant, request, trace_id, |_, _| Ok(()))
-            .await
+        let args = request.args.clone();
+        self.audited(tenant, &args, trace_id.clone(), async {
+            let admitted = self
+                .admit(tenant, &request, |_, _| Ok(()))
+                .map_err(|e| *e)?;
+            self.run_admitted(tenant, admitted, request, trace_id).await
+        })
+        .await
     }
 
-    /// Runs a tool for `tenant` if `permit(backend, action)` allows the resolved tool (a
-    /// token's allowlist); a refusal is audited like any failed call.
-    pub async fn call_permitted(
+    /// Runs `work` (one call) as the tenant's, then writes the call's audit line and
+    /// metrics, refusals included. The audit line never carries content or commands (only
+    /// their length and sha256).
+    pub(super) async fn audited<F>(
         &self,
         tenant: &Tenant,
-        request: CallRequest,
+        args: &Value,
         trace_id: Option<String>,
-        permit: impl Fn(&str, &str) -> Result<(), WharfError> + Send,
-    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        work: F,
+    ) -> Result<CallOutcome, (WharfError, CallPlace)>
+    where
+        F: Future<Output = Result<CallOutcome, (WharfError, CallPlace)>>,
+    {
         let started = std::time::Instant::now();
-        // The audit line never carries content or commands (only their length and
-        // sha256); building it copies the arguments, so only when the line is written.
+        // Building the line copies the arguments, so only when it is written.
         let args = tracing::enabled!(target: "wharf::audit", tracing::Level::INFO)
             .then(|| {
-                let audited = crate::redact::for_audit(&request.args);
+                let audited = crate::redact::for_audit(args);
                 crate::redact::one_line(&audited.to_string())
             })
             .unwrap_or_default();
-        let outcome = self
-            .call_unaudited(tenant, request, trace_id.clone(), permit)
-            .await;
+        let who = quota_tenant(tenant);
+        let outcome = crate::quotas::as_tenant(who, work).await;
+        let refused = self.record_tenant_call(who, &outcome);
         let (code, tool, backend, session) = match &outcome {
             Ok(o) => (
                 0,
@@ -177,6 +204,7 @@ impl Wharf {
             session = session.unwrap_or("-"),
             duration_ms = elapsed.as_millis() as u64,
             code,
+            refused = %refused,
             trace_id = trace_id.as_deref().unwrap_or("-"),
             %args,
         );
@@ -184,34 +212,90 @@ impl Wharf {
         outcome
     }
 
-    async fn call_unaudited(
+    /// Counts a call for its tenant; the quota that refused it (for the audit line), or `-`.
+    fn record_tenant_call(
+        &self,
+        who: &str,
+        outcome: &Result<CallOutcome, (WharfError, CallPlace)>,
+    ) -> String {
+        let tenants = &self.metrics.tenants;
+        tenants.record_call(who);
+        let limit = match outcome {
+            Err((e, _)) if e.code == Code::RateLimited || e.code == Code::BackendUnavailable => e
+                .data
+                .as_ref()
+                .and_then(|d| d.get("limit").or_else(|| d.get("reason")))
+                .and_then(Value::as_str),
+            _ => None,
+        };
+        match limit {
+            Some(limit) => {
+                if limit != "busy" {
+                    tenants.record_refusal(who, limit);
+                }
+                limit.to_string()
+            }
+            None => "-".to_string(),
+        }
+    }
+
+    /// Resolves the tool once, checks the caller's allowlist (`permit`) and admits the call
+    /// under the tenant's quotas, before anything is paid for (a session, a sandbox).
+    pub(super) fn admit(
         &self,
         tenant: &Tenant,
-        request: CallRequest,
-        trace_id: Option<String>,
-        permit: impl Fn(&str, &str) -> Result<(), WharfError> + Send,
-    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        request: &CallRequest,
+        permit: impl Fn(&str, &str) -> Result<(), WharfError>,
+    ) -> Result<Admitted, Box<(WharfError, CallPlace)>> {
         let mut place = CallPlace {
             session_id: request.session_id.clone(),
             ..CallPlace::default()
         };
         let (backend, action) = self
             .resolve_tool(&request.tool)
-            .map_err(|e| (e, place.clone()))?;
+            .map_err(|e| Box::new((e, place.clone())))?;
         place.tool = Some(format!("{}:{action}", backend.name));
         place.backend = Some(backend.name.to_string());
-        permit(&backend.name, &action).map_err(|e| (e, place.clone()))?;
-        let Some(tool) = backend.tool(&action) else {
-            return Err((
+        permit(&backend.name, &action).map_err(|e| Box::new((e, place.clone())))?;
+        let admission = self
+            .services
+            .quotas
+            .admit_call(quota_tenant(tenant), &backend.name)
+            .map_err(|e| Box::new((e, place.clone())))?;
+        let Some(tool) = backend.tool(&action).cloned() else {
+            return Err(Box::new((
                 WharfError::invalid_request(format!("unknown tool `{}`", request.tool)),
                 place,
-            ));
+            )));
         };
-        self.call_resolved(tenant, &backend, tool, request, trace_id)
+        Ok(Admitted {
+            backend,
+            tool,
+            place,
+            _admission: admission,
+        })
+    }
+
+    /// Runs an admitted call in `request.session_id` (if any).
+    pub(super) async fn run_admitted(
+        &self,
+        tenant: &Tenant,
+        admitted: Admitted,
+        request: CallRequest,
+        trace_id: Option<String>,
+    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
+        let Admitted {
+            backend,
+            tool,
+            mut place,
+            _admission,
+        } = admitted;
+        place.session_id = request.session_id.clone();
+        self.call_resolved(tenant, &backend, &tool, request, trace_id)
             .await
             .map_err(|e| {
                 let e = self.explain_session_error(e, place.session_id.as_deref());
-                (e, place.clone())
+                (e, place)
             })
     }
 

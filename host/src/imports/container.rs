@@ -115,6 +115,7 @@ impl HostState {
             Network::Bridge => NetworkRequest::Bridge,
             Network::Named(n) => NetworkRequest::Named(n.clone()),
         };
+        self.check_container_quota(docker).await?;
         let owned = docker
             .list_owned(&owner.backend, None)
             .await

@@ -40,6 +40,10 @@ pub struct SessionStart {
     pub config: Value,
     /// The session's hard lifetime, s (0 = none).
     pub max_lifetime_seconds: u64,
+    /// Whether an already-created (warm) sandbox may serve it. False when the caller's
+    /// containers are counted by a quota: the sandbox is then created in the provider's
+    /// create turn, where the count is checked.
+    pub warm: bool,
 }
 
 /// A loaded backend's behaviour.

@@ -92,6 +92,8 @@ pub struct HostServices {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The cap on what a guest has the host buffer for it (exec output, copy-out).
     pub guest_buffer_cap: crate::bounded::GuestBufferCap,
+    /// Per-tenant quotas (pool shares, container counts).
+    pub quotas: Arc<crate::quotas::Quotas>,
 }
 
 /// The data of one store (one instance of one backend).

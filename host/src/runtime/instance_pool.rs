@@ -1,10 +1,12 @@
 //! A pool of warm instances per backend: grows on demand up to `pool_max` (which is also
 //! the backend's concurrency limit), keeps `pool_min` warm, retires an instance after N
 //! calls or past a memory high-water mark, and discards one that trapped, blew a limit or
-//! was dropped mid-call (cancelled), replacing it in the background.
+//! was dropped mid-call (cancelled), replacing it in the background. When every instance
+//! is busy, waiting calls are served round-robin across tenants (`quotas::FairGate`).
 
-use crate::error_code::{Code, WharfError};
+use crate::error_code::WharfError;
 use crate::policy::Grants;
+use crate::quotas::{FairGate, GatePermit, GateRefusal};
 use crate::runtime::guest_types::GuestError;
 use crate::runtime::host_state::HostServices;
 use crate::runtime::host_state::{CallContext, HostState};
@@ -12,7 +14,6 @@ use anyhow::{Result, anyhow};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
 /// A boxed future, for the few guest calls a pool makes without knowing the world.
@@ -131,7 +132,7 @@ pub struct InstancePool<W: GuestWorld> {
     grants: Arc<Grants>,
     services: Arc<HostServices>,
     idle: Mutex<Vec<Instance<W>>>,
-    permits: Arc<Semaphore>,
+    gate: Arc<FairGate>,
     /// Set (under the `idle` lock) by [`InstancePool::drain`]: from then on an instance
     /// checked in or warmed is shut down instead of kept.
     draining: AtomicBool,
@@ -176,7 +177,7 @@ impl<W: GuestWorld> InstancePool<W> {
             grants,
             services,
             pre,
-            permits: Arc::new(Semaphore::new(settings.max)),
+            gate: FairGate::new(settings.max),
             settings,
             warmup_config,
             idle: Mutex::new(Vec::new()),
@@ -277,23 +278,7 @@ impl<W: GuestWorld> InstancePool<W> {
         self: &Arc<Self>,
         context: CallContext,
     ) -> Result<CheckedOut<W>, WharfError> {
-        let permit = tokio::time::timeout(
-            self.settings.queue_timeout,
-            self.permits.clone().acquire_owned(),
-        )
-        .await
-        .map_err(|_| {
-            WharfError::new(
-                Code::RateLimited,
-                format!(
-                    "backend `{}` is at its limit of {} concurrent calls",
-                    self.name, self.settings.max
-                ),
-            )
-        })?
-        .map_err(|_| {
-            WharfError::backend_unavailable(format!("backend `{}` is unloading", self.name))
-        })?;
+        let permit = self.admit().await?;
         let mut instance = match self.pop_idle() {
             Some(instance) => instance,
             None => self.instantiate().await.map_err(|e| {
@@ -313,6 +298,45 @@ impl<W: GuestWorld> InstancePool<W> {
             instance: Some(instance),
             pool: self.clone(),
             _permit: permit,
+        })
+    }
+
+    /// A slot for the current task's tenant, within its share of the pool, waiting up to
+    /// the queue timeout; past it the answer is "busy" (5011, retryable), which is not the
+    /// backend's fault and not a blown call deadline.
+    async fn admit(self: &Arc<Self>) -> Result<GatePermit, WharfError> {
+        let tenant = crate::quotas::current_tenant();
+        let share = self
+            .services
+            .quotas
+            .limits(&tenant, Some(&*self.name))
+            .pool_share(self.settings.max);
+        let started = Instant::now();
+        let admitted = self
+            .gate
+            .acquire(tenant.clone(), share, self.settings.queue_timeout)
+            .await;
+        let tenants = &self.services.metrics.tenants;
+        tenants.record_queue_wait(&tenant, started.elapsed());
+        admitted.map_err(|refusal| match refusal {
+            GateRefusal::Busy => {
+                tenants.record_refusal(&tenant, "pool_busy");
+                let waited = u64::try_from(self.settings.queue_timeout.as_millis()).unwrap_or(u64::MAX);
+                WharfError::backend_unavailable(format!(
+                    "backend `{}` is busy: its {} instances stayed in use for the queue timeout of {waited} ms; retry later",
+                    self.name, self.settings.max
+                ))
+                .retryable(true)
+                .with_data(serde_json::json!({
+                    "reason": "busy",
+                    "pool_max": self.settings.max,
+                    "queue_timeout_ms": waited,
+                    "retry_after_ms": 1000,
+                }))
+            }
+            GateRefusal::Closed => {
+                WharfError::backend_unavailable(format!("backend `{}` is unloading", self.name))
+            }
         })
     }
 
@@ -365,7 +389,7 @@ impl<W: GuestWorld> InstancePool<W> {
                 Some(Instant::now() + self.settings.hook_timeout);
             let _ = tokio::time::timeout(self.settings.hook_timeout, shutdown(&mut instance)).await;
         }
-        self.permits.close();
+        self.gate.close();
     }
 }
 
@@ -382,7 +406,7 @@ async fn shutdown<W: GuestWorld>(instance: &mut Instance<W>) {
 pub struct CheckedOut<W: GuestWorld> {
     instance: Option<Instance<W>>,
     pool: Arc<InstancePool<W>>,
-    _permit: OwnedSemaphorePermit,
+    _permit: GatePermit,
 }
 
 impl<W: GuestWorld> CheckedOut<W> {

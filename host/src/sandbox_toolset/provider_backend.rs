@@ -92,7 +92,8 @@ impl Backend for ProviderBackend {
 
     async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {
         let spec = sandbox_spec(&start.config, start.owner, start.max_lifetime_seconds)?;
-        if let Some(pool) = &self.warm
+        if start.warm
+            && let Some(pool) = &self.warm
             && let Some(taken) = pool.take(&spec, &start.id).await
         {
             return Ok(json!({ "sandbox": taken.handle, "warm": taken.id }));

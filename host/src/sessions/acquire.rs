@@ -32,6 +32,10 @@ pub struct AcquireRequest {
     pub holder: Option<String>,
     /// How long a holder claim lasts.
     pub claim_ttl: Duration,
+    /// The tenant's session quota, checked cluster-wide when a row is created.
+    pub session_quota: Option<crate::store::RowQuota>,
+    /// Whether a warm sandbox may serve the session (not when containers are counted).
+    pub warm_allowed: bool,
 }
 
 impl SessionManager {
@@ -116,7 +120,16 @@ impl SessionManager {
                     .then(|| crate::bounded::after_seconds(now, request.max_lifetime_seconds)),
                 generation: 0,
             };
-            if self.store.insert_creating(&fresh).await? {
+            let inserted = match &request.session_quota {
+                Some(quota) => {
+                    let node_until = (now + self.lease.as_millis() as u64) as i64;
+                    self.store
+                        .insert_creating_within(&fresh, quota, &self.node, node_until)
+                        .await?
+                }
+                None => self.store.insert_creating(&fresh).await?,
+            };
+            if inserted {
                 return self
                     .initialize(backend, fresh, request)
                     .await
@@ -195,7 +208,13 @@ impl SessionManager {
         let data = match self
             .holding_lease(
                 &row.id,
-                hooks::initialize(backend, &row, &request.config, request.max_lifetime_seconds),
+                hooks::initialize(
+                    backend,
+                    &row,
+                    &request.config,
+                    request.max_lifetime_seconds,
+                    request.warm_allowed,
+                ),
             )
             .await
         {

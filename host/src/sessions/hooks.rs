@@ -14,6 +14,7 @@ pub async fn initialize(
     record: &SessionRecord,
     config: &Value,
     max_lifetime_seconds: u64,
+    warm: bool,
 ) -> Result<Value, WharfError> {
     let start = SessionStart {
         id: record.id.clone(),
@@ -21,6 +22,7 @@ pub async fn initialize(
         owner: record.owner.clone(),
         config: config.clone(),
         max_lifetime_seconds,
+        warm,
     };
     backend.behaviour().initialize(start).await
 }

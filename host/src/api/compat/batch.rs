@@ -111,6 +111,9 @@ pub(super) async fn batch(
             "`actions` is required",
         )));
     };
+    if let Err(e) = wharf.check_batch_size(&caller.tenant, actions.len()) {
+        return clock.reply(Err(e));
+    }
     let worker = worker_id(body.worker_id.as_deref(), &headers);
     let ctx = Ctx {
         wharf: &wharf,

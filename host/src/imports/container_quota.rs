@@ -1,0 +1,70 @@
+//! The tenant's container quota, checked inside the backend's create turn: the containers
+//! labelled with the tenant's sessions (of this backend, or of every backend when the
+//! quota is the tenant's own), counted on the Docker engine against the sessions in the
+//! store. The tenant is the one whose request the call serves (`quotas::current_tenant`).
+
+use super::container::docker_error;
+use super::guest_error;
+use crate::error_code::Code;
+use crate::quotas::Scope;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::runtime::host_state::HostState;
+use std::collections::HashSet;
+
+impl HostState {
+    /// 4030 naming the quota when the calling tenant's containers are at it (`&mut`: the
+    /// state is not `Sync`, and the future must be `Send`).
+    pub(super) async fn check_container_quota(
+        &mut self,
+        docker: &crate::docker::Docker,
+    ) -> Result<(), Error> {
+        let tenant = crate::quotas::current_tenant();
+        let limits = self.services.quotas.limits(&tenant, Some(&*self.backend));
+        let Some((limit, scope)) = limits.containers else {
+            return Ok(());
+        };
+        let Some(store) = &self.services.store else {
+            return Ok(());
+        };
+        let backend = (scope == Scope::Backend).then_some(&*self.backend);
+        let sessions: HashSet<String> = store
+            .list_sessions(Some(&*tenant), backend, None)
+            .await
+            .map_err(super::wharf_error)?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        let in_use = docker
+            .list_all_wharf()
+            .await
+            .map_err(docker_error)?
+            .iter()
+            .filter(|c| backend.is_none_or(|b| c.backend == b))
+            .filter(|c| c.session.as_ref().is_some_and(|s| sessions.contains(s)))
+            .count() as u64;
+        if in_use < limit {
+            return Ok(());
+        }
+        self.services
+            .metrics
+            .tenants
+            .record_refusal(&tenant, "containers");
+        tracing::info!(target: "wharf::audit", event = "quota_refused", tenant = %tenant, backend = %self.backend, quota = "containers", code = 4030);
+        let mut e = guest_error(
+            Code::Forbidden,
+            format!(
+                "tenant `{tenant}` is at its quota of {limit} containers; release a session first"
+            ),
+        );
+        e.data = Some(
+            serde_json::json!({
+                "quota": "containers",
+                "limit": limit,
+                "in_use": in_use,
+                "tenant": &*tenant,
+            })
+            .to_string(),
+        );
+        Err(e)
+    }
+}

@@ -1,0 +1,125 @@
+//! Per-tenant series for `GET /metrics`: calls, refusals (4290 and quota 4030s), time
+//! waited for an instance, and (at scrape time) sessions and containers.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TenantLabels {
+    tenant: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    tenant: String,
+    limit: String,
+}
+
+fn wait_histogram() -> Histogram {
+    // 0.1 ms .. ~3 s.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 16))
+}
+
+/// The per-tenant series.
+#[derive(Debug)]
+pub struct TenantMetrics {
+    calls: Family<TenantLabels, Counter>,
+    refusals: Family<RefusalLabels, Counter>,
+    queue_wait: Family<TenantLabels, Histogram, fn() -> Histogram>,
+    sessions: Family<TenantLabels, Gauge>,
+    containers: Family<TenantLabels, Gauge>,
+}
+
+impl TenantMetrics {
+    /// Registers the series into `registry`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let me = Self {
+            calls: Family::default(),
+            refusals: Family::default(),
+            queue_wait: Family::new_with_constructor(wait_histogram),
+            sessions: Family::default(),
+            containers: Family::default(),
+        };
+        registry.register(
+            "wharf_tenant_calls",
+            "Tool calls by tenant",
+            me.calls.clone(),
+        );
+        registry.register(
+            "wharf_tenant_refusals",
+            "Calls and creations refused by a quota (4290, or 4030 for a count), by tenant and limit",
+            me.refusals.clone(),
+        );
+        registry.register(
+            "wharf_tenant_queue_wait_seconds",
+            "Time a call waited for a backend instance, by tenant",
+            me.queue_wait.clone(),
+        );
+        registry.register(
+            "wharf_tenant_sessions",
+            "Sessions in the store by tenant",
+            me.sessions.clone(),
+        );
+        registry.register(
+            "wharf_tenant_containers",
+            "Wharf-labelled containers by the tenant of their session",
+            me.containers.clone(),
+        );
+        me
+    }
+
+    fn labels(tenant: &str) -> TenantLabels {
+        TenantLabels {
+            tenant: tenant.to_string(),
+        }
+    }
+
+    /// One tool call of `tenant`.
+    pub fn record_call(&self, tenant: &str) {
+        self.calls.get_or_create(&Self::labels(tenant)).inc();
+    }
+
+    /// One refusal of `tenant` by `limit`.
+    pub fn record_refusal(&self, tenant: &str, limit: &str) {
+        self.refusals
+            .get_or_create(&RefusalLabels {
+                tenant: tenant.to_string(),
+                limit: limit.to_string(),
+            })
+            .inc();
+    }
+
+    /// How long one call of `tenant` waited for an instance.
+    pub fn record_queue_wait(&self, tenant: &str, waited: Duration) {
+        self.queue_wait
+            .get_or_create(&Self::labels(tenant))
+            .observe(waited.as_secs_f64());
+    }
+
+    /// Sets the session gauges from one tenant name per session.
+    pub fn set_sessions<'a>(&self, tenants: impl Iterator<Item = &'a str>) {
+        Self::set(&self.sessions, tenants);
+    }
+
+    /// Sets the container gauges from one tenant name per container.
+    pub fn set_containers<'a>(&self, tenants: impl Iterator<Item = &'a str>) {
+        Self::set(&self.containers, tenants);
+    }
+
+    fn set<'a>(family: &Family<TenantLabels, Gauge>, tenants: impl Iterator<Item = &'a str>) {
+        family.clear();
+        let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+        for t in tenants {
+            *counts.entry(t).or_default() += 1;
+        }
+        for (tenant, n) in counts {
+            family.get_or_create(&Self::labels(tenant)).set(n);
+        }
+    }
+}

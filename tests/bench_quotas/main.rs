@@ -1,0 +1,235 @@
+//! The quotas benchmark (issue 11), one table in one run:
+//!
+//! - the cost of the quota checks: `echo:ping` over REST at concurrency 32 (wrk), on a host
+//!   with no `[quotas]` and on one whose every call passes a rate and a concurrency check
+//!   (limits far above the load), alternated, three rounds each;
+//! - noisy neighbour: tenant B's p99 over REST (sequential `m:busy` calls on a backend with
+//!   `pool_max = 4`) alone, then while tenant A floods the same backend at concurrency 64.
+//!
+//! Run with `scripts/bench` (it installs wrk if missing).
+
+use serde_json::{Value, json};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use wharf::config::{QuotaConfig, ServerConfig, TokenConfig, TokenScope};
+use wharf_integration_tests::{TestHost, bundled, start_with};
+
+/// Runs wrk (POST `body`) and returns (requests/s, p99 ms); every answer must be a 2xx.
+fn wrk(url: &str, body: &str, connections: u32, seconds: u32) -> (f64, f64) {
+    let (rps, p99, non_2xx) = wrk_as(None, url, body, connections, seconds);
+    assert_eq!(non_2xx, 0.0, "non-2xx replies during the run");
+    (rps, p99)
+}
+
+/// Runs wrk (POST `body`, with `token` as the bearer when given): (requests/s, p99 ms,
+/// non-2xx answers).
+fn wrk_as(
+    token: Option<&str>,
+    url: &str,
+    body: &str,
+    connections: u32,
+    seconds: u32,
+) -> (f64, f64, f64) {
+    let script = std::env::temp_dir().join(format!(
+        "wharf-bench-q-{}-{}.lua",
+        std::process::id(),
+        token.unwrap_or("-")
+    ));
+    let auth = token.map_or(String::new(), |t| {
+        format!("wrk.headers[\"Authorization\"] = \"Bearer {t}\"\n")
+    });
+    let lua = format!(
+        "{auth}wrk.method = \"POST\"\nwrk.body = '{body}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
+         done = function(summary, latency, requests)\n  io.write(string.format(\"WHARF %f %f %d\\n\", \
+         summary.requests / (summary.duration / 1e6), latency:percentile(99) / 1000, summary.errors.status))\nend\n"
+    );
+    std::fs::write(&script, lua).expect("wrk script");
+    let out = Command::new("wrk")
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "-s",
+        ])
+        .arg(&script)
+        .arg(url)
+        .output()
+        .expect("wrk runs (apt-get install wrk)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("WHARF "))
+        .unwrap_or_else(|| panic!("wrk said: {text}"));
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (v[0], v[1], v[2])
+}
+
+fn token(name: &str) -> TokenConfig {
+    TokenConfig {
+        name: name.into(),
+        value: Some(format!("secret-{name}")),
+        value_file: None,
+        scopes: vec![TokenScope::Read, TokenScope::Call],
+        backends: None,
+        tools: None,
+    }
+}
+
+async fn call(client: &reqwest::Client, host: &TestHost, who: &str, args: &Value) -> u64 {
+    let reply: Value = client
+        .post(format!("{}/v1/call", host.url))
+        .bearer_auth(format!("secret-{who}"))
+        .json(&json!({ "tool": "m:busy", "args": args }))
+        .send()
+        .await
+        .expect("call")
+        .json()
+        .await
+        .expect("json");
+    reply["code"].as_u64().unwrap_or(u64::MAX)
+}
+
+fn p99(mut ms: Vec<f64>) -> f64 {
+    ms.sort_by(|a, b| a.total_cmp(b));
+    ms[((ms.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)]
+}
+
+async fn b_latencies(host: &TestHost, n: usize) -> Vec<f64> {
+    let client = reqwest::Client::new();
+    let args = json!({ "iterations": 20_000 });
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        assert_eq!(call(&client, host, "b", &args).await, 0);
+        out.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    out
+}
+
+/// Tenant B's p99 alone, then while tenant A floods from another process (wrk, 64
+/// connections, the same call): the neighbour is another client, as in production.
+async fn noisy_neighbour_from_wrk() -> (f64, f64, f64) {
+    let mut backend = bundled("misbehaving");
+    backend.limits.pool_min = 4;
+    backend.limits.pool_max = 4;
+    let host = Arc::new(
+        start_with(vec![("m", backend)], |s: &mut ServerConfig| {
+            s.auth.tokens = vec![token("a"), token("b")];
+        })
+        .await,
+    );
+    b_latencies(&host, 50).await;
+    let alone = p99(b_latencies(&host, 500).await);
+    let url = format!("{}/v1/call", host.url);
+    let flood = tokio::task::spawn_blocking(move || {
+        wrk_as(
+            Some("secret-a"),
+            &url,
+            r#"{"tool":"m:busy","args":{"iterations":20000}}"#,
+            64,
+            6,
+        )
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let flooded = p99(b_latencies(&host, 500).await);
+    let (a_rps, _, _) = flood.await.expect("wrk flood");
+    (alone, flooded, a_rps)
+}
+
+async fn noisy_neighbour() -> (f64, f64) {
+    let mut backend = bundled("misbehaving");
+    backend.limits.pool_min = 4;
+    backend.limits.pool_max = 4;
+    let host = Arc::new(
+        start_with(vec![("m", backend)], |s: &mut ServerConfig| {
+            s.auth.tokens = vec![token("a"), token("b")];
+        })
+        .await,
+    );
+    b_latencies(&host, 50).await;
+    let alone = p99(b_latencies(&host, 500).await);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood: Vec<_> = (0..64)
+        .map(|_| {
+            let (host, stop) = (host.clone(), stop.clone());
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let args = json!({ "iterations": 20_000 });
+                while !stop.load(Ordering::Relaxed) {
+                    call(&client, &host, "a", &args).await;
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let flooded = p99(b_latencies(&host, 500).await);
+    stop.store(true, Ordering::Relaxed);
+    for f in flood {
+        let _ = f.await;
+    }
+    (alone, flooded)
+}
+
+#[tokio::main]
+async fn main() {
+    let plain = start_with(vec![("echo", bundled("echo"))], |_| {}).await;
+    let checked = start_with(vec![("echo", bundled("echo"))], |s| {
+        s.quotas = toml::from_str::<QuotaConfig>(
+            "[default]\ncalls_per_second = 100000000\nconcurrent_calls = 100000\n",
+        )
+        .expect("quotas");
+    })
+    .await;
+    let body = r#"{"tool":"echo:ping","args":{}}"#;
+    let (mut plain_rps, mut checked_rps) = (Vec::new(), Vec::new());
+    let (plain_url, checked_url) = (
+        format!("{}/v1/call", plain.url),
+        format!("{}/v1/call", checked.url),
+    );
+    let rows = tokio::task::spawn_blocking(move || {
+        wrk(&plain_url, body, 32, 2);
+        wrk(&checked_url, body, 32, 2);
+        for _ in 0..3 {
+            plain_rps.push(wrk(&plain_url, body, 32, 5));
+            checked_rps.push(wrk(&checked_url, body, 32, 5));
+        }
+        (plain_rps, checked_rps)
+    })
+    .await
+    .expect("wrk rounds");
+    let mean = |v: &[(f64, f64)]| v.iter().map(|r| r.0).sum::<f64>() / v.len() as f64;
+    let (p, c) = (mean(&rows.0), mean(&rows.1));
+    drop((plain, checked));
+    let (alone, flooded) = noisy_neighbour().await;
+    let (alone_w, flooded_w, a_rps) = noisy_neighbour_from_wrk().await;
+    println!("| quotas measure | figure |\n|---|---|");
+    println!("| REST echo:ping, concurrency 32, no quotas (mean of 3 x 5 s) | {p:.0} calls/s |");
+    println!("| REST echo:ping, concurrency 32, rate + concurrency checked | {c:.0} calls/s |");
+    println!("| ratio checked / unchecked | {:.2}x |", c / p);
+    println!("| tenant B p99, alone (500 sequential calls, pool_max 4) | {alone:.2} ms |");
+    println!("| tenant B p99, tenant A flooding at concurrency 64 | {flooded:.2} ms |");
+    println!("| ratio flooded / alone | {:.2}x |", flooded / alone);
+    println!("| tenant B p99, alone (flood from wrk run) | {alone_w:.2} ms |");
+    println!(
+        "| tenant B p99, tenant A flooding from wrk at concurrency 64 ({a_rps:.0} calls/s) | {flooded_w:.2} ms |"
+    );
+    println!(
+        "| ratio flooded (wrk) / alone | {:.2}x |",
+        flooded_w / alone_w
+    );
+    println!(
+        "\ntargets: quota checks cost <= 5% of throughput ({}), B's p99 under flood <= 2x alone ({})",
+        if c / p >= 0.95 { "met" } else { "not met" },
+        if flooded / alone <= 2.0 {
+            "met"
+        } else {
+            "not met"
+        },
+    );
+}
