@@ -2,7 +2,8 @@
 //! real Docker engine: a session of a pooled shape takes a container that existed before
 //! it asked, another shape gets a fresh one, racing sessions never share one, one killed
 //! while idle is replaced and never handed out, unloading the backend empties the pool,
-//! and a host killed with SIGKILL leaves no pooled container once restarted and swept.
+//! two nodes on one store never hand one out twice nor sweep a taken one, and a host
+//! killed with SIGKILL leaves no pooled container once restarted and swept.
 
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -186,6 +187,80 @@ async fn racing_acquires_never_get_the_same_sandbox() {
     }
     h.wharf.unload_backend(backend).await.unwrap();
     assert_eq!(pool_containers(backend, &node), BTreeSet::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_on_one_store_never_hand_out_one_sandbox_twice_nor_sweep_a_taken_one() {
+    if !docker_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (engine, url) in store_urls(dir.path()) {
+        let backend = format!("warm-nodes-{engine}");
+        let node = |url: String, backend: String| async move {
+            start_with(vec![(backend.as_str(), pooled(3))], move |s| {
+                s.store_url = Some(url);
+                s.sweep_interval_seconds = 1;
+                s.lease_seconds = 2;
+            })
+            .await
+        };
+        let one = node(url.clone(), backend.clone()).await;
+        let two = node(url.clone(), backend.clone()).await;
+        let (n1, n2) = (
+            one.wharf.node_id().to_string(),
+            two.wharf.node_id().to_string(),
+        );
+        let _leftovers = (Leftovers(n1.clone()), Leftovers(n2.clone()));
+        let warm: BTreeSet<String> = filled(&backend, &n1, 3)
+            .await
+            .into_iter()
+            .chain(filled(&backend, &n2, 3).await)
+            .collect();
+        let sessions = futures::future::join_all((0..10).map(|i| {
+            let host = if i % 2 == 0 { &one } else { &two };
+            session(host, &backend, Value::Null)
+        }))
+        .await;
+        let sandboxes: BTreeSet<&String> = sessions.iter().map(|(_, sandbox)| sandbox).collect();
+        assert_eq!(
+            sandboxes.len(),
+            sessions.len(),
+            "{engine}: a sandbox went to two sessions"
+        );
+        let hits = sandboxes.iter().filter(|s| warm.contains(**s)).count();
+        assert!(hits >= 2, "{engine}: {hits} warm hits from two pools of 3");
+        // Both sweepers run every second with 2 s leases: a taken sandbox is its session's,
+        // never swept as a pool's leftover by either node.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        for (i, (id, sandbox)) in sessions.iter().enumerate() {
+            assert!(
+                running(sandbox),
+                "{engine}: the sandbox of session {id} was swept"
+            );
+            let host = if i % 2 == 0 { &one } else { &two };
+            let r = host
+                .call_in(
+                    id,
+                    &format!("{backend}:run_command"),
+                    json!({"command": "echo ok"}),
+                )
+                .await;
+            assert_eq!(
+                r.body["data"]["result"]["stdout"], "ok\n",
+                "{engine}: {}",
+                r.body
+            );
+        }
+        for (i, (id, _)) in sessions.iter().enumerate() {
+            let host = if i % 2 == 0 { &one } else { &two };
+            host.delete(&format!("/v1/sessions/{id}")).await;
+        }
+        one.wharf.unload_backend(&backend).await.unwrap();
+        two.wharf.unload_backend(&backend).await.unwrap();
+        assert_eq!(pool_containers(&backend, &n1), BTreeSet::new(), "{engine}");
+        assert_eq!(pool_containers(&backend, &n2), BTreeSet::new(), "{engine}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
