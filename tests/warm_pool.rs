@@ -190,6 +190,31 @@ async fn racing_acquires_never_get_the_same_sandbox() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_does_not_declare_poolable_gets_no_pool() {
+    let h = start_with(vec![], |_| {}).await;
+    let mut cfg = wharf_integration_tests::bundled("remote-provider");
+    cfg.warm_pool = Some(WarmPoolConfig {
+        size: 1,
+        ..WarmPoolConfig::default()
+    });
+    let wasm = wharf::Wharf::read_wasm("bundled:remote-provider").unwrap();
+    let refused = h
+        .wharf
+        .deploy("remote", std::sync::Arc::new(wasm.clone()), cfg.clone())
+        .await
+        .expect_err("a warm pool for a provider that is not poolable");
+    assert!(refused.message.contains("poolable"), "{}", refused.message);
+    cfg.warm_pool = None;
+    let mut config = toml::Table::new();
+    config.insert("base_url".into(), "http://127.0.0.1:9".into());
+    cfg.config = Some(toml::Value::Table(config));
+    h.wharf
+        .deploy("remote", std::sync::Arc::new(wasm), cfg)
+        .await
+        .expect("the same provider without a pool loads");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_on_one_store_never_hand_out_one_sandbox_twice_nor_sweep_a_taken_one() {
     if !docker_ready() {
         return;

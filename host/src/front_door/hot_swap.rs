@@ -110,6 +110,15 @@ impl Wharf {
             ),
             CompiledPre::Provider(pre) => {
                 ProviderBackend::describe(&mut description);
+                // A pool creates sandboxes before any session asks; only a provider that
+                // says its sandboxes may be made ahead gets one.
+                if config.warm_pool.as_ref().is_some_and(|p| p.size > 0)
+                    && !description.features.poolable
+                {
+                    anyhow::bail!(
+                        "backend `{name}` has a [backends.{name}.warm_pool], but its provider does not declare its sandboxes `poolable` (provider-features, contract 0.2.0): remove the warm pool or declare the feature"
+                    );
+                }
                 let provider = ProviderComponent::start(
                     name.clone(),
                     pre,

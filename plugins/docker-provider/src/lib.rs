@@ -84,7 +84,9 @@ impl Provider for DockerProvider {
             "0.1.0",
             "One container per sandbox on the host's Docker engine.",
         )
-        .features(ProviderFeatures::WRITE_FILE | ProviderFeatures::STDIN)
+        .features(
+            ProviderFeatures::WRITE_FILE | ProviderFeatures::STDIN | ProviderFeatures::POOLABLE,
+        )
         .requires(Capabilities {
             images: vec!["wharf-sandbox:*".into()],
             networks: vec!["bridge".into()],
