@@ -8,7 +8,7 @@ use wharf_integration_tests::{TestHost, bundled, start};
 
 async fn host() -> TestHost {
     let mut bad = bundled("misbehaving");
-    bad.limits.call_timeout_ms = 1_000;
+    bad.limits.call_timeout_ms = Some(1_000);
     bad.limits.memory_mb = 32;
     bad.limits.pool_max = 4;
     start(vec![("misbehaving", bad), ("echo", bundled("echo"))]).await
@@ -181,4 +181,20 @@ async fn instances_are_retired_after_n_calls() {
     assert_eq!(counts, [1, 2, 3, 1, 2, 3, 1]);
     let info = h.backend_info("misbehaving").await;
     assert_eq!(counter(&info, "retired"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_without_its_own_call_timeout_gets_the_servers_default() {
+    let h = wharf_integration_tests::start_with(vec![("m", bundled("misbehaving"))], |s| {
+        s.default_call_timeout_ms = 300;
+    })
+    .await;
+    let started = Instant::now();
+    let r = h.call("m:spin", json!({})).await;
+    assert_eq!(r.code(), 5006, "{}", r.body);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the server's 300 ms default applied, not the 30 s fallback: {:?}",
+        started.elapsed()
+    );
 }

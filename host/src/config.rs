@@ -372,8 +372,9 @@ impl BackendConfig {
 pub struct Limits {
     /// Linear memory per instance, in MiB.
     pub memory_mb: u64,
-    /// Wall-clock deadline per call, in ms (also covers waits on host imports).
-    pub call_timeout_ms: u64,
+    /// Wall-clock deadline per call, in ms (also covers waits on host imports); when
+    /// unset, `[server] default_call_timeout_ms`.
+    pub call_timeout_ms: Option<u64>,
     /// Instances kept warm.
     pub pool_min: usize,
     /// Most instances, hence most concurrent calls.
@@ -382,7 +383,8 @@ pub struct Limits {
     pub retire_after_calls: u64,
     /// An instance whose memory grew past this many MiB is retired at check-in.
     pub memory_high_water_mb: u64,
-    /// How long a call may wait for a free instance before it answers 4290, in ms.
+    /// How long a call may wait for a free instance before it answers 5011 "busy"
+    /// (retryable), in ms.
     pub queue_timeout_ms: u64,
 }
 
@@ -390,7 +392,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             memory_mb: 128,
-            call_timeout_ms: 30_000,
+            call_timeout_ms: None,
             pool_min: 1,
             pool_max: 16,
             retire_after_calls: 10_000,

@@ -86,7 +86,11 @@ impl Wharf {
                 .min(memory_limit),
             memory_limit_bytes: memory_limit,
             queue_timeout: Duration::from_millis(limits.queue_timeout_ms),
-            hook_timeout: Duration::from_millis(limits.call_timeout_ms),
+            hook_timeout: Duration::from_millis(
+                limits
+                    .call_timeout_ms
+                    .unwrap_or(self.server.default_call_timeout_ms),
+            ),
         };
         let warmup_config = config
             .config
