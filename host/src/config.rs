@@ -8,6 +8,12 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+mod oci;
+pub use oci::{OciSettings, OciSource, RegistryCredentials};
+
+/// The prefix of a backend `path` that is an OCI reference.
+pub const OCI_PREFIX: &str = "oci://";
+
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +33,9 @@ pub struct WharfConfig {
     /// The audit sink (`[audit]`).
     #[serde(default)]
     pub audit: crate::audit::AuditConfig,
+    /// OCI registries (`[oci]`).
+    #[serde(default)]
+    pub oci: OciSettings,
 }
 
 /// `[store]`.
@@ -76,6 +85,8 @@ pub struct ServerConfig {
     pub max_upload_bytes: u64,
     /// Longest wait for the next piece of an upload's body, in ms (5006 beyond).
     pub upload_read_timeout_ms: u64,
+    /// OCI registries (`[oci]`, or `[server.oci]`).
+    pub oci: OciSettings,
 }
 
 /// The bounds of `lease_seconds` and `sweep_interval_seconds`.
@@ -235,6 +246,7 @@ impl Default for ServerConfig {
             max_guest_buffer_bytes: crate::bounded::DEFAULT_GUEST_BUFFER_BYTES,
             max_upload_bytes: 1 << 30,
             upload_read_timeout_ms: 30_000,
+            oci: OciSettings::default(),
         }
     }
 }
@@ -266,6 +278,13 @@ pub struct BackendConfig {
     /// Sandboxes a provider backend keeps started for new sessions (none by default).
     #[serde(default)]
     pub warm_pool: Option<WarmPoolConfig>,
+    /// Refuse this `oci://` backend without a valid signature (also `[oci]
+    /// require_signature` for all).
+    #[serde(default)]
+    pub require_signature: bool,
+    /// Where an `oci://` backend was pulled from (set at load, never configured).
+    #[serde(skip)]
+    pub oci_source: Option<OciSource>,
 }
 
 /// `[backends.X.warm_pool]`: started sandboxes kept for sessions whose config asks for one
@@ -311,7 +330,14 @@ impl BackendConfig {
             grants: Default::default(),
             sha256: None,
             warm_pool: None,
+            require_signature: false,
+            oci_source: None,
         }
+    }
+
+    /// Whether `path` is an `oci://` reference.
+    pub fn is_oci(&self) -> bool {
+        self.path.starts_with(OCI_PREFIX)
     }
 
     /// Parses a plugins-dir sidecar (`NAME.toml`: the keys of a `[backends.NAME]` table,
@@ -326,10 +352,15 @@ impl BackendConfig {
         let Some(table) = value.as_table_mut() else {
             bail!("expected a table");
         };
-        if table.contains_key("path") {
-            bail!("`path` is not allowed here: the component is the `.wasm` beside this file");
+        match table.get("path") {
+            Some(toml::Value::String(p)) if p.starts_with(OCI_PREFIX) => {}
+            Some(_) => bail!(
+                "`path` is not allowed here unless it is an `oci://` reference: the component is the `.wasm` beside this file"
+            ),
+            None => {
+                table.insert("path".into(), toml::Value::String(path.into()));
+            }
         }
-        table.insert("path".into(), toml::Value::String(path.into()));
         let config: BackendConfig = value.try_into().context("invalid backend settings")?;
         if config.limits.pool_max == 0 || config.limits.pool_min > config.limits.pool_max {
             bail!("limits need 1 <= pool_max and pool_min <= pool_max");
@@ -419,7 +450,10 @@ impl WharfConfig {
             .with_context(|| format!("in {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         for backend in config.backends.values_mut() {
-            if !backend.path.starts_with("bundled:") && Path::new(&backend.path).is_relative() {
+            if !backend.path.starts_with("bundled:")
+                && !backend.is_oci()
+                && Path::new(&backend.path).is_relative()
+            {
                 backend.path = base.join(&backend.path).to_string_lossy().into_owned();
             }
         }
@@ -436,6 +470,9 @@ impl WharfConfig {
         }
         if config.server.auth.tokens.is_empty() {
             config.server.auth = config.auth.clone();
+        }
+        if config.server.oci == OciSettings::default() {
+            config.server.oci = config.oci.clone();
         }
         config.server.auth.validate()?;
         config.audit.validate()?;
