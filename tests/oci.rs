@@ -8,16 +8,13 @@
 //! the cache (and an uncached one is rejected, then loaded on retry once the registry is
 //! back); an admin upload survives a restart.
 
-#[path = "oci/registry.rs"]
-mod registry;
-
-use registry::{LocalRegistry, echo_file, wharf_cli};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use wharf::Wharf;
 use wharf::config::WharfConfig;
 use wharf::server::BoundServer;
+use wharf_integration_tests::registry::{LocalRegistry, echo_file, wharf_cli};
 
 /// A host made from config text, as `wharf serve` makes it, with a base URL.
 struct Served {

@@ -3,14 +3,11 @@
 //! component from a local file. A real registry (`docker-registry`) on loopback; samples
 //! alternate between the variants, each on a fresh host over the same warm data dir.
 
-#[path = "../oci/registry.rs"]
-mod registry;
-
-use registry::{LocalRegistry, echo_file, wharf_cli};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use wharf::Wharf;
 use wharf::config::{BackendConfig, OciSettings, ServerConfig};
+use wharf_integration_tests::registry::{LocalRegistry, echo_file, wharf_cli};
 
 const SAMPLES: usize = 30;
 

@@ -129,7 +129,7 @@ fn hex_sha256(bytes: &[u8]) -> String {
 
 /// Runs the `wharf` binary; its stdout, trimmed. Panics (with stderr) when it fails.
 pub fn wharf_cli(args: &[&str]) -> String {
-    let out = Command::new(wharf_integration_tests::processes::wharf_bin())
+    let out = Command::new(crate::processes::wharf_bin())
         .args(args)
         .output()
         .expect("wharf runs");
