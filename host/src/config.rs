@@ -457,6 +457,12 @@ impl WharfConfig {
                 backend.path = base.join(&backend.path).to_string_lossy().into_owned();
             }
         }
+        // Key files, like backend files, are named relative to the config file.
+        for key in &mut config.server.oci.signature_keys {
+            if !key.contains("-----BEGIN") && Path::new(key.as_str()).is_relative() {
+                *key = base.join(key.as_str()).to_string_lossy().into_owned();
+            }
+        }
         Ok(config)
     }
 

@@ -90,3 +90,29 @@ pub struct OciSource {
     /// Whether it was served from the local cache (registry not asked or not reachable).
     pub from_cache: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::WharfConfig;
+
+    #[test]
+    fn key_files_are_relative_to_the_config_and_references_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wharf.toml");
+        std::fs::write(
+            &path,
+            "[oci]\nsignature_keys = [\"keys/ops.pub\", \"-----BEGIN PUBLIC KEY-----\\nx\"]\n\n[backends.echo]\npath = \"oci://localhost:5000/echo:1\"\nrequire_signature = true\n",
+        )
+        .unwrap();
+        let config = WharfConfig::load(&path).unwrap();
+        let keys = &config.server.oci.signature_keys;
+        assert_eq!(
+            keys[0],
+            dir.path().join("keys/ops.pub").display().to_string()
+        );
+        assert!(keys[1].starts_with("-----BEGIN"));
+        let echo = &config.backends["echo"];
+        assert_eq!(echo.path, "oci://localhost:5000/echo:1");
+        assert!(echo.is_oci() && echo.require_signature);
+    }
+}
