@@ -1,6 +1,8 @@
-//! The `wharf` command line: `serve`, `tools`, `call`, `sessions`, `inspect`, `new`, `dev`.
+//! The `wharf` command line: `serve`, `tools`, `call`, `sessions`, `inspect`, `new`, `dev`,
+//! and `pull`, `push`, `sign`, `keygen` for OCI registries.
 
 mod dev;
+mod oci;
 mod sessions;
 
 use crate::config::{BackendConfig, WharfConfig};
@@ -128,6 +130,15 @@ pub enum Command {
         #[arg(long, default_value = "127.0.0.1:7420")]
         listen: SocketAddr,
     },
+    /// Pull a component from an OCI registry into the data dir's cache; prints the
+    /// reference pinned to its digest.
+    Pull(oci::PullArgs),
+    /// Push a component to an OCI registry as a Wasm artifact; prints the pinned reference.
+    Push(oci::PushArgs),
+    /// Sign a component in an OCI registry (cosign-compatible, ECDSA P-256).
+    Sign(oci::SignArgs),
+    /// Write a new signing key pair (`PREFIX.key`, `PREFIX.pub`).
+    Keygen(oci::KeygenArgs),
     /// Internal: compiles the component on stdin into the compile cache at `--cache-dir`
     /// (the host runs cold compiles in this child so their memory leaves with it).
     #[command(name = "compile-worker", hide = true)]
@@ -281,6 +292,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             token,
         } => sessions::run(command, &url, token).await,
         Command::Dev { dir, listen } => dev::run(dir, listen).await,
+        Command::Pull(args) => oci::pull(args).await,
+        Command::Push(args) => oci::push(args).await,
+        Command::Sign(args) => oci::sign(args).await,
+        Command::Keygen(args) => oci::keygen(args),
         Command::CompileWorker { cache_dir } => {
             crate::runtime::compile_cache::run_worker(&cache_dir)
         }

@@ -10,6 +10,11 @@ use std::path::{Path, PathBuf};
 
 mod quotas;
 pub use quotas::{QuotaConfig, QuotaLimits};
+mod oci;
+pub use oci::{OciSettings, OciSource, RegistryCredentials};
+
+/// The prefix of a backend `path` that is an OCI reference.
+pub const OCI_PREFIX: &str = "oci://";
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -33,6 +38,9 @@ pub struct WharfConfig {
     /// Per-tenant quotas (`[quotas]`, or `[server.quotas]`).
     #[serde(default)]
     pub quotas: QuotaConfig,
+    /// OCI registries (`[oci]`).
+    #[serde(default)]
+    pub oci: OciSettings,
 }
 
 /// `[store]`.
@@ -84,6 +92,8 @@ pub struct ServerConfig {
     pub upload_read_timeout_ms: u64,
     /// Per-tenant quotas (`[quotas]` at the top level is the same table).
     pub quotas: QuotaConfig,
+    /// OCI registries (`[oci]`, or `[server.oci]`).
+    pub oci: OciSettings,
 }
 
 /// The bounds of `lease_seconds` and `sweep_interval_seconds`.
@@ -244,6 +254,7 @@ impl Default for ServerConfig {
             max_upload_bytes: 1 << 30,
             upload_read_timeout_ms: 30_000,
             quotas: QuotaConfig::default(),
+            oci: OciSettings::default(),
         }
     }
 }
@@ -275,6 +286,13 @@ pub struct BackendConfig {
     /// Sandboxes a provider backend keeps started for new sessions (none by default).
     #[serde(default)]
     pub warm_pool: Option<WarmPoolConfig>,
+    /// Refuse this `oci://` backend without a valid signature (also `[oci]
+    /// require_signature` for all).
+    #[serde(default)]
+    pub require_signature: bool,
+    /// Where an `oci://` backend was pulled from (set at load, never configured).
+    #[serde(skip)]
+    pub oci_source: Option<OciSource>,
 }
 
 /// `[backends.X.warm_pool]`: started sandboxes kept for sessions whose config asks for one
@@ -320,7 +338,14 @@ impl BackendConfig {
             grants: Default::default(),
             sha256: None,
             warm_pool: None,
+            require_signature: false,
+            oci_source: None,
         }
+    }
+
+    /// Whether `path` is an `oci://` reference.
+    pub fn is_oci(&self) -> bool {
+        self.path.starts_with(OCI_PREFIX)
     }
 
     /// Parses a plugins-dir sidecar (`NAME.toml`: the keys of a `[backends.NAME]` table,
@@ -335,10 +360,15 @@ impl BackendConfig {
         let Some(table) = value.as_table_mut() else {
             bail!("expected a table");
         };
-        if table.contains_key("path") {
-            bail!("`path` is not allowed here: the component is the `.wasm` beside this file");
+        match table.get("path") {
+            Some(toml::Value::String(p)) if p.starts_with(OCI_PREFIX) => {}
+            Some(_) => bail!(
+                "`path` is not allowed here unless it is an `oci://` reference: the component is the `.wasm` beside this file"
+            ),
+            None => {
+                table.insert("path".into(), toml::Value::String(path.into()));
+            }
         }
-        table.insert("path".into(), toml::Value::String(path.into()));
         let config: BackendConfig = value.try_into().context("invalid backend settings")?;
         if config.limits.pool_max == 0 || config.limits.pool_min > config.limits.pool_max {
             bail!("limits need 1 <= pool_max and pool_min <= pool_max");
@@ -430,8 +460,17 @@ impl WharfConfig {
             .with_context(|| format!("in {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         for backend in config.backends.values_mut() {
-            if !backend.path.starts_with("bundled:") && Path::new(&backend.path).is_relative() {
+            if !backend.path.starts_with("bundled:")
+                && !backend.is_oci()
+                && Path::new(&backend.path).is_relative()
+            {
                 backend.path = base.join(&backend.path).to_string_lossy().into_owned();
+            }
+        }
+        // Key files, like backend files, are named relative to the config file.
+        for key in &mut config.server.oci.signature_keys {
+            if !key.contains("-----BEGIN") && Path::new(key.as_str()).is_relative() {
+                *key = base.join(key.as_str()).to_string_lossy().into_owned();
             }
         }
         Ok(config)
@@ -447,6 +486,9 @@ impl WharfConfig {
         }
         if config.server.auth.tokens.is_empty() {
             config.server.auth = config.auth.clone();
+        }
+        if config.server.oci == OciSettings::default() {
+            config.server.oci = config.oci.clone();
         }
         config.server.auth.validate()?;
         config.audit.validate()?;

@@ -8,11 +8,13 @@
 mod hot_swap;
 mod invocation;
 mod lifecycle;
+mod oci_load;
 mod quota_routes;
 mod scrape;
 mod session_routes;
 mod temporary;
 mod tool_calls;
+mod uploads;
 
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
 pub use lifecycle::{Deployed, PendingUpgrade, Rejection, requires_beyond};
@@ -67,6 +69,7 @@ pub struct Wharf {
     node_id: String,
     server: ServerConfig,
     lifecycle: lifecycle::Lifecycle,
+    oci: crate::oci::Registry,
     myself: Weak<Wharf>,
 }
 
@@ -95,6 +98,8 @@ impl Wharf {
         let linker = crate::runtime::linker::linker(engine.engine())?;
         let cache = CompileCache::open(&server.data_dir.join("compile-cache"))?;
         let node_id = node_id(&server.data_dir)?;
+        // Pulled blobs live beside the compile cache (ARCHITECTURE.md, OCI).
+        let oci = crate::oci::Registry::new(&server.oci, &server.data_dir.join("oci-cache"))?;
         let connected = match &server.docker_host {
             Some(host) => crate::docker::Docker::connect_to(host, &node_id),
             None => crate::docker::Docker::connect(&node_id),
@@ -133,6 +138,7 @@ impl Wharf {
             sessions: SessionManager::new(store, node_id.clone(), server.lease()),
             server,
             lifecycle: Default::default(),
+            oci,
             myself: myself.clone(),
         });
         wharf.start_heartbeat();
@@ -143,13 +149,16 @@ impl Wharf {
     pub async fn from_config(config: &WharfConfig) -> Result<Arc<Self>> {
         let wharf = Self::new(config.server.clone()).await?;
         for (name, backend) in &config.backends {
-            if backend.enabled {
+            if backend.enabled && backend.is_oci() {
+                wharf.load_at_start(name, backend.clone()).await;
+            } else if backend.enabled {
                 wharf
                     .load_backend(name, backend.clone())
                     .await
                     .with_context(|| format!("loading backend `{name}`"))?;
             }
         }
+        wharf.restore_uploads(&config.backends).await;
         wharf.recover_sessions().await;
         wharf.start_sweeper();
         Ok(wharf)
@@ -184,13 +193,14 @@ impl Wharf {
     }
 
     /// Compiles, describes, warms and registers a backend under `name`, replacing any
-    /// backend of that name.
+    /// backend of that name. `config.path` is a file, `bundled:NAME` or an `oci://`
+    /// reference.
     pub async fn load_backend(
         &self,
         name: &str,
-        config: BackendConfig,
+        mut config: BackendConfig,
     ) -> Result<Arc<LoadedBackend>> {
-        let wasm = Arc::new(Self::read_wasm(&config.path)?);
+        let wasm = self.component_for(name, &mut config).await?;
         self.load_backend_bytes(name, wasm, config).await
     }
 

@@ -8,6 +8,10 @@
 //! Every load goes through [`Wharf::deploy`]: compiled off the request path, refused (with
 //! the reason in `/v1/backends`) when bad while the running version keeps serving, held as
 //! pending when it declares more capabilities than the running version.
+//!
+//! A `NAME.toml` without a `NAME.wasm` whose `path` is an `oci://` reference is pulled from
+//! its registry (ARCHITECTURE.md, "Backends from OCI registries"); deleting the `.toml`
+//! unloads it.
 
 use crate::Wharf;
 use crate::config::BackendConfig;
@@ -184,7 +188,7 @@ fn sidecar_problem(name: &str, text: &str, err: &anyhow::Error) -> String {
 }
 
 impl DirState {
-    /// Names with a `.wasm` in the directory.
+    /// Names with a `.wasm` or a `.toml` in the directory.
     fn names_on_disk(&self) -> BTreeSet<String> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return BTreeSet::new();
@@ -193,7 +197,8 @@ impl DirState {
             .flatten()
             .filter_map(|e| {
                 let path = e.path();
-                (path.extension()? == "wasm").then_some(())?;
+                let ext = path.extension()?;
+                (ext == "wasm" || ext == "toml").then_some(())?;
                 Some(path.file_stem()?.to_str()?.to_string())
             })
             .collect()
@@ -231,6 +236,53 @@ impl DirState {
         false
     }
 
+    /// A `NAME.toml` alone naming an `oci://` path: pulls and deploys it when the sidecar
+    /// changed. False when there is no such sidecar (the caller unloads).
+    async fn sync_reference(&mut self, wharf: &Wharf, name: &str) -> bool {
+        let Ok(bytes) = read_plain_file(self.dir.join(format!("{name}.toml"))).await else {
+            return false;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            return false;
+        };
+        let config = match BackendConfig::from_sidecar(&text, "", |v| std::env::var(v).ok()) {
+            Ok(config) if config.is_oci() => config,
+            Ok(_) => return false,
+            // A broken sidecar left behind by a deleted `.wasm` must not keep that backend
+            // loaded: only one that meant to name a reference holds the name.
+            Err(_) if !text.contains(crate::config::OCI_PREFIX) => return false,
+            Err(e) => {
+                tracing::debug!(backend = name, "{name}.toml refused: {e:#}");
+                wharf.record_rejection(name, String::new(), sidecar_problem(name, &text, &e));
+                return true;
+            }
+        };
+        let applied = Applied {
+            sha256: String::new(),
+            sidecar: Some(text),
+        };
+        if self.applied.get(name) == Some(&applied) {
+            return true;
+        }
+        if !config.enabled {
+            if self.applied.remove(name).is_some() && wharf.unload_backend(name).await.is_ok() {
+                tracing::info!(backend = name, "disabled in {name}.toml: backend unloaded");
+            }
+            return true;
+        }
+        match wharf.deploy_reference(name, config).await {
+            Ok(_) => {
+                tracing::info!(
+                    backend = name,
+                    "loaded from its registry (plugins directory)"
+                );
+                self.applied.insert(name.to_string(), applied);
+            }
+            Err(e) => tracing::debug!(backend = name, "not loaded: {}", e.message),
+        }
+        true
+    }
+
     /// Brings `name` in line with the directory: load, replace, or unload.
     async fn sync(&mut self, wharf: &Wharf, name: &str) {
         let wasm_path = self.dir.join(format!("{name}.wasm"));
@@ -241,6 +293,9 @@ impl DirState {
                 return;
             }
             Err(e) if is_not_found(&e) => {
+                if self.sync_reference(wharf, name).await {
+                    return;
+                }
                 if self.applied.remove(name).is_some() {
                     match wharf.unload_backend(name).await {
                         Ok(_) => tracing::info!(backend = name, "file removed: backend unloaded"),
@@ -295,6 +350,13 @@ impl DirState {
             },
             None => BackendConfig::at(path),
         };
+        if config.is_oci() {
+            let reason = format!(
+                "{name}.toml names an oci:// path and {name}.wasm exists too: keep one of them"
+            );
+            wharf.record_rejection(name, sha256, reason);
+            return;
+        }
         if !config.enabled {
             if self.applied.remove(name).is_some() && wharf.unload_backend(name).await.is_ok() {
                 tracing::info!(backend = name, "disabled in {name}.toml: backend unloaded");

@@ -20,6 +20,7 @@ pub mod front_door;
 pub mod hot_reload;
 pub mod imports;
 pub mod metrics;
+pub mod oci;
 pub mod policy;
 pub mod principal;
 pub mod private_files;

@@ -4,6 +4,7 @@
 pub mod processes;
 pub mod provisioner;
 pub mod python;
+pub mod registry;
 
 use serde_json::{Value, json};
 use std::net::SocketAddr;

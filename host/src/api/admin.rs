@@ -4,7 +4,9 @@
 //!   256 MiB): load or replace `name`, keeping its current settings (grants, limits,
 //!   config). Answers the backend's description, its pending upgrade when the new version
 //!   declares more than the running one, or 4000 with the reason for a bad component.
-//! - `DELETE /v1/admin/backends/{name}`: drain and unload; calls then answer 5011.
+//!   The upload is kept in the data dir and loaded again at the next start.
+//! - `DELETE /v1/admin/backends/{name}`: drain and unload (and forget a kept upload);
+//!   calls then answer 5011.
 //! - `POST /v1/admin/backends/{name}/approve`: activate the pending upgrade.
 //!
 //! What `/v1/backends` shows of the lifecycle (`last_error`, `pending`, `rejected`) is in
@@ -110,8 +112,10 @@ async fn upload(
             .backend_config(&name)
             .unwrap_or_else(|| BackendConfig::at(format!("upload:{name}")));
         config.sha256 = query.sha256;
+        config.oci_source = None;
         tracing::info!(backend = %name, bytes = wasm.len(), by = %caller.name, "component uploaded");
-        match wharf.deploy(&name, Arc::new(wasm), config).await? {
+        // Kept in the data dir and loaded again at the next start.
+        match wharf.deploy_upload(&name, Arc::new(wasm), config).await? {
             Deployed::Active(backend) => Ok(backend_entry(&wharf, &backend)),
             Deployed::Pending(pending) => Ok(json!({
                 "name": name,
@@ -134,6 +138,7 @@ async fn unload(
     let result = async {
         caller.require(TokenScope::Admin)?;
         let unloaded = wharf.unload_backend(&name).await?;
+        wharf.forget_upload(&name);
         tracing::info!(backend = %name, unloaded, by = %caller.name, "unload requested");
         Ok(json!({ "name": name, "unloaded": unloaded }))
     }
@@ -150,6 +155,7 @@ async fn approve(
     let result = async {
         caller.require(TokenScope::Admin)?;
         let backend = wharf.approve_backend(&name).await?;
+        wharf.keep_approved_upload(&name, &backend.description.sha256);
         tracing::info!(backend = %name, version = %backend.description.version, by = %caller.name, "upgrade approved");
         Ok(backend_entry(&wharf, &backend))
     }

@@ -36,12 +36,14 @@ pub fn backend_json(b: &LoadedBackend) -> Value {
 
 /// The `/v1/backends` entry of a loaded backend: its description plus `last_error` (the
 /// last refused component, cleared by a successful load) and `pending` (an upgrade
-/// waiting for approval, with what it adds).
+/// waiting for approval, with what it adds) and `oci` (where an `oci://` backend was
+/// pulled from: reference, resolved digest, signature checked, served from the cache).
 pub fn backend_entry(wharf: &Wharf, backend: &LoadedBackend) -> Value {
     let mut entry = backend_json(backend);
     let (error, pending) = wharf.backend_status(&backend.name);
     entry["last_error"] = json!(error);
     entry["pending"] = json!(pending);
+    entry["oci"] = json!(wharf.backend_source(backend));
     entry
 }
 

@@ -1,0 +1,204 @@
+//! Talking to registries through `oci-client`: one client for HTTPS and one for plain HTTP
+//! (loopback registries and the configured insecure ones only), credentials from the
+//! config or the Docker `config.json`, and the client's errors sorted into "not there",
+//! "not reachable" and "refused".
+
+use super::OciError;
+use super::artifact::{MAX_MANIFEST_BYTES, OCI_MANIFEST_MEDIA_TYPE};
+use super::reference::OciRef;
+use crate::config::OciSettings;
+use futures::StreamExt;
+use oci_client::Client;
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The Docker schema 2 manifest type (same shape as the OCI one; cosign may write it).
+const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
+
+/// Clients and credentials.
+pub struct Transport {
+    settings: OciSettings,
+    https: OnceLock<Client>,
+    http: OnceLock<Client>,
+}
+
+fn client(protocol: ClientProtocol) -> Client {
+    Client::new(ClientConfig {
+        protocol,
+        // Multi-platform indexes are for container images; a component is one manifest.
+        platform_resolver: None,
+        connect_timeout: Some(Duration::from_secs(5)),
+        read_timeout: Some(Duration::from_secs(60)),
+        ..ClientConfig::default()
+    })
+}
+
+/// Sorts a client error: absent (404), refused (integrity), or unreachable (the rest,
+/// retried later).
+fn classify(reference: &OciRef, e: OciDistributionError) -> OciError {
+    let what = format!("{reference}: {e}");
+    match &e {
+        OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound(what),
+        OciDistributionError::ServerError { code: 404, .. } => OciError::NotFound(what),
+        OciDistributionError::RegistryError { envelope, .. }
+            if envelope.errors.iter().any(|err| {
+                matches!(
+                    err.code,
+                    OciErrorCode::ManifestUnknown
+                        | OciErrorCode::NameUnknown
+                        | OciErrorCode::NotFound
+                        | OciErrorCode::BlobUnknown
+                )
+            }) =>
+        {
+            OciError::NotFound(what)
+        }
+        OciDistributionError::DigestError(_) => {
+            OciError::Refused(format!("digest mismatch: {what}"))
+        }
+        _ => OciError::Unavailable(what),
+    }
+}
+
+impl Transport {
+    /// Clients are made on first use.
+    pub fn new(settings: OciSettings) -> Self {
+        Self {
+            settings,
+            https: OnceLock::new(),
+            http: OnceLock::new(),
+        }
+    }
+
+    fn client_for(&self, reference: &OciRef) -> &Client {
+        let plain = reference.is_loopback()
+            || self
+                .settings
+                .insecure_registries
+                .iter()
+                .any(|r| r == reference.registry());
+        if plain {
+            self.http.get_or_init(|| client(ClientProtocol::Http))
+        } else {
+            self.https.get_or_init(|| client(ClientProtocol::Https))
+        }
+    }
+
+    /// Credentials for the reference's registry: the config's, else the Docker
+    /// `config.json`'s, else anonymous.
+    async fn auth(&self, reference: &OciRef) -> RegistryAuth {
+        let registry = reference.registry().to_string();
+        if let Some(c) = self.settings.auth.iter().find(|c| c.registry == registry) {
+            return RegistryAuth::Basic(c.username.clone(), c.password.clone());
+        }
+        // A credential helper is a process: keep it off the async workers.
+        let found =
+            tokio::task::spawn_blocking(move || docker_credential::get_credential(&registry)).await;
+        match found {
+            Ok(Ok(docker_credential::DockerCredential::UsernamePassword(user, password))) => {
+                RegistryAuth::Basic(user, password)
+            }
+            Ok(Ok(docker_credential::DockerCredential::IdentityToken(token))) => {
+                RegistryAuth::Bearer(token)
+            }
+            _ => RegistryAuth::Anonymous,
+        }
+    }
+
+    async fn ready(&self, reference: &OciRef) -> &Client {
+        let client = self.client_for(reference);
+        let auth = self.auth(reference).await;
+        client
+            .store_auth_if_needed(reference.client_ref().resolve_registry(), &auth)
+            .await;
+        client
+    }
+
+    /// The raw manifest `reference` names (checked against its digest when it has one).
+    pub async fn manifest(&self, reference: &OciRef) -> Result<Vec<u8>, OciError> {
+        let client = self.ready(reference).await;
+        let (bytes, _) = client
+            .pull_manifest_raw(
+                reference.client_ref(),
+                &RegistryAuth::Anonymous,
+                &[OCI_MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE],
+            )
+            .await
+            .map_err(|e| classify(reference, e))?;
+        if bytes.len() > MAX_MANIFEST_BYTES {
+            return Err(OciError::Refused(format!(
+                "{reference}: the manifest is over {MAX_MANIFEST_BYTES} bytes"
+            )));
+        }
+        Ok(bytes.to_vec())
+    }
+
+    /// The blob `descriptor` names, refusing more than `limit` bytes. Not yet checked
+    /// against its digest: the caller does that.
+    pub async fn blob(
+        &self,
+        reference: &OciRef,
+        descriptor: &OciDescriptor,
+        limit: i64,
+    ) -> Result<Vec<u8>, OciError> {
+        let client = self.ready(reference).await;
+        let mut stream = client
+            .pull_blob_stream(reference.client_ref(), descriptor)
+            .await
+            .map_err(|e| classify(reference, e))?;
+        let too_large = || {
+            OciError::Refused(format!(
+                "{reference}: blob {} is over {limit} bytes",
+                descriptor.digest
+            ))
+        };
+        if stream.content_length.is_some_and(|n| n > limit as u64) {
+            return Err(too_large());
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| {
+                // The client checks the digest as the stream ends.
+                let digest = e
+                    .get_ref()
+                    .is_some_and(|inner| inner.is::<oci_client::errors::DigestError>());
+                if digest {
+                    OciError::Refused(format!("digest mismatch: {reference}: {e}"))
+                } else {
+                    OciError::Unavailable(format!("{reference}: {e}"))
+                }
+            })?;
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as i64 > limit {
+                return Err(too_large());
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Pushes `layers` and `config` with `manifest` to `reference` (a tag).
+    pub async fn push(
+        &self,
+        reference: &OciRef,
+        layers: &[ImageLayer],
+        config: Config,
+        manifest: OciImageManifest,
+    ) -> Result<(), OciError> {
+        let client = self.ready(reference).await;
+        client
+            .push(
+                reference.client_ref(),
+                layers,
+                config,
+                &RegistryAuth::Anonymous,
+                Some(manifest),
+            )
+            .await
+            .map_err(|e| classify(reference, e))?;
+        Ok(())
+    }
+}
