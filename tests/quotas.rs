@@ -414,17 +414,20 @@ async fn a_tenant_at_its_container_quota_is_refused_naming_it() {
         size: 2,
         ..wharf::config::WarmPoolConfig::default()
     });
-    let host = start_with(vec![("docker", provider)], |s| {
+    let host = start_with(vec![("quota-docker", provider)], |s| {
         tenants(s, "[tokens.a]\ncontainers = 1\n")
     })
     .await;
+    // Other tests share the engine and count a backend's containers by its name: whatever
+    // this test leaves (also when it fails half-way) goes.
+    let _leftovers = RemoveNodeContainers(host.wharf.node_id().to_string());
     let create = |who: &'static str, key: &'static str| {
         send(
             &host,
             who,
             "POST",
             "/v1/sessions",
-            Some(json!({ "backend": "docker", "key": key })),
+            Some(json!({ "backend": "quota-docker", "key": key })),
         )
     };
     let first = create("a", "one").await;
@@ -466,6 +469,23 @@ async fn a_tenant_at_its_container_quota_is_refused_naming_it() {
         .bearer_auth("secret-a")
         .send()
         .await;
+    host.wharf
+        .unload_backend("quota-docker")
+        .await
+        .expect("unloading empties the warm pool");
+}
+
+/// Removes the containers of one test host's node when dropped.
+struct RemoveNodeContainers(String);
+
+impl Drop for RemoveNodeContainers {
+    fn drop(&mut self) {
+        for id in wharf_integration_tests::containers_labelled("wharf.node", &self.0) {
+            let _ = std::process::Command::new("docker")
+                .args(["rm", "-f", &id])
+                .output();
+        }
+    }
 }
 
 #[test]
