@@ -48,12 +48,13 @@ async fn a_restart_hits_the_cache_and_a_corrupt_entry_is_rebuilt() {
     let third = Wharf::new(server(dir.path())).await.unwrap();
     let b = third.load_backend("echo", bundled("echo")).await.unwrap();
     assert_eq!(b.cache, CacheOutcome::Rebuilt);
+    let caller = wharf::principal::Principal::unrestricted("anonymous");
     let r = third
-        .call(
-            &wharf::tenant::Tenant::own("anonymous"),
-            serde_json::from_value(serde_json::json!({"tool": "echo:ping"})).unwrap(),
-            None,
-        )
+        .invoke(wharf::front_door::Invocation::new(
+            &caller,
+            "echo:ping",
+            serde_json::json!({}),
+        ))
         .await
         .unwrap();
     assert_eq!(r.result.content, "pong");

@@ -100,6 +100,22 @@ fn p99(mut ms: Vec<f64>) -> f64 {
     ms[((ms.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)]
 }
 
+/// A host with tenants `a` and `b`, `quotas` (a `[quotas]` table), and the backend `m`
+/// (misbehaving) with a pool of four instances.
+async fn two_tenants(quotas: &str) -> Arc<TestHost> {
+    let mut backend = bundled("misbehaving");
+    backend.limits.pool_min = 4;
+    backend.limits.pool_max = 4;
+    let quotas = toml::from_str::<QuotaConfig>(quotas).expect("quotas");
+    Arc::new(
+        start_with(vec![("m", backend)], move |s: &mut ServerConfig| {
+            s.auth.tokens = vec![token("a"), token("b")];
+            s.quotas = quotas;
+        })
+        .await,
+    )
+}
+
 async fn b_latencies(host: &TestHost, n: usize) -> Vec<f64> {
     let client = reqwest::Client::new();
     let args = json!({ "iterations": 20_000 });
@@ -115,15 +131,7 @@ async fn b_latencies(host: &TestHost, n: usize) -> Vec<f64> {
 /// Tenant B's p99 alone, then while tenant A floods from another process (wrk, 64
 /// connections, the same call): the neighbour is another client, as in production.
 async fn noisy_neighbour_from_wrk() -> (f64, f64, f64) {
-    let mut backend = bundled("misbehaving");
-    backend.limits.pool_min = 4;
-    backend.limits.pool_max = 4;
-    let host = Arc::new(
-        start_with(vec![("m", backend)], |s: &mut ServerConfig| {
-            s.auth.tokens = vec![token("a"), token("b")];
-        })
-        .await,
-    );
+    let host = two_tenants("").await;
     b_latencies(&host, 50).await;
     let alone = p99(b_latencies(&host, 500).await);
     let url = format!("{}/v1/call", host.url);
@@ -146,17 +154,7 @@ async fn noisy_neighbour_from_wrk() -> (f64, f64, f64) {
 /// quota (`concurrent_calls = 2` for A), A's clients doing what an HTTP client should with
 /// a 429: wait `Retry-After` before trying again.
 async fn noisy_neighbour_under_quota() -> (f64, f64, usize) {
-    let mut backend = bundled("misbehaving");
-    backend.limits.pool_min = 4;
-    backend.limits.pool_max = 4;
-    let host = Arc::new(
-        start_with(vec![("m", backend)], |s: &mut ServerConfig| {
-            s.auth.tokens = vec![token("a"), token("b")];
-            s.quotas = toml::from_str::<QuotaConfig>("[tokens.a]\nconcurrent_calls = 2\n")
-                .expect("quotas");
-        })
-        .await,
-    );
+    let host = two_tenants("[tokens.a]\nconcurrent_calls = 2\n").await;
     b_latencies(&host, 50).await;
     let alone = p99(b_latencies(&host, 500).await);
     let stop = Arc::new(AtomicBool::new(false));
@@ -205,15 +203,7 @@ async fn noisy_neighbour_under_quota() -> (f64, f64, usize) {
 }
 
 async fn noisy_neighbour() -> (f64, f64) {
-    let mut backend = bundled("misbehaving");
-    backend.limits.pool_min = 4;
-    backend.limits.pool_max = 4;
-    let host = Arc::new(
-        start_with(vec![("m", backend)], |s: &mut ServerConfig| {
-            s.auth.tokens = vec![token("a"), token("b")];
-        })
-        .await,
-    );
+    let host = two_tenants("").await;
     b_latencies(&host, 50).await;
     let alone = p99(b_latencies(&host, 500).await);
     let stop = Arc::new(AtomicBool::new(false));

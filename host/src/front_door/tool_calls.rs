@@ -137,24 +137,6 @@ impl Wharf {
         }
     }
 
-    /// Runs a tool for `tenant`, with no allowlist of its own (the host's own callers;
-    /// protocols go through [`Wharf::invoke`]).
-    pub async fn call(
-        &self,
-        tenant: &Tenant,
-        request: CallRequest,
-        trace_id: Option<String>,
-    ) -> Result<CallOutcome, (WharfError, CallPlace)> {
-        let args = request.args.clone();
-        self.audited(tenant, &args, trace_id.clone(), async {
-            let admitted = self
-                .admit(tenant, &request, |_, _| Ok(()))
-                .map_err(|e| *e)?;
-            self.run_admitted(tenant, admitted, request, trace_id).await
-        })
-        .await
-    }
-
     /// Runs `work` (one call) as the tenant's, then writes the call's audit line and
     /// metrics, refusals included. The audit line never carries content or commands (only
     /// their length and sha256).
