@@ -202,6 +202,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             crate::server::check_exposure(cfg.server.listen, &cfg.server.auth, insecure)?;
             crate::audit::start(&cfg.audit)?;
+            crate::telemetry::start(&cfg.telemetry)?;
             let started = std::time::Instant::now();
             let wharf = Wharf::from_config(&cfg).await?;
             let _watcher = match plugins {

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 mod quotas;
 pub use quotas::{QuotaConfig, QuotaLimits};
 mod oci;
+mod telemetry;
 pub use oci::{OciSettings, OciSource, RegistryCredentials};
+pub use telemetry::TelemetryConfig;
 
 /// The prefix of a backend `path` that is an OCI reference.
 pub const OCI_PREFIX: &str = "oci://";
@@ -41,6 +43,9 @@ pub struct WharfConfig {
     /// OCI registries (`[oci]`).
     #[serde(default)]
     pub oci: OciSettings,
+    /// Trace export (`[telemetry]`).
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
 }
 
 /// `[store]`.
@@ -492,6 +497,7 @@ impl WharfConfig {
         }
         config.server.auth.validate()?;
         config.audit.validate()?;
+        config.telemetry.validate()?;
         if config.server.quotas.is_empty() {
             config.server.quotas = config.quotas.clone();
         }

@@ -33,6 +33,7 @@ pub mod schema_validation;
 pub mod server;
 pub mod sessions;
 pub mod store;
+pub mod telemetry;
 pub mod tenant;
 pub mod tool;
 pub mod tool_names;

@@ -16,7 +16,9 @@ async fn main() -> std::process::ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(filter)
         .with_filter(wharf::audit::human_filter());
+    // The trace layer sits directly on the registry (wharf::telemetry needs that type).
     tracing_subscriber::registry()
+        .with(wharf::telemetry::layer())
         .with(wharf::audit::layer())
         .with(human)
         .init();

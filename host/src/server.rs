@@ -58,6 +58,7 @@ impl BoundServer {
         }
         self.wharf.shutdown().await;
         crate::audit::flush(std::time::Duration::from_secs(5));
+        crate::telemetry::flush(std::time::Duration::from_secs(5));
         Ok(())
     }
 }

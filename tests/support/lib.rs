@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests: start a real Wharf host on a free loopback
 //! port with real components, and talk to it over real HTTP.
 
+pub mod collector;
 pub mod processes;
 pub mod provisioner;
 pub mod python;

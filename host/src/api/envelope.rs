@@ -119,6 +119,33 @@ impl RequestClock {
         }
     }
 
+    /// Starts timing under a trace id already chosen (the request span's, see
+    /// `telemetry::request_span`).
+    pub fn traced(trace_id: String) -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            trace_id,
+        }
+    }
+
+    /// The span of a request on `protocol` and its clock: the answer carries the client's
+    /// trace id when it sent one (recorded on the span too), else the span's own.
+    pub fn for_request(
+        protocol: &'static str,
+        token: &str,
+        client_trace_id: Option<&str>,
+    ) -> (tracing::Span, Self) {
+        let (span, trace_id) = crate::telemetry::request_span(protocol, token);
+        let trace_id = match client_trace_id.filter(|t| !t.is_empty()) {
+            Some(client) => {
+                crate::telemetry::record_client_trace_id(&span, client);
+                client.to_string()
+            }
+            None => trace_id,
+        };
+        (span, Self::traced(trace_id))
+    }
+
     /// `meta` so far.
     pub fn meta(&self) -> Meta {
         Meta {

@@ -314,7 +314,8 @@ async fn call(
     caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let t = RequestClock::start();
+    let (span, trace_id) = crate::telemetry::request_span("rest.call", &caller.name);
+    let t = RequestClock::traced(trace_id);
     let request: CallRequest = match caller
         .require(TokenScope::Call)
         .and_then(|()| parse_body(body))
@@ -330,11 +331,7 @@ async fn call(
         trace_id: Some(t.trace_id.clone()),
         ..Invocation::new(caller.principal(), request.tool, request.args)
     };
-    match wharf
-        .invoke(invocation)
-        .instrument(tracing::info_span!("request", token = %caller.name))
-        .await
-    {
+    match wharf.invoke(invocation).instrument(span).await {
         Ok(outcome) => {
             let (result, place) = outcome.into_parts();
             let attachments = attachments_json(&result.attachments);

@@ -2,7 +2,10 @@
 //! worlds. The WASI parts map to wasmtime's own bindings; each version's
 //! `sandbox-provider` world reuses that version's `resource-backend` interfaces. Nothing
 //! outside `runtime/` and `imports/` sees these types: `guest_types` is the host's own
-//! vocabulary, and the conversions live beside the world wrappers.
+//! vocabulary, and the conversions live beside the world wrappers. Every import is
+//! generated with `tracing`: a `trace`-level span around each host import call, which costs
+//! nothing while no layer wants it and which the trace exporter (`telemetry`) sends as
+//! `import <interface>.<function>`.
 #![allow(missing_docs, clippy::all)]
 
 /// `wharf:plugin@0.2.0`, the current contract (`wit/plugin.wit`).
@@ -12,7 +15,7 @@ pub mod v0_2 {
         wasmtime::component::bindgen!({
             path: "../wit",
             world: "wharf:plugin/resource-backend@0.2.0",
-            imports: { default: async | trappable },
+            imports: { default: async | trappable | tracing },
             exports: { default: async },
             with: {
                 "wasi:http": wasmtime_wasi_http::p2::bindings::http,
@@ -27,7 +30,7 @@ pub mod v0_2 {
         wasmtime::component::bindgen!({
             path: "../wit",
             world: "wharf:plugin/sandbox-provider@0.2.0",
-            imports: { default: async | trappable },
+            imports: { default: async | trappable | tracing },
             exports: { default: async },
             with: {
                 "wasi:http": wasmtime_wasi_http::p2::bindings::http,
@@ -51,7 +54,7 @@ pub mod v0_1 {
         wasmtime::component::bindgen!({
             path: "../wit/wharf-plugin@0.1.0",
             world: "wharf:plugin/resource-backend@0.1.0",
-            imports: { default: async | trappable },
+            imports: { default: async | trappable | tracing },
             exports: { default: async },
             with: {
                 "wasi:http": wasmtime_wasi_http::p2::bindings::http,
@@ -66,7 +69,7 @@ pub mod v0_1 {
         wasmtime::component::bindgen!({
             path: "../wit/wharf-plugin@0.1.0",
             world: "wharf:plugin/sandbox-provider@0.1.0",
-            imports: { default: async | trappable },
+            imports: { default: async | trappable | tracing },
             exports: { default: async },
             with: {
                 "wasi:http": wasmtime_wasi_http::p2::bindings::http,

@@ -12,6 +12,7 @@ impl StateStore {
     /// Takes `backend`'s lock for `holder` (on `node`, in this store's incarnation) until
     /// `until_ms` unless a live node holds it with a lease still running at `now_ms`; true
     /// when taken.
+    #[tracing::instrument(name = "store.try_lock_backend", level = "debug", skip_all)]
     pub async fn try_lock_backend(
         &self,
         backend: &str,
@@ -44,6 +45,7 @@ impl StateStore {
     }
 
     /// Gives `backend`'s lock back if `holder` still holds it.
+    #[tracing::instrument(name = "store.unlock_backend", level = "debug", skip_all)]
     pub async fn unlock_backend(&self, backend: &str, holder: &str) -> Result<(), WharfError> {
         sqlx::query("DELETE FROM wharf_backend_locks WHERE backend = $1 AND holder = $2")
             .bind(backend)

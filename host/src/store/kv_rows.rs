@@ -24,6 +24,7 @@ impl KvScope {
 
 impl StateStore {
     /// One value.
+    #[tracing::instrument(name = "store.kv_get", level = "debug", skip_all)]
     pub async fn kv_get(
         &self,
         backend: &str,
@@ -43,6 +44,7 @@ impl StateStore {
     }
 
     /// Sets a value.
+    #[tracing::instrument(name = "store.kv_set", level = "debug", skip_all)]
     pub async fn kv_set(
         &self,
         backend: &str,
@@ -65,6 +67,7 @@ impl StateStore {
     }
 
     /// Deletes a value (absent is fine).
+    #[tracing::instrument(name = "store.kv_delete", level = "debug", skip_all)]
     pub async fn kv_delete(
         &self,
         backend: &str,
@@ -82,6 +85,7 @@ impl StateStore {
     }
 
     /// Stores `value` under `key` only if the key is absent; true when stored.
+    #[tracing::instrument(name = "store.kv_insert_if_absent", level = "debug", skip_all)]
     pub async fn kv_insert_if_absent(
         &self,
         backend: &str,
@@ -105,6 +109,7 @@ impl StateStore {
 
     /// Replaces the value under `key` with `new` (deletes it when `None`) only if it is
     /// `expected` now; true when replaced. One statement, so atomic on both engines.
+    #[tracing::instrument(name = "store.kv_replace_if", level = "debug", skip_all)]
     pub async fn kv_replace_if(
         &self,
         backend: &str,
@@ -135,6 +140,7 @@ impl StateStore {
     }
 
     /// Keys starting with `prefix`, sorted.
+    #[tracing::instrument(name = "store.kv_keys", level = "debug", skip_all)]
     pub async fn kv_keys(
         &self,
         backend: &str,
@@ -160,6 +166,7 @@ impl StateStore {
 
     /// Keys and bytes (UTF-8 bytes of the keys plus the values) used by one scope, leaving out `except` (the key
     /// about to be written), for quotas: one aggregate query.
+    #[tracing::instrument(name = "store.kv_usage_except", level = "debug", skip_all)]
     pub async fn kv_usage_except(
         &self,
         backend: &str,
@@ -182,6 +189,7 @@ impl StateStore {
     }
 
     /// Removes a session's key-value state.
+    #[tracing::instrument(name = "store.kv_drop_session", level = "debug", skip_all)]
     pub async fn kv_drop_session(&self, backend: &str, session: &str) -> Result<(), WharfError> {
         sqlx::query("DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2")
             .bind(backend)

@@ -8,6 +8,7 @@ use sqlx::Row;
 impl StateStore {
     /// Records that `node` (in this store's incarnation, its boot id) is alive until
     /// `lease_until` (ms).
+    #[tracing::instrument(name = "store.heartbeat", level = "debug", skip_all)]
     pub async fn heartbeat(
         &self,
         node: &str,
@@ -29,6 +30,7 @@ impl StateStore {
     }
 
     /// Every node this store has heard of, with the end of its lease (ms).
+    #[tracing::instrument(name = "store.known_nodes", level = "debug", skip_all)]
     pub async fn known_nodes(&self) -> Result<std::collections::HashMap<String, i64>, WharfError> {
         let rows = sqlx::query("SELECT id, lease_until FROM wharf_nodes")
             .fetch_all(self.pool())

@@ -27,6 +27,7 @@ pub struct RowQuota {
 
 impl StateStore {
     /// The tenant's session rows (on `backend` only, when given).
+    #[tracing::instrument(name = "store.count_sessions", level = "debug", skip_all)]
     pub async fn count_sessions(
         &self,
         tenant: &str,
@@ -46,6 +47,7 @@ impl StateStore {
     /// [`StateStore::insert_creating`] within `quota`: false when the identity already has a
     /// row (as there), 4030 naming the quota when the tenant is at it. `node` (alive until
     /// `node_until_ms`) holds the tenant's lock meanwhile.
+    #[tracing::instrument(name = "store.insert_creating_within", level = "debug", skip_all)]
     pub async fn insert_creating_within(
         &self,
         r: &SessionRecord,

@@ -137,6 +137,7 @@ fn record(row: &AnyRow) -> Result<SessionRecord, WharfError> {
 impl StateStore {
     /// Inserts a `creating` row, leased by `r.node` in this incarnation, unless the
     /// identity already has one; true when inserted.
+    #[tracing::instrument(name = "store.insert_creating", level = "debug", skip_all)]
     pub async fn insert_creating(&self, r: &SessionRecord) -> Result<bool, WharfError> {
         let done = sqlx::query(&format!(
             "INSERT INTO wharf_sessions ({COLUMNS}, boot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
@@ -167,6 +168,7 @@ impl StateStore {
     }
 
     /// The row of an identity.
+    #[tracing::instrument(name = "store.find_session", level = "debug", skip_all)]
     pub async fn find_session(
         &self,
         tenant: &str,
@@ -186,6 +188,7 @@ impl StateStore {
     }
 
     /// A row by id.
+    #[tracing::instrument(name = "store.get_session", level = "debug", skip_all)]
     pub async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, WharfError> {
         let row = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM wharf_sessions WHERE id = $1"
@@ -198,6 +201,7 @@ impl StateStore {
     }
 
     /// The generation of a row (a cheap freshness check for caches).
+    #[tracing::instrument(name = "store.session_generation", level = "debug", skip_all)]
     pub async fn session_generation(
         &self,
         id: &str,
@@ -227,6 +231,7 @@ impl StateStore {
 
     /// Rows, optionally filtered by tenant, backend and key; a damaged row is logged and
     /// left out.
+    #[tracing::instrument(name = "store.list_sessions", level = "debug", skip_all)]
     pub async fn list_sessions(
         &self,
         tenant: Option<&str>,
@@ -246,6 +251,7 @@ impl StateStore {
     }
 
     /// Rows as decoded, a damaged one as what is wrong with it (for recovery's report).
+    #[tracing::instrument(name = "store.list_session_rows", level = "debug", skip_all)]
     pub async fn list_session_rows(
         &self,
         tenant: Option<&str>,
@@ -268,6 +274,7 @@ impl StateStore {
 
     /// `creating` → `ready` with the initialized data, only by the lease holder (this node
     /// in this incarnation).
+    #[tracing::instrument(name = "store.mark_ready", level = "debug", skip_all)]
     pub async fn mark_ready(
         &self,
         id: &str,
@@ -293,6 +300,7 @@ impl StateStore {
 
     /// Takes over a `creating` or `releasing` row whose lease ran out or is held by an
     /// earlier incarnation of `node`; true when taken.
+    #[tracing::instrument(name = "store.take_over", level = "debug", skip_all)]
     pub async fn take_over(
         &self,
         id: &str,
@@ -319,6 +327,7 @@ impl StateStore {
 
     /// Extends the lease of a `creating` or `releasing` row this node holds in this
     /// incarnation; false when it holds it no longer.
+    #[tracing::instrument(name = "store.renew_lease", level = "debug", skip_all)]
     pub async fn renew_lease(
         &self,
         id: &str,
@@ -341,6 +350,7 @@ impl StateStore {
 
     /// `creating` and `releasing` rows nobody finishes: their lease ran out, or an earlier
     /// incarnation of `node` holds them (it died: a process has one incarnation).
+    #[tracing::instrument(name = "store.abandoned_sessions", level = "debug", skip_all)]
     pub async fn abandoned_sessions(
         &self,
         node: &str,
@@ -361,6 +371,7 @@ impl StateStore {
     }
 
     /// Deletes a row (any state).
+    #[tracing::instrument(name = "store.delete_session", level = "debug", skip_all)]
     pub async fn delete_session(&self, id: &str) -> Result<(), WharfError> {
         sqlx::query("DELETE FROM wharf_sessions WHERE id = $1")
             .bind(id)
@@ -371,6 +382,7 @@ impl StateStore {
     }
 
     /// Deletes a row only if it is still at `generation` (nobody changed it since).
+    #[tracing::instrument(name = "store.delete_session_at", level = "debug", skip_all)]
     pub async fn delete_session_at(&self, id: &str, generation: u64) -> Result<bool, WharfError> {
         let done = sqlx::query("DELETE FROM wharf_sessions WHERE id = $1 AND generation = $2")
             .bind(id)
@@ -382,6 +394,7 @@ impl StateStore {
     }
 
     /// Writes new session data if the row is still at `generation`; the new generation.
+    #[tracing::instrument(name = "store.update_data", level = "debug", skip_all)]
     pub async fn update_data(
         &self,
         id: &str,
@@ -404,6 +417,7 @@ impl StateStore {
     }
 
     /// Records activity (extends the idle TTL); false when the row is gone.
+    #[tracing::instrument(name = "store.touch", level = "debug", skip_all)]
     pub async fn touch(&self, id: &str, now: i64) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET last_activity = $1 WHERE id = $2 AND state = 'ready'",
@@ -418,6 +432,7 @@ impl StateStore {
 
     /// `ready` → `releasing` under a lease. With `idle_before`, only if nothing touched the
     /// session since then (an idle expiry must not release a session another node just used).
+    #[tracing::instrument(name = "store.begin_release", level = "debug", skip_all)]
     pub async fn begin_release(
         &self,
         id: &str,
@@ -443,6 +458,7 @@ impl StateStore {
 
     /// Sets the holder claim if it is free, expired or already this holder's, and the owner
     /// matches; true when claimed.
+    #[tracing::instrument(name = "store.claim", level = "debug", skip_all)]
     pub async fn claim(
         &self,
         id: &str,
@@ -469,6 +485,7 @@ impl StateStore {
     }
 
     /// Clears the holder claim if it is `holder`'s; true when cleared.
+    #[tracing::instrument(name = "store.unclaim", level = "debug", skip_all)]
     pub async fn unclaim(&self, id: &str, holder: &str) -> Result<bool, WharfError> {
         let done = sqlx::query("UPDATE wharf_sessions SET holder = NULL, holder_until = 0 WHERE id = $1 AND holder = $2")
             .bind(id)

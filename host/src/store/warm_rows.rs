@@ -24,6 +24,7 @@ pub struct WarmRow {
 
 impl StateStore {
     /// Records a sandbox this node's pool is about to create.
+    #[tracing::instrument(name = "store.insert_warming", level = "debug", skip_all)]
     pub async fn insert_warming(
         &self,
         id: &str,
@@ -48,6 +49,7 @@ impl StateStore {
 
     /// The create finished: the sandbox is `idle` with `handle`. False when the row is gone
     /// (the sweeper took it): the caller destroys what it made.
+    #[tracing::instrument(name = "store.warm_ready", level = "debug", skip_all)]
     pub async fn warm_ready(&self, id: &str, handle: &str) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_warm_sandboxes SET handle = $1, state = 'idle'
@@ -62,6 +64,7 @@ impl StateStore {
     }
 
     /// Hands idle sandbox `id` to `session`; true for exactly one caller.
+    #[tracing::instrument(name = "store.claim_warm", level = "debug", skip_all)]
     pub async fn claim_warm(&self, id: &str, session: &str) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_warm_sandboxes SET state = 'taken', taken_by = $1
@@ -76,6 +79,7 @@ impl StateStore {
     }
 
     /// Forgets a sandbox (destroyed, or never made).
+    #[tracing::instrument(name = "store.delete_warm", level = "debug", skip_all)]
     pub async fn delete_warm(&self, id: &str) -> Result<(), WharfError> {
         sqlx::query("DELETE FROM wharf_warm_sandboxes WHERE id = $1")
             .bind(id)
@@ -86,6 +90,7 @@ impl StateStore {
     }
 
     /// Whether `id` is a warm sandbox's (so a container labelled with it is not an orphan).
+    #[tracing::instrument(name = "store.warm_exists", level = "debug", skip_all)]
     pub async fn warm_exists(&self, id: &str) -> Result<bool, WharfError> {
         let row = sqlx::query("SELECT 1 AS found FROM wharf_warm_sandboxes WHERE id = $1")
             .bind(id)
@@ -97,6 +102,7 @@ impl StateStore {
 
     /// Rows nobody will finish: not taken and made by a node incarnation that is gone (not
     /// this one, and no live heartbeat in its boot id), or taken by a session that is gone.
+    #[tracing::instrument(name = "store.stale_warm", level = "debug", skip_all)]
     pub async fn stale_warm(&self, node: &str, now_ms: i64) -> Result<Vec<WarmRow>, WharfError> {
         let rows = sqlx::query(
             "SELECT w.id, w.backend, w.handle, w.taken_by FROM wharf_warm_sandboxes w

@@ -26,6 +26,7 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// `execute/batch`'s body.
 #[derive(Deserialize)]
@@ -104,7 +105,8 @@ pub(super) async fn batch(
         Ok(b) => b,
         Err(e) => return RequestClock::start().reply(Err(e)),
     };
-    let clock = RequestClock::with_trace(body.trace_id.as_deref());
+    let (span, clock) =
+        RequestClock::for_request("compat.batch", &caller.name, body.trace_id.as_deref());
     let Some(actions) = body.actions else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,
@@ -123,26 +125,30 @@ pub(super) async fn batch(
     };
     let parallel = body.parallel.unwrap_or(false);
     let stop_on_error = body.stop_on_error.unwrap_or(true);
-    let entries: Vec<Entry> = if parallel {
-        let runs = actions
-            .into_iter()
-            .enumerate()
-            .map(|(i, item)| run_entry(&ctx, i, item));
-        futures::future::join_all(runs).await
-    } else {
-        let mut entries = Vec::with_capacity(actions.len());
-        let mut failed = false;
-        for (i, item) in actions.into_iter().enumerate() {
-            if failed && stop_on_error {
-                entries.push(skipped(i, &item));
-                continue;
+    let entries: Vec<Entry> = async {
+        if parallel {
+            let runs = actions
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| run_entry(&ctx, i, item));
+            futures::future::join_all(runs).await
+        } else {
+            let mut entries = Vec::with_capacity(actions.len());
+            let mut failed = false;
+            for (i, item) in actions.into_iter().enumerate() {
+                if failed && stop_on_error {
+                    entries.push(skipped(i, &item));
+                    continue;
+                }
+                let entry = run_entry(&ctx, i, item).await;
+                failed |= !entry.ok;
+                entries.push(entry);
             }
-            let entry = run_entry(&ctx, i, item).await;
-            failed |= !entry.ok;
-            entries.push(entry);
+            entries
         }
-        entries
-    };
+    }
+    .instrument(span)
+    .await;
     let total = entries.len();
     let succeeded = entries.iter().filter(|e| e.ok).count();
     let not_run = entries.iter().filter(|e| e.skipped).count();

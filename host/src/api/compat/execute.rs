@@ -30,6 +30,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// `execute`'s body.
 #[derive(Deserialize)]
@@ -145,7 +146,8 @@ pub(super) async fn execute(
         Ok(b) => b,
         Err(e) => return RequestClock::start().reply(Err(e)),
     };
-    let clock = RequestClock::with_trace(body.trace_id.as_deref());
+    let (span, clock) =
+        RequestClock::for_request("compat.execute", &caller.name, body.trace_id.as_deref());
     let Some(action) = body.action.filter(|a| !a.is_empty()) else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,
@@ -164,7 +166,7 @@ pub(super) async fn execute(
         params: body.params,
         timeout: body.timeout,
     };
-    let outcome = run_action(&ctx, spec).await;
+    let outcome = run_action(&ctx, spec).instrument(span).await;
     let meta = clock.meta();
     match outcome {
         Ok(o) => {

@@ -44,12 +44,13 @@ pub async fn call_tool(
             Ok(c) => c,
             Err(e) => return Ok(failure(&e)),
         };
+    let (span, trace_id) = crate::telemetry::request_span("mcp.tools/call", &caller.name);
     let invocation = Invocation {
         session: session_key(&context).map_or(SessionChoice::None, |key| SessionChoice::Key {
             key,
             missing: WhenMissing::Create,
         }),
-        trace_id: Some(uuid::Uuid::new_v4().simple().to_string()),
+        trace_id: Some(trace_id),
         missing_session: Some(missing_session),
         ..Invocation::new(
             caller.principal(),
@@ -58,9 +59,7 @@ pub async fn call_tool(
         )
     };
     let progress = context.meta.get_progress_token();
-    let work = wharf
-        .invoke(invocation)
-        .instrument(tracing::info_span!("request", token = %caller.name));
+    let work = wharf.invoke(invocation).instrument(span);
     match drive(work, &context, progress).await {
         Some(Ok(outcome)) => Ok(success(outcome)),
         // A name that resolves to no tool is the request's fault, not the tool's.
