@@ -23,7 +23,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::{FilterFn, filter_fn};
+use tracing_subscriber::filter::{FilterFn, LevelFilter, filter_fn};
 
 /// The tracing target of audit events.
 pub const TARGET: &str = "wharf::audit";
@@ -239,8 +239,14 @@ fn is_audit(meta: &tracing::Metadata<'_>) -> bool {
 }
 
 /// The filter for the human log: everything but audit events once the sink runs.
-pub fn human_filter() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
-    filter_fn(|meta| !(is_audit(meta) && active()))
+pub fn human_filter(
+    max_level: Option<LevelFilter>,
+) -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
+    // The human log's own level, as this filter's hint: a filter without one makes every
+    // `trace!` in every crate (and every `log` record wasmtime writes) reach the subscriber.
+    let level = max_level.unwrap_or(LevelFilter::TRACE);
+    filter_fn(move |meta| *meta.level() <= level && !(is_audit(meta) && active()))
+        .with_max_level_hint(level)
 }
 
 /// The layer that turns audit events into lines for the sink.
@@ -248,7 +254,10 @@ pub fn layer<S>() -> impl Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
-    AuditLayer.with_filter(filter_fn(|meta| is_audit(meta) && active()))
+    AuditLayer.with_filter(
+        filter_fn(|meta| is_audit(meta) && active() && *meta.level() <= LevelFilter::INFO)
+            .with_max_level_hint(LevelFilter::INFO),
+    )
 }
 
 struct AuditLayer;
@@ -260,13 +269,12 @@ impl<S: tracing::Subscriber> Layer<S> for AuditLayer {
         _ctx: tracing_subscriber::layer::Context<'_, S>,
     ) {
         let Some(sink) = SINK.get() else { return };
-        let mut fields = Line(serde_json::Map::new());
-        fields.0.insert("ts".into(), now_rfc3339().into());
+        let mut fields = Line(Vec::with_capacity(384));
+        fields.0.extend_from_slice(b"{\"ts\":");
+        fields.string(&now_rfc3339());
         event.record(&mut fields);
-        let Ok(mut line) = serde_json::to_vec(&fields.0) else {
-            return;
-        };
-        line.push(b'\n');
+        fields.0.extend_from_slice(b"}\n");
+        let line = fields.0;
         QUEUED.fetch_add(1, Ordering::AcqRel);
         let sent = match sink.mode {
             AuditMode::Drop => sink.queue.try_send(line).is_ok(),
@@ -279,31 +287,49 @@ impl<S: tracing::Subscriber> Layer<S> for AuditLayer {
     }
 }
 
-/// An event's fields as JSON values (numbers and booleans stay typed).
-struct Line(serde_json::Map<String, serde_json::Value>);
+/// An event's fields written straight into one JSON object (numbers and booleans stay
+/// typed): no map, no intermediate values, one buffer per line.
+struct Line(Vec<u8>);
+
+impl Line {
+    fn key(&mut self, field: &Field) {
+        self.0.push(b',');
+        self.string(field.name());
+        self.0.push(b':');
+    }
+
+    /// Appends `text` as a JSON string (writing to a `Vec` cannot fail).
+    fn string(&mut self, text: &str) {
+        let _ = serde_json::to_writer(&mut self.0, text);
+    }
+}
 
 impl Visit for Line {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().into(), value.into());
+        self.key(field);
+        self.string(value);
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().into(), value.into());
+        self.key(field);
+        let _ = write!(self.0, "{value}");
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.insert(field.name().into(), value.into());
+        self.key(field);
+        let _ = write!(self.0, "{value}");
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.insert(field.name().into(), value.into());
+        self.key(field);
+        self.0
+            .extend_from_slice(if value { b"true" } else { b"false" });
     }
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0
-            .insert(field.name().into(), format!("{value:?}").into());
+        self.key(field);
+        self.string(&format!("{value:?}"));
     }
 }
 
 /// UTC now as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 fn now_rfc3339() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+    // Not `format("%Y…")`: that parses the pattern again on every line.
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }

@@ -11,11 +11,12 @@ async fn main() -> std::process::ExitCode {
         .unwrap_or_else(|_| EnvFilter::new("info,cranelift=warn,wasmtime=warn"));
     // The human log's level never hides audit lines: they go to the audit sink once
     // `serve` starts it (wharf::audit).
+    let max_level = filter.max_level_hint();
     let human = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(filter)
-        .with_filter(wharf::audit::human_filter());
+        .with_filter(wharf::audit::human_filter(max_level));
     // The trace layer sits directly on the registry (wharf::telemetry needs that type).
     tracing_subscriber::registry()
         .with(wharf::telemetry::layer())

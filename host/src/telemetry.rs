@@ -17,9 +17,11 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
 use tracing::{Event, Level, Metadata};
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt};
 use tracing_subscriber::Layer;
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::Registry;
 
@@ -54,7 +56,35 @@ fn wanted(meta: &Metadata<'_>) -> bool {
 
 /// The layer to put first on the registry in `main`; it exports nothing until [`start`].
 pub fn layer() -> impl Layer<Registry> {
-    Deferred.with_filter(tracing_subscriber::filter::filter_fn(wanted))
+    Deferred.with_filter(Wanted)
+}
+
+/// [`wanted`] as a filter whose level hint follows [`active`]: while export is off it asks
+/// for nothing, so it does not raise the subscriber's maximum level (a filter without a
+/// hint makes every `trace!` callsite in every crate reach the subscriber).
+struct Wanted;
+
+impl<S> tracing_subscriber::layer::Filter<S> for Wanted {
+    fn enabled(&self, meta: &Metadata<'_>, _: &Context<'_, S>) -> bool {
+        wanted(meta)
+    }
+
+    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
+        // Cached per callsite; `start` rebuilds the cache when export turns on.
+        if wanted(meta) {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(if active() {
+            LevelFilter::TRACE
+        } else {
+            LevelFilter::OFF
+        })
+    }
 }
 
 /// Starts export once per process (later calls keep the first): builds the OTLP/HTTP

@@ -135,7 +135,9 @@ impl Wharf {
             .map_or(requested, |(name, _, _)| name.canonical())
     }
 
-    /// The session the call runs in (and the temporary session to release after it).
+    /// The session the call runs in (and the temporary session to release after it). The
+    /// session paths are boxed: inline, their futures (tens of KB) made every call's future
+    /// that size, copied at each move on the hot path (ARCHITECTURE.md, "The path of one call").
     async fn pick_session(
         &self,
         caller: &Principal,
@@ -163,14 +165,13 @@ impl Wharf {
             (SessionChoice::Key { key, missing }, need) => {
                 let required = need == SessionNeed::Required;
                 if required && missing == WhenMissing::Create {
-                    let (record, _) = self
-                        .acquire_keyed(&caller.tenant, &backend.name, &key)
-                        .await
-                        .map_err(refuse)?;
+                    let (record, _) =
+                        Box::pin(self.acquire_keyed(&caller.tenant, &backend.name, &key))
+                            .await
+                            .map_err(refuse)?;
                     return Ok((Some(record.id), None));
                 }
-                let existing = self
-                    .ready_session_of(caller, &backend.name, &key)
+                let existing = Box::pin(self.ready_session_of(caller, &backend.name, &key))
                     .await
                     .map_err(refuse)?;
                 match existing {
@@ -180,10 +181,10 @@ impl Wharf {
                         backend
                             .validate_args(action, &request.args)
                             .map_err(refuse)?;
-                        let temporary = self
-                            .temporary_session(&caller.tenant, &backend.name, &key)
-                            .await
-                            .map_err(refuse)?;
+                        let temporary =
+                            Box::pin(self.temporary_session(&caller.tenant, &backend.name, &key))
+                                .await
+                                .map_err(refuse)?;
                         Ok((Some(temporary.id().to_string()), Some(temporary)))
                     }
                     None => Ok((None, None)),

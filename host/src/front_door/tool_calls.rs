@@ -75,10 +75,19 @@ pub(super) struct Admitted {
     /// The tool's backend.
     pub backend: Arc<LoadedBackend>,
     /// The tool.
-    pub tool: ToolDescription,
+    pub tool: AdmittedTool,
     /// Where the call is, for the envelope's `meta`.
     pub place: CallPlace,
     _admission: crate::quotas::CallAdmission,
+}
+
+/// What a call needs of its tool (not the whole description: its schemas are not copied
+/// per call).
+pub(super) struct AdmittedTool {
+    /// The action name.
+    pub action: String,
+    /// Whether it takes a session.
+    pub session: SessionNeed,
 }
 
 /// The name a caller's quotas and pool turns go by: its tenant, or one name for admins.
@@ -159,7 +168,8 @@ impl Wharf {
             })
             .unwrap_or_default();
         let who = quota_tenant(tenant);
-        let outcome = crate::quotas::as_tenant(who, work).await;
+        // Boxed once here rather than moved by value through every wrapper above it.
+        let outcome = crate::quotas::as_tenant(who, Box::pin(work)).await;
         let refused = self.record_tenant_call(who, &outcome);
         let (code, tool, backend, session) = match &outcome {
             Ok(o) => (
@@ -244,7 +254,7 @@ impl Wharf {
             .quotas
             .admit_call(quota_tenant(tenant), &backend.name)
             .map_err(|e| Box::new((e, place.clone())))?;
-        let Some(tool) = backend.tool(&action).cloned() else {
+        let Some(session) = backend.tool(&action).map(|t| t.session) else {
             return Err(Box::new((
                 WharfError::invalid_request(format!("unknown tool `{}`", request.tool)),
                 place,
@@ -252,7 +262,7 @@ impl Wharf {
         };
         Ok(Admitted {
             backend,
-            tool,
+            tool: AdmittedTool { action, session },
             place,
             _admission: admission,
         })
@@ -285,7 +295,7 @@ impl Wharf {
         &self,
         tenant: &Tenant,
         backend: &Arc<LoadedBackend>,
-        tool: &ToolDescription,
+        tool: &AdmittedTool,
         request: CallRequest,
         trace_id: Option<String>,
     ) -> Result<CallOutcome, WharfError> {
