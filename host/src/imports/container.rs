@@ -1,9 +1,10 @@
-//! `container`: containers on the host's Docker engine, checked against the backend's
-//! grants, labelled by the host from the call context, visible only to their backend.
+//! `container`: containers on the host's container engine (`engines::ContainerEngine`:
+//! Docker, or the disabled engine's 5012), checked against the backend's grants, labelled
+//! by the host from the call context, visible only to their backend.
 
 use super::guest_error;
 use super::host_mounts::{self, ResolvedMount};
-use crate::docker::{self, DockerError, Owner};
+use crate::engines::{self as engine, ContainerEngine, EngineError, Owner};
 use crate::error_code::Code;
 use crate::policy::{ContainerRequest, MountAsk, MountGrant, NetworkRequest};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
@@ -17,26 +18,26 @@ type Answer<T> = wasmtime::Result<Result<T, Error>>;
 /// Where a sandbox writes when its root is read-only (copy-in needs a volume there).
 const DEFAULT_WORK_VOLUME: &str = "/work";
 
-/// A Docker failure as the guest sees it.
-pub fn docker_error(err: DockerError) -> Error {
+/// An engine failure as the guest sees it.
+pub fn engine_error(err: EngineError) -> Error {
     let code = Code::from_u32(err.code()).unwrap_or(Code::ExecutionError);
     let mut e = guest_error(code, err.to_string());
     e.retryable = err.retryable();
     e
 }
 
-fn info_to_wit(info: docker::ContainerInfo) -> ContainerInfo {
+fn info_to_wit(info: engine::ContainerInfo) -> ContainerInfo {
     ContainerInfo {
         id: info.id,
         name: info.name,
         image: info.image,
         state: match info.state {
-            docker::ContainerState::Created => ContainerState::Created,
-            docker::ContainerState::Running => ContainerState::Running,
-            docker::ContainerState::Paused => ContainerState::Paused,
-            docker::ContainerState::Exited => ContainerState::Exited,
-            docker::ContainerState::Dead => ContainerState::Dead,
-            docker::ContainerState::Unknown => ContainerState::Unknown,
+            engine::ContainerState::Created => ContainerState::Created,
+            engine::ContainerState::Running => ContainerState::Running,
+            engine::ContainerState::Paused => ContainerState::Paused,
+            engine::ContainerState::Exited => ContainerState::Exited,
+            engine::ContainerState::Dead => ContainerState::Dead,
+            engine::ContainerState::Unknown => ContainerState::Unknown,
         },
         labels: info.labels,
         created_at_ms: info.created_at_ms,
@@ -44,7 +45,7 @@ fn info_to_wit(info: docker::ContainerInfo) -> ContainerInfo {
 }
 
 impl HostState {
-    /// Who is calling, for the Docker module's ownership checks.
+    /// Who is calling, for the engine's ownership checks.
     pub fn owner(&self) -> Owner {
         Owner {
             backend: self.backend.to_string(),
@@ -52,24 +53,24 @@ impl HostState {
         }
     }
 
-    fn docker(&self) -> Result<&docker::Docker, Error> {
-        self.services.docker.as_ref().ok_or_else(|| {
-            guest_error(
-                Code::DependencyFailure,
-                "no Docker engine is configured on this host",
-            )
-        })
+    fn docker(&self) -> Result<&dyn ContainerEngine, Error> {
+        self.services
+            .containers
+            .configured()
+            .map_err(engine_error)?;
+        Ok(&*self.services.containers)
     }
 
     /// Resolves the mounts, then counts and creates within the backend's turn (see
     /// [`container_turns`](super::container_turns)).
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
-        let docker = self.docker()?.clone();
+        let services = self.services.clone();
+        services.containers.configured().map_err(engine_error)?;
         let (mounts, resolved_grants) = self.resolve_mounts(&spec).await?;
-        let (store, backend) = (self.services.store.clone(), self.backend.clone());
-        let turn = super::container_turns::take(&docker, store.as_ref(), &backend).await?;
+        let backend = self.backend.clone();
+        let turn = super::container_turns::take(&services.create_turns, &backend).await?;
         let created = self
-            .count_and_create(&docker, spec, mounts, &resolved_grants)
+            .count_and_create(&*services.containers, spec, mounts, &resolved_grants)
             .await;
         turn.end().await;
         created
@@ -104,7 +105,7 @@ impl HostState {
 
     async fn count_and_create(
         &mut self,
-        docker: &docker::Docker,
+        docker: &dyn ContainerEngine,
         spec: ContainerSpec,
         mounts: Vec<ResolvedMount>,
         resolved_grants: &[MountGrant],
@@ -119,7 +120,7 @@ impl HostState {
         let owned = docker
             .list_owned(&owner.backend, None)
             .await
-            .map_err(docker_error)?;
+            .map_err(engine_error)?;
         let in_session = match &owner.session {
             Some(s) => owned
                 .iter()
@@ -153,7 +154,7 @@ impl HostState {
             .workdir
             .clone()
             .unwrap_or_else(|| DEFAULT_WORK_VOLUME.to_string());
-        let docker_spec = docker::ContainerSpec {
+        let docker_spec = engine::ContainerSpec {
             image: spec.image,
             command: spec.command,
             env: spec.env,
@@ -162,16 +163,16 @@ impl HostState {
             // The resolved path is what was checked, so it is what gets mounted.
             mounts: mounts
                 .into_iter()
-                .map(|m| docker::Mount {
+                .map(|m| engine::Mount {
                     host_path: m.host_path,
                     container_path: m.container_path,
                     read_only: m.read_only,
                 })
                 .collect(),
             network: match network {
-                NetworkRequest::None => docker::Network::None,
-                NetworkRequest::Bridge => docker::Network::Bridge,
-                NetworkRequest::Named(n) => docker::Network::Named(n),
+                NetworkRequest::None => engine::Network::None,
+                NetworkRequest::Bridge => engine::Network::Bridge,
+                NetworkRequest::Named(n) => engine::Network::Named(n),
             },
             cpu_millis: Some(limits.cpu_millis),
             memory_bytes: Some(limits.memory_bytes),
@@ -182,7 +183,7 @@ impl HostState {
         let info = docker
             .create(&owner, &docker_spec)
             .await
-            .map_err(docker_error)?;
+            .map_err(engine_error)?;
         tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %info.id, image = %info.image);
         Ok(info_to_wit(info))
     }
@@ -201,7 +202,7 @@ impl Host for HostState {
         let answer = async move {
             let owner = self.owner();
             Ok(match self.docker() {
-                Ok(d) => d.start(&owner, &id).await.map_err(docker_error),
+                Ok(d) => d.start(&owner, &id).await.map_err(engine_error),
                 Err(e) => Err(e),
             })
         }
@@ -214,7 +215,7 @@ impl Host for HostState {
         let answer = async move {
             let owner = self.owner();
             Ok(match self.docker() {
-                Ok(d) => d.stop(&owner, &id, timeout_ms).await.map_err(docker_error),
+                Ok(d) => d.stop(&owner, &id, timeout_ms).await.map_err(engine_error),
                 Err(e) => Err(e),
             })
         }
@@ -228,7 +229,7 @@ impl Host for HostState {
         let owner = self.owner();
         Ok(match self.docker() {
             Ok(d) => {
-                let r = d.remove(&owner, &id).await.map_err(docker_error);
+                let r = d.remove(&owner, &id).await.map_err(engine_error);
                 if r.is_ok() {
                     tracing::info!(target: "wharf::audit", event = "container_remove", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %id);
                 }
@@ -250,7 +251,7 @@ impl Host for HostState {
                     .inspect(&owner, &id)
                     .await
                     .map(|i| i.map(info_to_wit))
-                    .map_err(docker_error),
+                    .map_err(engine_error),
                 Err(e) => Err(e),
             })
         }
@@ -267,7 +268,7 @@ impl Host for HostState {
                     .list_owned(&backend, session_id.as_deref())
                     .await
                     .map(|v| v.into_iter().map(info_to_wit).collect())
-                    .map_err(docker_error),
+                    .map_err(engine_error),
                 Err(e) => Err(e),
             })
         }
@@ -289,7 +290,7 @@ impl Host for HostState {
                 Ok(d) => d
                     .copy_in(&owner, &id, &path, &content, mode)
                     .await
-                    .map_err(docker_error),
+                    .map_err(engine_error),
                 Err(e) => Err(e),
             })
         }
@@ -307,7 +308,7 @@ impl Host for HostState {
                 Ok(d) => d
                     .copy_out(&owner, &id, &path, max_bytes)
                     .await
-                    .map_err(docker_error),
+                    .map_err(engine_error),
                 Err(e) => Err(e),
             })
         }

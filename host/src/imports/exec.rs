@@ -1,11 +1,9 @@
 //! `exec`: commands in the caller's own containers, with the timeout clamped to what is
-//! left of the call's deadline. If the call is dropped, the Docker module's guard kills the
+//! left of the call's deadline. If the call is dropped, the engine kills the
 //! command's process group.
 
-use super::container::docker_error;
-use super::guest_error;
-use crate::docker;
-use crate::error_code::Code;
+use super::container::engine_error;
+use crate::engines as engine;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::exec::{
     Command, ExecOutput, ExecRequest, Host,
 };
@@ -17,12 +15,10 @@ impl Host for HostState {
     async fn run(&mut self, request: ExecRequest) -> wasmtime::Result<Result<ExecOutput, Error>> {
         let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
         let answer = async move {
-        let Some(docker) = self.services.docker.clone() else {
-            return Ok(Err(guest_error(
-                Code::DependencyFailure,
-                "no Docker engine is configured on this host",
-            )));
-        };
+        let docker = self.services.containers.clone();
+        if let Err(e) = docker.configured() {
+            return Ok(Err(engine_error(e)));
+        }
         let remaining_ms = self
             .call
             .deadline
@@ -34,11 +30,11 @@ impl Host for HostState {
             .unwrap_or(u32::MAX);
         let owner = self.owner();
         let container = request.container.clone();
-        let req = docker::ExecRequest {
+        let req = engine::ExecRequest {
             container: request.container,
             command: match request.command {
-                Command::Argv(argv) => docker::Command::Argv(argv),
-                Command::Shell(line) => docker::Command::Shell(line),
+                Command::Argv(argv) => engine::Command::Argv(argv),
+                Command::Shell(line) => engine::Command::Shell(line),
             },
             env: request.env,
             workdir: request.workdir,
@@ -67,7 +63,7 @@ impl Host for HostState {
                 timed_out: o.timed_out,
                 duration_ms: o.duration_ms,
             })
-            .map_err(docker_error))
+            .map_err(engine_error))
     }
         .await;
         metrics.import_answer(&backend, "exec.run", answer)
