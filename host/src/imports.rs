@@ -1,6 +1,7 @@
 //! Host imports: one file per interface, each implementing the generated `Host` trait on
-//! [`HostState`](crate::runtime::host_state::HostState). Guest mistakes and policy denials
-//! come back as WIT errors; only host bugs trap.
+//! [`HostState`](crate::runtime::host_state::HostState) with its grant checks and its one
+//! wrapper (each ends in `HostState::counted`, the import metrics). Guest mistakes and
+//! policy denials come back as WIT errors; only host bugs trap.
 
 pub mod container;
 mod container_quota;
@@ -15,6 +16,7 @@ pub mod v0_1;
 
 use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types as wit_types;
+use crate::runtime::host_state::HostState;
 
 /// A WIT error for the guest.
 pub fn guest_error(code: Code, message: impl Into<String>) -> wit_types::Error {
@@ -41,4 +43,18 @@ pub fn not_granted(what: &str) -> wit_types::Error {
     )
 }
 
-impl wit_types::Host for crate::runtime::host_state::HostState {}
+impl HostState {
+    /// The one place an import's answer is counted (`wharf_imports_total{backend, import,
+    /// outcome}`); every import's wrapper ends here. `import` is `interface.function`.
+    pub(crate) fn counted<T>(
+        &self,
+        import: &str,
+        answer: Result<T, wit_types::Error>,
+    ) -> wasmtime::Result<Result<T, wit_types::Error>> {
+        self.services
+            .metrics
+            .import_answer(&self.backend, import, Ok(answer))
+    }
+}
+
+impl wit_types::Host for HostState {}

@@ -12,6 +12,7 @@ use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
 };
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
+use std::sync::Arc;
 
 type Answer<T> = wasmtime::Result<Result<T, Error>>;
 
@@ -51,14 +52,6 @@ impl HostState {
             backend: self.backend.to_string(),
             session: self.call.session_id.clone(),
         }
-    }
-
-    fn docker(&self) -> Result<&dyn ContainerEngine, Error> {
-        self.services
-            .containers
-            .configured()
-            .map_err(engine_error)?;
-        Ok(&*self.services.containers)
     }
 
     /// Resolves the mounts, then counts and creates within the backend's turn (see
@@ -105,7 +98,7 @@ impl HostState {
 
     async fn count_and_create(
         &mut self,
-        docker: &dyn ContainerEngine,
+        engine: &dyn ContainerEngine,
         spec: ContainerSpec,
         mounts: Vec<ResolvedMount>,
         resolved_grants: &[MountGrant],
@@ -116,8 +109,8 @@ impl HostState {
             Network::Bridge => NetworkRequest::Bridge,
             Network::Named(n) => NetworkRequest::Named(n.clone()),
         };
-        self.check_container_quota(docker).await?;
-        let owned = docker
+        self.check_container_quota(engine).await?;
+        let owned = engine
             .list_owned(&owner.backend, None)
             .await
             .map_err(engine_error)?;
@@ -154,7 +147,7 @@ impl HostState {
             .workdir
             .clone()
             .unwrap_or_else(|| DEFAULT_WORK_VOLUME.to_string());
-        let docker_spec = engine::ContainerSpec {
+        let engine_spec = engine::ContainerSpec {
             image: spec.image,
             command: spec.command,
             env: spec.env,
@@ -180,8 +173,8 @@ impl HostState {
             read_only_root: spec.read_only_root,
             work_volume: Some(work_volume),
         };
-        let info = docker
-            .create(&owner, &docker_spec)
+        let info = engine
+            .create(&owner, &engine_spec)
             .await
             .map_err(engine_error)?;
         tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %info.id, image = %info.image);
@@ -189,91 +182,80 @@ impl HostState {
     }
 }
 
+/// The engine as `engine_op` hands it to an operation. A named type rather than
+/// `Arc<dyn ContainerEngine>`: rustc cannot prove an async closure's future `Send` when
+/// its argument carries a trait object's lifetime.
+pub(super) struct Engine(Arc<dyn ContainerEngine>);
+
+impl std::ops::Deref for Engine {
+    type Target = dyn ContainerEngine;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl HostState {
+    /// The one wrapper of a `container` (and `exec`) call: the engine (the disabled one's 5012 before
+    /// anything else), the caller as owner, the engine's error as the guest sees it, and
+    /// the call counted under `import`.
+    pub(super) async fn engine_op<T>(
+        &mut self,
+        import: &'static str,
+        op: impl AsyncFnOnce(Engine, Owner) -> Result<T, EngineError>,
+    ) -> Answer<T> {
+        let engine = Engine(self.services.containers.clone());
+        let answer = match engine.configured() {
+            Ok(()) => op(engine, self.owner()).await,
+            Err(e) => Err(e),
+        };
+        self.counted(import, answer.map_err(engine_error))
+    }
+}
+
 impl Host for HostState {
     async fn create(&mut self, spec: ContainerSpec) -> Answer<ContainerInfo> {
-        let answer = Ok(self.create_checked(spec).await);
-        self.services
-            .metrics
-            .import_answer(&self.backend, "container.create", answer)
+        let answer = self.create_checked(spec).await;
+        self.counted("container.create", answer)
     }
 
     async fn start(&mut self, id: String) -> Answer<()> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d.start(&owner, &id).await.map_err(engine_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.start", answer)
+        self.engine_op("container.start", async |engine, owner| {
+            engine.start(&owner, &id).await
+        })
+        .await
     }
 
     async fn stop(&mut self, id: String, timeout_ms: u32) -> Answer<()> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d.stop(&owner, &id, timeout_ms).await.map_err(engine_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.stop", answer)
+        self.engine_op("container.stop", async |engine, owner| {
+            engine.stop(&owner, &id, timeout_ms).await
+        })
+        .await
     }
 
     async fn remove(&mut self, id: String) -> Answer<()> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-        let owner = self.owner();
-        Ok(match self.docker() {
-            Ok(d) => {
-                let r = d.remove(&owner, &id).await.map_err(engine_error);
-                if r.is_ok() {
-                    tracing::info!(target: "wharf::audit", event = "container_remove", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %id);
-                }
-                r
-            }
-            Err(e) => Err(e),
+        self.engine_op("container.remove", async |engine, owner| {
+            engine.remove(&owner, &id).await?;
+            tracing::info!(target: "wharf::audit", event = "container_remove", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %id);
+            Ok(())
         })
-    }
-        .await;
-        metrics.import_answer(&backend, "container.remove", answer)
+        .await
     }
 
     async fn inspect(&mut self, id: String) -> Answer<Option<ContainerInfo>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d
-                    .inspect(&owner, &id)
-                    .await
-                    .map(|i| i.map(info_to_wit))
-                    .map_err(engine_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.inspect", answer)
+        self.engine_op("container.inspect", async |engine, owner| {
+            Ok(engine.inspect(&owner, &id).await?.map(info_to_wit))
+        })
+        .await
     }
 
     async fn list_owned(&mut self, session_id: Option<String>) -> Answer<Vec<ContainerInfo>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let backend = self.backend.to_string();
-            Ok(match self.docker() {
-                Ok(d) => d
-                    .list_owned(&backend, session_id.as_deref())
-                    .await
-                    .map(|v| v.into_iter().map(info_to_wit).collect())
-                    .map_err(engine_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.list-owned", answer)
+        self.engine_op("container.list-owned", async |engine, owner| {
+            let listed = engine
+                .list_owned(&owner.backend, session_id.as_deref())
+                .await?;
+            Ok(listed.into_iter().map(info_to_wit).collect())
+        })
+        .await
     }
 
     async fn copy_in(
@@ -283,36 +265,18 @@ impl Host for HostState {
         content: Vec<u8>,
         mode: u32,
     ) -> Answer<()> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d
-                    .copy_in(&owner, &id, &path, &content, mode)
-                    .await
-                    .map_err(engine_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.copy-in", answer)
+        self.engine_op("container.copy-in", async |engine, owner| {
+            engine.copy_in(&owner, &id, &path, &content, mode).await
+        })
+        .await
     }
 
     async fn copy_out(&mut self, id: String, path: String, max_bytes: u64) -> Answer<Vec<u8>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
         // Read whole into host memory before the guest sees it: the host's cap, not the guest's.
         let max_bytes = self.services.guest_buffer_cap.clamp(max_bytes);
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d
-                    .copy_out(&owner, &id, &path, max_bytes)
-                    .await
-                    .map_err(engine_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.copy-out", answer)
+        self.engine_op("container.copy-out", async |engine, owner| {
+            engine.copy_out(&owner, &id, &path, max_bytes).await
+        })
+        .await
     }
 }

@@ -57,8 +57,6 @@ pub async fn check(grants: &Grants, url: &str) -> Result<(), Error> {
 impl Host for HostState {
     async fn check(&mut self, url: String) -> wasmtime::Result<Result<(), Error>> {
         let answer = check(&self.grants, &url).await;
-        self.services
-            .metrics
-            .import_answer(&self.backend, "egress.check", Ok(answer))
+        self.counted("egress.check", answer)
     }
 }

@@ -106,9 +106,8 @@ fn check_key(key: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The store as `kv_op` hands it to an operation. A named type rather than
-/// `Arc<dyn KvStore>`: rustc cannot prove an async closure's future `Send` when its
-/// argument carries a trait object's lifetime.
+/// The store as `kv_op` hands it to an operation (a named type: see
+/// `container::Engine`).
 struct Kv(Arc<dyn KvStore>);
 
 impl std::ops::Deref for Kv {
@@ -119,7 +118,7 @@ impl std::ops::Deref for Kv {
 }
 
 impl HostState {
-    /// Runs one kv operation in its scope and counts it in the import metrics.
+    /// The one wrapper of a `kv` call: the store and the scope, then the operation, counted.
     async fn kv_op<T>(
         &mut self,
         import: &str,
@@ -130,9 +129,7 @@ impl HostState {
             Ok((store, scope)) => op(Kv(store), &self.backend, scope).await,
             Err(e) => Err(e),
         };
-        self.services
-            .metrics
-            .import_answer(&self.backend, import, Ok(answer))
+        self.counted(import, answer)
     }
 }
 
