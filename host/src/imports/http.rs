@@ -12,7 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
-use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks, WasiHttpView};
+
+/// Links outbound `wasi:http` (the handler and its types; no incoming side) for every
+/// component; the store's [`WasiHttpView`] hands out the backend's [`EgressHooks`].
+pub fn add_to_linker<T: WasiHttpView + 'static>(
+    linker: &mut wasmtime::component::Linker<T>,
+) -> anyhow::Result<()> {
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
+    Ok(())
+}
 
 /// The egress policy of one backend's instances.
 #[derive(Debug, Clone)]
