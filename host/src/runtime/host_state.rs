@@ -1,15 +1,15 @@
-//! What every store carries: WASI with nothing granted, the wasi-http context with the
-//! egress policy, the memory limiter, the per-call context the host imports read, and the
-//! process-wide services (the engines) they use.
+//! What every store carries: WASI with nothing granted, the imports' contexts (`wasi:http`
+//! with the egress policy: `imports::http::HttpCtx`), the memory limiter, the per-call
+//! context the host imports read, and the process-wide services (the engines) they use.
 
 use crate::imports::container_turns::CreateTurns;
-use crate::imports::http::EgressHooks;
+use crate::imports::http::HttpCtx;
 use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 /// The context of the call in progress; cleared at check-in so nothing leaks to the next.
 #[derive(Debug, Default, Clone)]
@@ -170,8 +170,7 @@ pub struct HostState {
     /// Memory cap and peak.
     pub limiter: MemoryLimiter,
     wasi: WasiCtx,
-    http: WasiHttpCtx,
-    egress: EgressHooks,
+    http: HttpCtx,
     table: ResourceTable,
 }
 
@@ -183,8 +182,7 @@ impl HostState {
         grants: Arc<crate::policy::Grants>,
         services: Arc<HostServices>,
     ) -> Self {
-        let egress = EgressHooks::new(backend.clone(), grants.clone())
-            .with_metrics(services.metrics.clone());
+        let http = HttpCtx::new(backend.clone(), grants.clone(), services.metrics.clone());
         let wasi = WasiCtx::builder()
             .allow_tcp(false)
             .allow_udp(false)
@@ -197,8 +195,7 @@ impl HostState {
             call: CallContext::default(),
             limiter: MemoryLimiter::new(memory_limit_bytes),
             wasi,
-            http: WasiHttpCtx::new(),
-            egress,
+            http,
             table: ResourceTable::new(),
         }
     }
@@ -215,10 +212,6 @@ impl WasiView for HostState {
 
 impl WasiHttpView for HostState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            hooks: &mut self.egress,
-            table: &mut self.table,
-            ctx: &mut self.http,
-        }
+        self.http.view(&mut self.table)
     }
 }
