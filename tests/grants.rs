@@ -1,6 +1,7 @@
 //! Grants and ownership through a real backend calling the host imports: ungranted images,
 //! mounts, networks and HTTP hosts get 4030; one backend cannot touch another's containers;
-//! a dead Docker engine answers 5012 quickly while other backends keep serving.
+//! a dead Docker engine answers 5012 quickly while other backends keep serving, and so does
+//! a host with no container engine at all.
 
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -210,6 +211,45 @@ async fn an_unreachable_docker_engine_answers_5012_quickly() {
     );
     let r = h.call("probe:list", json!({})).await;
     assert_eq!(r.code(), 5012);
+    assert_eq!(
+        h.call("echo:ping", json!({})).await.code(),
+        0,
+        "other backends keep serving"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_without_a_container_engine_answers_5012_from_every_container_import() {
+    // An endpoint the Docker client refuses at start: the host runs on the disabled engine.
+    let h = start_with(vec![("probe", probe()), ("echo", bundled("echo"))], |s| {
+        s.docker_host = Some("ftp://not-a-docker-endpoint".into());
+    })
+    .await;
+    let id = "0".repeat(64);
+    let calls = [
+        ("probe:create", json!({"image": "wharf-sandbox:test"})),
+        ("probe:inspect", json!({"id": id})),
+        ("probe:exec", json!({"id": id, "command": "true"})),
+        (
+            "probe:copy_out",
+            json!({"id": id, "path": "/etc/hostname", "max_bytes": 10}),
+        ),
+        ("probe:remove", json!({"id": id})),
+        ("probe:list", json!({})),
+    ];
+    for (tool, args) in calls {
+        let r = h.call(tool, args).await;
+        assert_eq!((r.status, r.code()), (503, 5012), "{tool}: {}", r.body);
+        assert_eq!(r.body["retryable"], false, "{tool}: {}", r.body);
+        assert!(
+            r.body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("no container engine is configured"),
+            "{tool}: {}",
+            r.body
+        );
+    }
     assert_eq!(
         h.call("echo:ping", json!({})).await.code(),
         0,

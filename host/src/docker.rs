@@ -13,12 +13,16 @@
 //!   to a resident shell while a finished command's leftover may live in the container.
 //! - An unreachable engine answers [`DockerError::Unavailable`] within seconds.
 //!
+//! Docker is the host's [`ContainerEngine`](crate::engines::ContainerEngine) (`engine`); its
+//! plain types and error are the engine-neutral ones of [`engines`](crate::engines).
+//!
 //! Files: [`client`] (connection, ownership check), [`containers`] (lifecycle), [`exec`],
 //! [`archive`] (copy in/out), `resident_shell` (the fast exec path), `frames` and `leftovers`, [`labels`], [`types`], [`error`].
 
 pub mod archive;
 pub mod client;
 pub mod containers;
+mod engine;
 pub mod error;
 pub mod exec;
 mod frames;

@@ -100,30 +100,17 @@ impl Wharf {
         let node_id = node_id(&server.data_dir)?;
         // Pulled blobs live beside the compile cache (ARCHITECTURE.md, OCI).
         let oci = crate::oci::Registry::new(&server.oci, &server.data_dir.join("oci-cache"))?;
-        let connected = match &server.docker_host {
-            Some(host) => crate::docker::Docker::connect_to(host, &node_id),
-            None => crate::docker::Docker::connect(&node_id),
-        };
-        let docker = match connected {
-            Ok(d) => Some(d),
-            Err(e) => {
-                tracing::warn!("no Docker engine: container imports will answer 5012 ({e})");
-                None
-            }
-        };
-
         let store = match &server.store_url {
             Some(url) => StateStore::open(url).await?,
             None => StateStore::open_sqlite(&server.data_dir.join("wharf.db")).await?,
         };
         let metrics = Arc::new(crate::metrics::Metrics::new());
-        let services = Arc::new(HostServices {
-            docker,
-            store: Some(store.clone()),
-            metrics: metrics.clone(),
-            guest_buffer_cap: crate::bounded::GuestBufferCap(server.max_guest_buffer_bytes),
-            quotas: Arc::new(crate::quotas::Quotas::new(server.quotas.clone())?),
-        });
+        let services = Arc::new(HostServices::new(
+            &server,
+            &node_id,
+            store.clone(),
+            metrics.clone(),
+        )?);
         let wharf = Arc::new_cyclic(|myself| Self {
             services,
             metrics,

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod docker;
+pub mod engines;
 pub mod error_code;
 pub mod front_door;
 pub mod hot_reload;

@@ -13,7 +13,7 @@ mod session_record;
 mod session_rows;
 mod warm_rows;
 
-pub use kv_rows::KvScope;
+pub use crate::engines::kv::KvScope;
 pub use quota_rows::RowQuota;
 pub use session_record::SessionRecord;
 pub use session_rows::{BadSessionRow, SessionState};

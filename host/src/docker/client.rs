@@ -1,7 +1,6 @@
 //! The connection: endpoint, lazy client with API-version negotiation, timeouts, and the
 //! ownership check every per-container operation starts with.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,8 +78,6 @@ struct Inner {
     node_id: String,
     client: OnceCell<bollard::Docker>,
     shells: ShellPool,
-    /// One create at a time per backend, so a count is still true when the create runs.
-    create_turns: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl std::fmt::Debug for Docker {
@@ -120,7 +117,6 @@ impl Docker {
                 node_id: node_id.to_string(),
                 client: OnceCell::new(),
                 shells: ShellPool::default(),
-                create_turns: std::sync::Mutex::default(),
             }),
         })
     }
@@ -133,17 +129,6 @@ impl Docker {
     /// The idle resident shells of the containers this client runs commands in.
     pub(crate) fn shells(&self) -> &ShellPool {
         &self.inner.shells
-    }
-
-    /// The lock a caller holds across counting `backend`'s containers and creating one,
-    /// so that concurrent creates in this process cannot each count the same free slot.
-    pub fn create_turn(&self, backend: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut turns = self
-            .inner
-            .create_turns
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        turns.entry(backend.to_string()).or_default().clone()
     }
 
     /// Checks the engine answers.

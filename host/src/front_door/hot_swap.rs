@@ -133,16 +133,13 @@ impl Wharf {
                     self.services.clone(),
                 )
                 .await?;
-                let warm = match (&config.warm_pool, &self.services.store) {
-                    (Some(pool), Some(store)) => Some(WarmSetup {
-                        config: pool.clone(),
-                        store: store.clone(),
-                        node: self.node_id.clone(),
-                        metrics: self.metrics.clone(),
-                        max_lifetime_seconds: config.sessions.max_lifetime_seconds,
-                    }),
-                    _ => None,
-                };
+                let warm = config.warm_pool.as_ref().map(|pool| WarmSetup {
+                    config: pool.clone(),
+                    store: self.sessions.store().clone(),
+                    node: self.node_id.clone(),
+                    metrics: self.metrics.clone(),
+                    max_lifetime_seconds: config.sessions.max_lifetime_seconds,
+                });
                 Box::new(ProviderBackend::with_warm_pool(provider, warm)?)
             }
         };

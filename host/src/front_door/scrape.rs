@@ -60,8 +60,8 @@ impl Wharf {
                 })
                 .collect()
         });
-        let listed = match &self.services.docker {
-            Some(docker) => docker.list_all_wharf().await.ok(),
+        let listed = match self.services.container_engine() {
+            Some(engine) => engine.list_all().await.ok(),
             None => None,
         };
         let tenant_containers = listed.as_ref().map(|list| {

@@ -264,10 +264,10 @@ impl Wharf {
     /// made them is this one or a node of this store whose lease ran out. A container whose session is still
     /// `creating` has a record, so it is never reaped. Returns the removed ids.
     pub async fn reap_orphans(&self) -> Result<Vec<String>, WharfError> {
-        let Some(docker) = &self.services.docker else {
+        let Some(engine) = self.services.container_engine() else {
             return Ok(Vec::new());
         };
-        let containers = docker.list_all_wharf().await.map_err(WharfError::from)?;
+        let containers = engine.list_all().await.map_err(WharfError::from)?;
         let nodes = self.sessions.store().known_nodes().await?;
         let now = now_ms() as i64;
         let mut removed = Vec::new();
@@ -292,11 +292,11 @@ impl Wharf {
             if store.get_session(&session).await?.is_some() || store.warm_exists(&session).await? {
                 continue;
             }
-            let owner = crate::docker::Owner {
+            let owner = crate::engines::Owner {
                 backend: c.backend.clone(),
                 session: Some(session.clone()),
             };
-            match docker.remove(&owner, &c.id).await {
+            match engine.remove(&owner, &c.id).await {
                 Ok(()) => {
                     tracing::info!(container = %c.id, session = %session, "reaped an orphaned container");
                     removed.push(c.id);
@@ -329,7 +329,7 @@ impl Wharf {
             .sessions
             .sweep(
                 |name| self.backend(name).ok(),
-                self.services.docker.as_ref(),
+                self.services.container_engine(),
             )
             .await?;
         // After the sessions: a warm sandbox whose taker was just swept is stale now.
@@ -338,7 +338,7 @@ impl Wharf {
                 self.sessions.store(),
                 &self.node_id,
                 |name| self.backend(name).ok(),
-                self.services.docker.as_ref(),
+                self.services.container_engine(),
             )
             .await?,
         );

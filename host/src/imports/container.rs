@@ -1,9 +1,10 @@
-//! `container`: containers on the host's Docker engine, checked against the backend's
-//! grants, labelled by the host from the call context, visible only to their backend.
+//! `container`: containers on the host's container engine (`engines::ContainerEngine`:
+//! Docker, or the disabled engine's 5012), checked against the backend's grants, labelled
+//! by the host from the call context, visible only to their backend.
 
 use super::guest_error;
 use super::host_mounts::{self, ResolvedMount};
-use crate::docker::{self, DockerError, Owner};
+use crate::engines::{self as engine, ContainerEngine, EngineError, Owner};
 use crate::error_code::Code;
 use crate::policy::{ContainerRequest, MountAsk, MountGrant, NetworkRequest};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
@@ -11,32 +12,48 @@ use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
 };
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
+use std::sync::Arc;
+use wasmtime::component::{HasSelf, Linker};
+
+/// Links `container` for components of every served contract version (0.1.0 through `v0_1`).
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    type H = HasSelf<HostState>;
+    crate::runtime::bindings::v0_2::backend::wharf::plugin::container::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    crate::runtime::bindings::v0_1::backend::wharf::plugin::container::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    Ok(())
+}
 
 type Answer<T> = wasmtime::Result<Result<T, Error>>;
 
 /// Where a sandbox writes when its root is read-only (copy-in needs a volume there).
 const DEFAULT_WORK_VOLUME: &str = "/work";
 
-/// A Docker failure as the guest sees it.
-pub fn docker_error(err: DockerError) -> Error {
+/// An engine failure as the guest sees it.
+pub fn engine_error(err: EngineError) -> Error {
     let code = Code::from_u32(err.code()).unwrap_or(Code::ExecutionError);
     let mut e = guest_error(code, err.to_string());
     e.retryable = err.retryable();
     e
 }
 
-fn info_to_wit(info: docker::ContainerInfo) -> ContainerInfo {
+fn info_to_wit(info: engine::ContainerInfo) -> ContainerInfo {
     ContainerInfo {
         id: info.id,
         name: info.name,
         image: info.image,
         state: match info.state {
-            docker::ContainerState::Created => ContainerState::Created,
-            docker::ContainerState::Running => ContainerState::Running,
-            docker::ContainerState::Paused => ContainerState::Paused,
-            docker::ContainerState::Exited => ContainerState::Exited,
-            docker::ContainerState::Dead => ContainerState::Dead,
-            docker::ContainerState::Unknown => ContainerState::Unknown,
+            engine::ContainerState::Created => ContainerState::Created,
+            engine::ContainerState::Running => ContainerState::Running,
+            engine::ContainerState::Paused => ContainerState::Paused,
+            engine::ContainerState::Exited => ContainerState::Exited,
+            engine::ContainerState::Dead => ContainerState::Dead,
+            engine::ContainerState::Unknown => ContainerState::Unknown,
         },
         labels: info.labels,
         created_at_ms: info.created_at_ms,
@@ -44,7 +61,7 @@ fn info_to_wit(info: docker::ContainerInfo) -> ContainerInfo {
 }
 
 impl HostState {
-    /// Who is calling, for the Docker module's ownership checks.
+    /// Who is calling, for the engine's ownership checks.
     pub fn owner(&self) -> Owner {
         Owner {
             backend: self.backend.to_string(),
@@ -52,24 +69,16 @@ impl HostState {
         }
     }
 
-    fn docker(&self) -> Result<&docker::Docker, Error> {
-        self.services.docker.as_ref().ok_or_else(|| {
-            guest_error(
-                Code::DependencyFailure,
-                "no Docker engine is configured on this host",
-            )
-        })
-    }
-
     /// Resolves the mounts, then counts and creates within the backend's turn (see
     /// [`container_turns`](super::container_turns)).
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
-        let docker = self.docker()?.clone();
+        let services = self.services.clone();
+        services.containers.configured().map_err(engine_error)?;
         let (mounts, resolved_grants) = self.resolve_mounts(&spec).await?;
-        let (store, backend) = (self.services.store.clone(), self.backend.clone());
-        let turn = super::container_turns::take(&docker, store.as_ref(), &backend).await?;
+        let backend = self.backend.clone();
+        let turn = super::container_turns::take(&services.create_turns, &backend).await?;
         let created = self
-            .count_and_create(&docker, spec, mounts, &resolved_grants)
+            .count_and_create(&*services.containers, spec, mounts, &resolved_grants)
             .await;
         turn.end().await;
         created
@@ -104,7 +113,7 @@ impl HostState {
 
     async fn count_and_create(
         &mut self,
-        docker: &docker::Docker,
+        engine: &dyn ContainerEngine,
         spec: ContainerSpec,
         mounts: Vec<ResolvedMount>,
         resolved_grants: &[MountGrant],
@@ -115,11 +124,11 @@ impl HostState {
             Network::Bridge => NetworkRequest::Bridge,
             Network::Named(n) => NetworkRequest::Named(n.clone()),
         };
-        self.check_container_quota(docker).await?;
-        let owned = docker
+        self.check_container_quota(engine).await?;
+        let owned = engine
             .list_owned(&owner.backend, None)
             .await
-            .map_err(docker_error)?;
+            .map_err(engine_error)?;
         let in_session = match &owner.session {
             Some(s) => owned
                 .iter()
@@ -153,7 +162,7 @@ impl HostState {
             .workdir
             .clone()
             .unwrap_or_else(|| DEFAULT_WORK_VOLUME.to_string());
-        let docker_spec = docker::ContainerSpec {
+        let engine_spec = engine::ContainerSpec {
             image: spec.image,
             command: spec.command,
             env: spec.env,
@@ -162,16 +171,16 @@ impl HostState {
             // The resolved path is what was checked, so it is what gets mounted.
             mounts: mounts
                 .into_iter()
-                .map(|m| docker::Mount {
+                .map(|m| engine::Mount {
                     host_path: m.host_path,
                     container_path: m.container_path,
                     read_only: m.read_only,
                 })
                 .collect(),
             network: match network {
-                NetworkRequest::None => docker::Network::None,
-                NetworkRequest::Bridge => docker::Network::Bridge,
-                NetworkRequest::Named(n) => docker::Network::Named(n),
+                NetworkRequest::None => engine::Network::None,
+                NetworkRequest::Bridge => engine::Network::Bridge,
+                NetworkRequest::Named(n) => engine::Network::Named(n),
             },
             cpu_millis: Some(limits.cpu_millis),
             memory_bytes: Some(limits.memory_bytes),
@@ -179,100 +188,89 @@ impl HostState {
             read_only_root: spec.read_only_root,
             work_volume: Some(work_volume),
         };
-        let info = docker
-            .create(&owner, &docker_spec)
+        let info = engine
+            .create(&owner, &engine_spec)
             .await
-            .map_err(docker_error)?;
+            .map_err(engine_error)?;
         tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %info.id, image = %info.image);
         Ok(info_to_wit(info))
     }
 }
 
+/// The engine as `engine_op` hands it to an operation. A named type rather than
+/// `Arc<dyn ContainerEngine>`: rustc cannot prove an async closure's future `Send` when
+/// its argument carries a trait object's lifetime.
+pub(super) struct Engine(Arc<dyn ContainerEngine>);
+
+impl std::ops::Deref for Engine {
+    type Target = dyn ContainerEngine;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl HostState {
+    /// The one wrapper of a `container` (and `exec`) call: the engine (the disabled one's 5012 before
+    /// anything else), the caller as owner, the engine's error as the guest sees it, and
+    /// the call counted under `import`.
+    pub(super) async fn engine_op<T>(
+        &mut self,
+        import: &'static str,
+        op: impl AsyncFnOnce(Engine, Owner) -> Result<T, EngineError>,
+    ) -> Answer<T> {
+        let engine = Engine(self.services.containers.clone());
+        let answer = match engine.configured() {
+            Ok(()) => op(engine, self.owner()).await,
+            Err(e) => Err(e),
+        };
+        self.counted(import, answer.map_err(engine_error))
+    }
+}
+
 impl Host for HostState {
     async fn create(&mut self, spec: ContainerSpec) -> Answer<ContainerInfo> {
-        let answer = Ok(self.create_checked(spec).await);
-        self.services
-            .metrics
-            .import_answer(&self.backend, "container.create", answer)
+        let answer = self.create_checked(spec).await;
+        self.counted("container.create", answer)
     }
 
     async fn start(&mut self, id: String) -> Answer<()> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d.start(&owner, &id).await.map_err(docker_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.start", answer)
+        self.engine_op("container.start", async |engine, owner| {
+            engine.start(&owner, &id).await
+        })
+        .await
     }
 
     async fn stop(&mut self, id: String, timeout_ms: u32) -> Answer<()> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d.stop(&owner, &id, timeout_ms).await.map_err(docker_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.stop", answer)
+        self.engine_op("container.stop", async |engine, owner| {
+            engine.stop(&owner, &id, timeout_ms).await
+        })
+        .await
     }
 
     async fn remove(&mut self, id: String) -> Answer<()> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-        let owner = self.owner();
-        Ok(match self.docker() {
-            Ok(d) => {
-                let r = d.remove(&owner, &id).await.map_err(docker_error);
-                if r.is_ok() {
-                    tracing::info!(target: "wharf::audit", event = "container_remove", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %id);
-                }
-                r
-            }
-            Err(e) => Err(e),
+        self.engine_op("container.remove", async |engine, owner| {
+            engine.remove(&owner, &id).await?;
+            tracing::info!(target: "wharf::audit", event = "container_remove", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %id);
+            Ok(())
         })
-    }
-        .await;
-        metrics.import_answer(&backend, "container.remove", answer)
+        .await
     }
 
     async fn inspect(&mut self, id: String) -> Answer<Option<ContainerInfo>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d
-                    .inspect(&owner, &id)
-                    .await
-                    .map(|i| i.map(info_to_wit))
-                    .map_err(docker_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.inspect", answer)
+        self.engine_op("container.inspect", async |engine, owner| {
+            Ok(engine.inspect(&owner, &id).await?.map(info_to_wit))
+        })
+        .await
     }
 
     async fn list_owned(&mut self, session_id: Option<String>) -> Answer<Vec<ContainerInfo>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let backend = self.backend.to_string();
-            Ok(match self.docker() {
-                Ok(d) => d
-                    .list_owned(&backend, session_id.as_deref())
-                    .await
-                    .map(|v| v.into_iter().map(info_to_wit).collect())
-                    .map_err(docker_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.list-owned", answer)
+        self.engine_op("container.list-owned", async |engine, owner| {
+            let listed = engine
+                .list_owned(&owner.backend, session_id.as_deref())
+                .await?;
+            Ok(listed.into_iter().map(info_to_wit).collect())
+        })
+        .await
     }
 
     async fn copy_in(
@@ -282,36 +280,18 @@ impl Host for HostState {
         content: Vec<u8>,
         mode: u32,
     ) -> Answer<()> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d
-                    .copy_in(&owner, &id, &path, &content, mode)
-                    .await
-                    .map_err(docker_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.copy-in", answer)
+        self.engine_op("container.copy-in", async |engine, owner| {
+            engine.copy_in(&owner, &id, &path, &content, mode).await
+        })
+        .await
     }
 
     async fn copy_out(&mut self, id: String, path: String, max_bytes: u64) -> Answer<Vec<u8>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
         // Read whole into host memory before the guest sees it: the host's cap, not the guest's.
         let max_bytes = self.services.guest_buffer_cap.clamp(max_bytes);
-        let answer = async move {
-            let owner = self.owner();
-            Ok(match self.docker() {
-                Ok(d) => d
-                    .copy_out(&owner, &id, &path, max_bytes)
-                    .await
-                    .map_err(docker_error),
-                Err(e) => Err(e),
-            })
-        }
-        .await;
-        metrics.import_answer(&backend, "container.copy-out", answer)
+        self.engine_op("container.copy-out", async |engine, owner| {
+            engine.copy_out(&owner, &id, &path, max_bytes).await
+        })
+        .await
     }
 }

@@ -1,9 +1,9 @@
 //! The tenant's container quota, checked inside the backend's create turn: the containers
 //! labelled with the tenant's sessions (of this backend, or of every backend when the
-//! quota is the tenant's own), counted on the Docker engine against the sessions in the
+//! quota is the tenant's own), counted on the container engine against the sessions in the
 //! store. The tenant is the one whose request the call serves (`quotas::current_tenant`).
 
-use super::container::docker_error;
+use super::container::engine_error;
 use super::guest_error;
 use crate::error_code::Code;
 use crate::quotas::Scope;
@@ -16,14 +16,14 @@ impl HostState {
     /// state is not `Sync`, and the future must be `Send`).
     pub(super) async fn check_container_quota(
         &mut self,
-        docker: &crate::docker::Docker,
+        engine: &dyn crate::engines::ContainerEngine,
     ) -> Result<(), Error> {
         let tenant = crate::quotas::current_tenant();
         let limits = self.services.quotas.limits(&tenant, Some(&*self.backend));
         let Some((limit, scope)) = limits.containers else {
             return Ok(());
         };
-        let Some(store) = &self.services.store else {
+        let Some(store) = self.services.create_turns.store() else {
             return Ok(());
         };
         let backend = (scope == Scope::Backend).then_some(&*self.backend);
@@ -34,10 +34,10 @@ impl HostState {
             .into_iter()
             .map(|s| s.id)
             .collect();
-        let in_use = docker
-            .list_all_wharf()
+        let in_use = engine
+            .list_all()
             .await
-            .map_err(docker_error)?
+            .map_err(engine_error)?
             .iter()
             .filter(|c| backend.is_none_or(|b| c.backend == b))
             .filter(|c| c.session.as_ref().is_some_and(|s| sessions.contains(s)))

@@ -4,13 +4,14 @@
 //! process, then (when the host has a state store, which nodes may share) the backend's
 //! lock row in the store, and keeps both until the container exists or the create failed.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedMutexGuard;
 
 use super::{guest_error, wharf_error};
 use crate::clock::now_ms;
-use crate::docker::Docker;
 use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::store::StateStore;
@@ -25,6 +26,41 @@ const WAIT: Duration = Duration::from_secs(30);
 /// First pause between tries for the store lock; doubled up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(10);
 const MAX_PAUSE: Duration = Duration::from_millis(200);
+
+/// Where a backend's turns are kept: this process's locks, and the state store nodes may
+/// share (absent only on a host that never runs a call, e.g. one describing a component).
+#[derive(Debug, Default)]
+pub struct CreateTurns {
+    node_id: String,
+    store: Option<StateStore>,
+    local: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl CreateTurns {
+    /// The turns of node `node_id`, shared with other nodes through `store`.
+    pub fn new(node_id: impl Into<String>, store: Option<StateStore>) -> Self {
+        Self {
+            node_id: node_id.into(),
+            store,
+            local: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The shared store (the tenant's sessions are counted against it).
+    pub fn store(&self) -> Option<&StateStore> {
+        self.store.as_ref()
+    }
+
+    /// The lock a caller holds across counting `backend`'s containers and creating one,
+    /// so that concurrent creates in this process cannot each count the same free slot.
+    fn local(&self, backend: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut turns = self
+            .local
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        turns.entry(backend.to_string()).or_default().clone()
+    }
+}
 
 /// A backend's turn to count and create; give it back with [`CreateTurn::end`].
 pub struct CreateTurn {
@@ -47,26 +83,22 @@ impl StoredLock {
 }
 
 /// Waits for `backend`'s turn: this process's lock, then the store's.
-pub async fn take(
-    docker: &Docker,
-    store: Option<&StateStore>,
-    backend: &str,
-) -> Result<CreateTurn, Error> {
-    let local = docker.create_turn(backend).lock_owned().await;
-    let Some(store) = store else {
+pub async fn take(turns: &CreateTurns, backend: &str) -> Result<CreateTurn, Error> {
+    let local = turns.local(backend).lock_owned().await;
+    let Some(store) = &turns.store else {
         return Ok(CreateTurn {
             _local: local,
             stored: None,
         });
     };
-    let holder = format!("{}:{}", docker.node_id(), uuid::Uuid::new_v4().simple());
+    let holder = format!("{}:{}", turns.node_id, uuid::Uuid::new_v4().simple());
     let began = Instant::now();
     let mut pause = FIRST_PAUSE;
     loop {
         let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
         let until = now.saturating_add(i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX));
         if store
-            .try_lock_backend(backend, &holder, docker.node_id(), now, until)
+            .try_lock_backend(backend, &holder, &turns.node_id, now, until)
             .await
             .map_err(wharf_error)?
         {

@@ -10,6 +10,17 @@ use crate::runtime::bindings::v0_2::backend::wharf::plugin::egress::Host;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
 use std::net::{IpAddr, SocketAddr};
+use wasmtime::component::{HasSelf, Linker};
+
+/// Links `egress` for components of 0.2.0 on (0.1.0 has no `egress`).
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    type H = HasSelf<HostState>;
+    crate::runtime::bindings::v0_2::backend::wharf::plugin::egress::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    Ok(())
+}
 
 /// Ok when `url` may be fetched under `grants` now; else 4030 naming the missing grant
 /// (4000 when `url` is not an `http`/`https` URL with a host).
@@ -57,8 +68,6 @@ pub async fn check(grants: &Grants, url: &str) -> Result<(), Error> {
 impl Host for HostState {
     async fn check(&mut self, url: String) -> wasmtime::Result<Result<(), Error>> {
         let answer = check(&self.grants, &url).await;
-        self.services
-            .metrics
-            .import_answer(&self.backend, "egress.check", Ok(answer))
+        self.counted("egress.check", answer)
     }
 }

@@ -1,28 +1,32 @@
 //! `exec`: commands in the caller's own containers, with the timeout clamped to what is
-//! left of the call's deadline. If the call is dropped, the Docker module's guard kills the
+//! left of the call's deadline. If the call is dropped, the engine kills the
 //! command's process group.
 
-use super::container::docker_error;
-use super::guest_error;
-use crate::docker;
-use crate::error_code::Code;
+use crate::engines as engine;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::exec::{
     Command, ExecOutput, ExecRequest, Host,
 };
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
 use std::time::Instant;
+use wasmtime::component::{HasSelf, Linker};
+
+/// Links `exec` for components of every served contract version (0.1.0 through `v0_1`).
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    type H = HasSelf<HostState>;
+    crate::runtime::bindings::v0_2::backend::wharf::plugin::exec::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    crate::runtime::bindings::v0_1::backend::wharf::plugin::exec::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    Ok(())
+}
 
 impl Host for HostState {
     async fn run(&mut self, request: ExecRequest) -> wasmtime::Result<Result<ExecOutput, Error>> {
-        let (metrics, backend) = (self.services.metrics.clone(), self.backend.clone());
-        let answer = async move {
-        let Some(docker) = self.services.docker.clone() else {
-            return Ok(Err(guest_error(
-                Code::DependencyFailure,
-                "no Docker engine is configured on this host",
-            )));
-        };
         let remaining_ms = self
             .call
             .deadline
@@ -32,33 +36,31 @@ impl Host for HostState {
                     .min(u32::MAX as u128) as u32
             })
             .unwrap_or(u32::MAX);
-        let owner = self.owner();
-        let container = request.container.clone();
-        let req = docker::ExecRequest {
-            container: request.container,
-            command: match request.command {
-                Command::Argv(argv) => docker::Command::Argv(argv),
-                Command::Shell(line) => docker::Command::Shell(line),
-            },
-            env: request.env,
-            workdir: request.workdir,
-            user: request.user,
-            stdin: request.stdin,
-            timeout_ms: request.timeout_ms.min(remaining_ms).max(1),
-            // Buffered by the host before the guest sees it: the host's cap, not the guest's.
-            max_output_bytes: self
-                .services
-                .guest_buffer_cap
-                .clamp(u64::from(request.max_output_bytes))
-                .try_into()
-                .unwrap_or(request.max_output_bytes),
-        };
-        let out = docker.exec(&owner, req).await;
-        if let Ok(o) = &out {
+        // Buffered by the host before the guest sees it: the host's cap, not the guest's.
+        let max_output_bytes = self
+            .services
+            .guest_buffer_cap
+            .clamp(u64::from(request.max_output_bytes))
+            .try_into()
+            .unwrap_or(request.max_output_bytes);
+        self.engine_op("exec.run", async |engine, owner| {
+            let container = request.container.clone();
+            let req = engine::ExecRequest {
+                container: request.container,
+                command: match request.command {
+                    Command::Argv(argv) => engine::Command::Argv(argv),
+                    Command::Shell(line) => engine::Command::Shell(line),
+                },
+                env: request.env,
+                workdir: request.workdir,
+                user: request.user,
+                stdin: request.stdin,
+                timeout_ms: request.timeout_ms.min(remaining_ms).max(1),
+                max_output_bytes,
+            };
+            let o = engine.exec(&owner, req).await?;
             tracing::info!(target: "wharf::audit", event = "exec", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %container, exit = ?o.exit_code, timed_out = o.timed_out, duration_ms = o.duration_ms);
-        }
-        Ok(out
-            .map(|o| ExecOutput {
+            Ok(ExecOutput {
                 exit_code: o.exit_code,
                 stdout: o.stdout,
                 stderr: o.stderr,
@@ -67,9 +69,7 @@ impl Host for HostState {
                 timed_out: o.timed_out,
                 duration_ms: o.duration_ms,
             })
-            .map_err(docker_error))
-    }
-        .await;
-        metrics.import_answer(&backend, "exec.run", answer)
+        })
+        .await
     }
 }

@@ -12,7 +12,19 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
-use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi_http::{
+    Error, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
+};
+
+/// Links outbound `wasi:http` (the handler and its types; no incoming side) for every
+/// component; the store's [`WasiHttpView`] hands out the backend's [`EgressHooks`].
+pub fn add_to_linker<T: WasiHttpView + 'static>(
+    linker: &mut wasmtime::component::Linker<T>,
+) -> anyhow::Result<()> {
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
+    Ok(())
+}
 
 /// The egress policy of one backend's instances.
 #[derive(Debug, Clone)]
@@ -44,6 +56,36 @@ impl EgressHooks {
             backend: Arc::from(backend),
             grants: Arc::new(Grants::default()),
             metrics: None,
+        }
+    }
+}
+
+/// The `wasi:http` context of one store: wasmtime's own, and the backend's egress policy
+/// (the hooks every outgoing request goes through).
+pub struct HttpCtx {
+    ctx: WasiHttpCtx,
+    hooks: EgressHooks,
+}
+
+impl HttpCtx {
+    /// Egress for `backend` under `grants`, counted in `metrics`.
+    pub fn new(
+        backend: Arc<str>,
+        grants: Arc<Grants>,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Self {
+        Self {
+            ctx: WasiHttpCtx::new(),
+            hooks: EgressHooks::new(backend, grants).with_metrics(metrics),
+        }
+    }
+
+    /// The view `wasi:http` works through, over the store's resource table.
+    pub fn view<'a>(&'a mut self, table: &'a mut ResourceTable) -> WasiHttpCtxView<'a> {
+        WasiHttpCtxView {
+            ctx: &mut self.ctx,
+            hooks: &mut self.hooks,
+            table,
         }
     }
 }

@@ -1,12 +1,29 @@
-//! `kv`: durable key-value state in the state store, per backend or per session, with
-//! quotas, so a backend keeps state across instances, restarts and nodes.
+//! `kv`: durable key-value state in the host's key-value store (`engines::KvStore`: the
+//! state store, or the disabled store's 5012), per backend or per session, with quotas, so
+//! a backend keeps state across instances, restarts and nodes.
 
 use super::{guest_error, wharf_error};
+use crate::engines::{KvScope, KvStore};
 use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::kv::{Host, Scope};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
-use crate::store::{KvScope, StateStore};
+use std::sync::Arc;
+use wasmtime::component::{HasSelf, Linker};
+
+/// Links `kv` for components of every served contract version (0.1.0 through `v0_1`).
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    type H = HasSelf<HostState>;
+    crate::runtime::bindings::v0_2::backend::wharf::plugin::kv::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    crate::runtime::bindings::v0_1::backend::wharf::plugin::kv::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    Ok(())
+}
 
 /// Longest key, bytes.
 pub const MAX_KEY_BYTES: usize = 256;
@@ -18,12 +35,8 @@ pub const MAX_KEYS: u64 = 1_000;
 pub const MAX_SCOPE_BYTES: u64 = 4 << 20;
 
 impl HostState {
-    fn kv(&self, scope: Scope) -> Result<(StateStore, KvScope), Error> {
-        let store = self
-            .services
-            .store
-            .clone()
-            .ok_or_else(|| guest_error(Code::DependencyFailure, "no state store"))?;
+    fn kv(&self, scope: Scope) -> Result<(Arc<dyn KvStore>, KvScope), Error> {
+        let store = self.services.kv.clone();
         let scope = match scope {
             Scope::Backend => KvScope::Backend,
             Scope::Session => match &self.call.session_id {
@@ -42,7 +55,7 @@ impl HostState {
 
 /// Refuses a write of `value` under `key` that would break the scope's quotas.
 async fn check_quota(
-    store: &StateStore,
+    store: &dyn KvStore,
     backend: &str,
     scope: &KvScope,
     key: &str,
@@ -57,7 +70,7 @@ async fn check_quota(
     }
     // Usage of every other key, in one aggregate query, plus this key's new size.
     let (keys, bytes) = store
-        .kv_usage_except(backend, scope, key)
+        .usage_except(backend, scope, key)
         .await
         .map_err(wharf_error)?;
     if keys + 1 > MAX_KEYS || bytes + (key.len() + value.len()) as u64 > MAX_SCOPE_BYTES {
@@ -74,7 +87,7 @@ async fn check_quota(
 
 /// Replaces `expected` (`None`: absent) with `new` (`None`: delete), atomically.
 async fn compare_and_swap(
-    store: &StateStore,
+    store: &dyn KvStore,
     backend: &str,
     scope: &KvScope,
     key: &str,
@@ -85,10 +98,10 @@ async fn compare_and_swap(
         check_quota(store, backend, scope, key, value).await?;
     }
     let swapped = match (expected, new) {
-        (None, Some(value)) => store.kv_insert_if_absent(backend, scope, key, value).await,
-        (Some(old), new) => store.kv_replace_if(backend, scope, key, old, new).await,
+        (None, Some(value)) => store.insert_if_absent(backend, scope, key, value).await,
+        (Some(old), new) => store.replace_if(backend, scope, key, old, new).await,
         (None, None) => store
-            .kv_get(backend, scope, key)
+            .get(backend, scope, key)
             .await
             .map(|found| found.is_none()),
     };
@@ -108,21 +121,30 @@ fn check_key(key: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The store as `kv_op` hands it to an operation (a named type: see
+/// `container::Engine`).
+struct Kv(Arc<dyn KvStore>);
+
+impl std::ops::Deref for Kv {
+    type Target = dyn KvStore;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
 impl HostState {
-    /// Runs one kv operation in its scope and counts it in the import metrics.
+    /// The one wrapper of a `kv` call: the store and the scope, then the operation, counted.
     async fn kv_op<T>(
         &mut self,
         import: &str,
         scope: Scope,
-        op: impl AsyncFnOnce(&StateStore, &str, KvScope) -> Result<T, Error>,
+        op: impl AsyncFnOnce(Kv, &str, KvScope) -> Result<T, Error>,
     ) -> wasmtime::Result<Result<T, Error>> {
         let answer = match self.kv(scope) {
-            Ok((store, scope)) => op(&store, &self.backend, scope).await,
+            Ok((store, scope)) => op(Kv(store), &self.backend, scope).await,
             Err(e) => Err(e),
         };
-        self.services
-            .metrics
-            .import_answer(&self.backend, import, Ok(answer))
+        self.counted(import, answer)
     }
 }
 
@@ -133,10 +155,7 @@ impl Host for HostState {
         key: String,
     ) -> wasmtime::Result<Result<Option<Vec<u8>>, Error>> {
         self.kv_op("kv.get", scope, async |store, backend, scope| {
-            store
-                .kv_get(backend, &scope, &key)
-                .await
-                .map_err(wharf_error)
+            store.get(backend, &scope, &key).await.map_err(wharf_error)
         })
         .await
     }
@@ -148,9 +167,9 @@ impl Host for HostState {
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), Error>> {
         self.kv_op("kv.set", scope, async |store, backend, scope| {
-            check_quota(store, backend, &scope, &key, &value).await?;
+            check_quota(&*store, backend, &scope, &key, &value).await?;
             store
-                .kv_set(backend, &scope, &key, &value)
+                .set(backend, &scope, &key, &value)
                 .await
                 .map_err(wharf_error)
         })
@@ -160,7 +179,7 @@ impl Host for HostState {
     async fn delete(&mut self, scope: Scope, key: String) -> wasmtime::Result<Result<(), Error>> {
         self.kv_op("kv.delete", scope, async |store, backend, scope| {
             store
-                .kv_delete(backend, &scope, &key)
+                .delete(backend, &scope, &key)
                 .await
                 .map_err(wharf_error)
         })
@@ -174,7 +193,7 @@ impl Host for HostState {
     ) -> wasmtime::Result<Result<Vec<String>, Error>> {
         self.kv_op("kv.list-keys", scope, async |store, backend, scope| {
             store
-                .kv_keys(backend, &scope, &prefix)
+                .keys(backend, &scope, &prefix)
                 .await
                 .map_err(wharf_error)
         })
@@ -191,7 +210,7 @@ impl Host for HostState {
             check_key(&key)?;
             for _ in 0..INCREMENT_ATTEMPTS {
                 let current = store
-                    .kv_get(backend, &scope, &key)
+                    .get(backend, &scope, &key)
                     .await
                     .map_err(wharf_error)?;
                 let now = match &current {
@@ -214,7 +233,7 @@ impl Host for HostState {
                 })?;
                 let text = next.to_string();
                 if compare_and_swap(
-                    store,
+                    &*store,
                     backend,
                     &scope,
                     &key,
@@ -249,7 +268,7 @@ impl Host for HostState {
             async |store, backend, scope| {
                 check_key(&key)?;
                 compare_and_swap(
-                    store,
+                    &*store,
                     backend,
                     &scope,
                     &key,

@@ -4,6 +4,21 @@
 
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::log::{Host, Level};
 use crate::runtime::host_state::HostState;
+use wasmtime::component::{HasSelf, Linker};
+
+/// Links `log` for components of every served contract version (0.1.0 through `v0_1`).
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    type H = HasSelf<HostState>;
+    crate::runtime::bindings::v0_2::backend::wharf::plugin::log::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    crate::runtime::bindings::v0_1::backend::wharf::plugin::log::add_to_linker::<HostState, H>(
+        linker,
+        |s| s,
+    )?;
+    Ok(())
+}
 
 /// Longest message kept; a guest cannot flood the host's logs with one call.
 const MAX_MESSAGE: usize = 8 * 1024;

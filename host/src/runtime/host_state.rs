@@ -1,13 +1,15 @@
-//! What every store carries: WASI with nothing granted, the wasi-http context with the
-//! egress policy, the memory limiter, and the per-call context the host imports read.
+//! What every store carries: WASI with nothing granted, the imports' contexts (`wasi:http`
+//! with the egress policy: `imports::http::HttpCtx`), the memory limiter, the per-call
+//! context the host imports read, and the process-wide services (the engines) they use.
 
-use crate::imports::http::EgressHooks;
+use crate::imports::container_turns::CreateTurns;
+use crate::imports::http::HttpCtx;
 use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 /// The context of the call in progress; cleared at check-in so nothing leaks to the next.
 #[derive(Debug, Default, Clone)]
@@ -81,13 +83,16 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// Process-wide services the host imports use.
-#[derive(Debug, Default)]
+/// Process-wide services the host imports use. Every engine is there: a host without
+/// Docker or a store holds the disabled engine, which answers 5012.
+#[derive(Debug)]
 pub struct HostServices {
-    /// The Docker engine, when one is configured.
-    pub docker: Option<crate::docker::Docker>,
-    /// The state store, for the `kv` import.
-    pub store: Option<crate::store::StateStore>,
+    /// The container engine (`container`, `exec`).
+    pub containers: Arc<dyn crate::engines::ContainerEngine>,
+    /// Where container creates take their backend's turn (`container`).
+    pub create_turns: CreateTurns,
+    /// The key-value store (`kv`).
+    pub kv: Arc<dyn crate::engines::KvStore>,
     /// Where host imports record their calls.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The cap on what a guest has the host buffer for it (exec output, copy-out).
@@ -96,21 +101,76 @@ pub struct HostServices {
     pub quotas: Arc<crate::quotas::Quotas>,
 }
 
+impl Default for HostServices {
+    /// No engines (each answers 5012), no quotas: what `describe` runs with.
+    fn default() -> Self {
+        Self {
+            containers: Arc::new(crate::engines::DisabledEngine),
+            create_turns: Default::default(),
+            kv: Arc::new(crate::engines::DisabledKvStore),
+            metrics: Default::default(),
+            guest_buffer_cap: Default::default(),
+            quotas: Default::default(),
+        }
+    }
+}
+
+impl HostServices {
+    /// The services of a serving host: Docker as its container engine (the disabled
+    /// engine when no client can be made for `server.docker_host`), `store` as its
+    /// key-value store and where creates take turns across nodes, `server`'s quotas and
+    /// buffer cap. A new engine is made here, and nowhere else.
+    pub fn new(
+        server: &crate::config::ServerConfig,
+        node_id: &str,
+        store: crate::store::StateStore,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> anyhow::Result<Self> {
+        let connected = match &server.docker_host {
+            Some(host) => crate::docker::Docker::connect_to(host, node_id),
+            None => crate::docker::Docker::connect(node_id),
+        };
+        let containers: Arc<dyn crate::engines::ContainerEngine> = match connected {
+            Ok(d) => Arc::new(d),
+            Err(e) => {
+                tracing::warn!("no Docker engine: container imports will answer 5012 ({e})");
+                Arc::new(crate::engines::DisabledEngine)
+            }
+        };
+        Ok(Self {
+            containers,
+            create_turns: CreateTurns::new(node_id, Some(store.clone())),
+            kv: Arc::new(store),
+            metrics,
+            guest_buffer_cap: crate::bounded::GuestBufferCap(server.max_guest_buffer_bytes),
+            quotas: Arc::new(crate::quotas::Quotas::new(server.quotas.clone())?),
+        })
+    }
+
+    /// The container engine when the host has one (the sweeps and the reaper skip the
+    /// containers otherwise).
+    pub fn container_engine(&self) -> Option<&dyn crate::engines::ContainerEngine> {
+        self.containers
+            .configured()
+            .is_ok()
+            .then_some(&*self.containers)
+    }
+}
+
 /// The data of one store (one instance of one backend).
 pub struct HostState {
     /// The backend's name as loaded.
     pub backend: Arc<str>,
     /// What the backend is granted.
     pub grants: Arc<crate::policy::Grants>,
-    /// Docker and friends.
+    /// The engines and the recorder.
     pub services: Arc<HostServices>,
     /// The call in progress.
     pub call: CallContext,
     /// Memory cap and peak.
     pub limiter: MemoryLimiter,
     wasi: WasiCtx,
-    http: WasiHttpCtx,
-    egress: EgressHooks,
+    http: HttpCtx,
     table: ResourceTable,
 }
 
@@ -122,8 +182,7 @@ impl HostState {
         grants: Arc<crate::policy::Grants>,
         services: Arc<HostServices>,
     ) -> Self {
-        let egress = EgressHooks::new(backend.clone(), grants.clone())
-            .with_metrics(services.metrics.clone());
+        let http = HttpCtx::new(backend.clone(), grants.clone(), services.metrics.clone());
         let wasi = WasiCtx::builder()
             .allow_tcp(false)
             .allow_udp(false)
@@ -136,8 +195,7 @@ impl HostState {
             call: CallContext::default(),
             limiter: MemoryLimiter::new(memory_limit_bytes),
             wasi,
-            http: WasiHttpCtx::new(),
-            egress,
+            http,
             table: ResourceTable::new(),
         }
     }
@@ -154,10 +212,6 @@ impl WasiView for HostState {
 
 impl WasiHttpView for HostState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            hooks: &mut self.egress,
-            table: &mut self.table,
-            ctx: &mut self.http,
-        }
+        self.http.view(&mut self.table)
     }
 }

@@ -5,7 +5,7 @@
 //! deleted. A row of a backend not loaded here is left to a node that has it.
 
 use crate::clock::now_ms;
-use crate::docker::{Docker, Owner};
+use crate::engines::{ContainerEngine, Owner};
 use crate::error_code::WharfError;
 use crate::runtime::guest_types::SessionView;
 use crate::runtime::loaded_backend::LoadedBackend;
@@ -18,14 +18,14 @@ pub async fn sweep(
     store: &StateStore,
     node: &str,
     backend_of: impl Fn(&str) -> Option<Arc<LoadedBackend>>,
-    docker: Option<&Docker>,
+    engine: Option<&dyn ContainerEngine>,
 ) -> Result<Vec<String>, WharfError> {
     let mut swept = Vec::new();
     for row in store.stale_warm(node, now_ms() as i64).await? {
         let Some(backend) = backend_of(&row.backend) else {
             continue;
         };
-        match finish(store, &backend, &row, docker).await {
+        match finish(store, &backend, &row, engine).await {
             Ok(()) => {
                 tracing::info!(backend = %row.backend, sandbox = %row.id, taken_by = ?row.taken_by, "swept a stale warm sandbox");
                 swept.push(row.id);
@@ -42,7 +42,7 @@ async fn finish(
     store: &StateStore,
     backend: &LoadedBackend,
     row: &WarmRow,
-    docker: Option<&Docker>,
+    engine: Option<&dyn ContainerEngine>,
 ) -> Result<(), WharfError> {
     if let Some(handle) = &row.handle {
         let view = SessionView {
@@ -54,10 +54,10 @@ async fn finish(
         };
         backend.behaviour().cleanup(&view).await?;
     }
-    if let Some(docker) = docker {
+    if let Some(engine) = engine {
         let owner = Owner::session(row.backend.clone(), row.id.clone());
-        for container in docker.list_owned(&row.backend, Some(&row.id)).await? {
-            docker.remove(&owner, &container.id).await?;
+        for container in engine.list_owned(&row.backend, Some(&row.id)).await? {
+            engine.remove(&owner, &container.id).await?;
         }
     }
     store.delete_warm(&row.id).await

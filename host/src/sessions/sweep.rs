@@ -6,7 +6,7 @@
 
 use super::hooks;
 use super::{SessionManager, SessionRecord, now_ms};
-use crate::docker::{Docker, Owner};
+use crate::engines::{ContainerEngine, Owner};
 use crate::error_code::WharfError;
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::store::SessionState;
@@ -41,7 +41,7 @@ impl SessionManager {
     pub async fn sweep(
         &self,
         backend_of: impl Fn(&str) -> Option<Arc<LoadedBackend>>,
-        docker: Option<&Docker>,
+        engine: Option<&dyn ContainerEngine>,
     ) -> Result<Vec<String>, WharfError> {
         let now = now_ms();
         let mut swept = Vec::new();
@@ -65,7 +65,7 @@ impl SessionManager {
             taken.node = self.node.clone();
             taken.generation += 1;
             match self
-                .holding_lease(&row.id, self.finish_abandoned(&backend, &taken, docker))
+                .holding_lease(&row.id, self.finish_abandoned(&backend, &taken, engine))
                 .await
             {
                 Ok(()) => {
@@ -85,12 +85,12 @@ impl SessionManager {
         &self,
         backend: &LoadedBackend,
         row: &SessionRecord,
-        docker: Option<&Docker>,
+        engine: Option<&dyn ContainerEngine>,
     ) -> Result<(), WharfError> {
-        if let Some(docker) = docker {
+        if let Some(engine) = engine {
             let owner = Owner::session(row.backend.clone(), row.id.clone());
-            for container in docker.list_owned(&row.backend, Some(&row.id)).await? {
-                docker.remove(&owner, &container.id).await?;
+            for container in engine.list_owned(&row.backend, Some(&row.id)).await? {
+                engine.remove(&owner, &container.id).await?;
             }
         }
         match row.state {

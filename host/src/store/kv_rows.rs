@@ -1,19 +1,17 @@
 //! Key-value state of backends (the `kv` import), per backend or per session.
 
 use super::{StateStore, unavailable};
+use crate::engines::kv::{KvScope, KvStore};
 use crate::error_code::WharfError;
+use async_trait::async_trait;
 use sqlx::Row;
 
-/// Whose state: the backend's, or one session's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KvScope {
-    /// Shared by every session of the backend.
-    Backend,
-    /// One session's.
-    Session(String),
+/// How a scope is written in the `scope` column.
+trait Column {
+    fn column(&self) -> String;
 }
 
-impl KvScope {
+impl Column for KvScope {
     fn column(&self) -> String {
         match self {
             KvScope::Backend => "backend".to_string(),
@@ -198,5 +196,71 @@ impl StateStore {
             .await
             .map_err(unavailable)?;
         Ok(())
+    }
+}
+
+/// The `kv` import's store: the rows above.
+#[async_trait]
+impl KvStore for StateStore {
+    async fn get(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, WharfError> {
+        self.kv_get(backend, scope, key).await
+    }
+
+    async fn set(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+        value: &[u8],
+    ) -> Result<(), WharfError> {
+        self.kv_set(backend, scope, key, value).await
+    }
+
+    async fn delete(&self, backend: &str, scope: &KvScope, key: &str) -> Result<(), WharfError> {
+        self.kv_delete(backend, scope, key).await
+    }
+
+    async fn insert_if_absent(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+        value: &[u8],
+    ) -> Result<bool, WharfError> {
+        self.kv_insert_if_absent(backend, scope, key, value).await
+    }
+
+    async fn replace_if(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        key: &str,
+        expected: &[u8],
+        new: Option<&[u8]>,
+    ) -> Result<bool, WharfError> {
+        self.kv_replace_if(backend, scope, key, expected, new).await
+    }
+
+    async fn keys(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        prefix: &str,
+    ) -> Result<Vec<String>, WharfError> {
+        self.kv_keys(backend, scope, prefix).await
+    }
+
+    async fn usage_except(
+        &self,
+        backend: &str,
+        scope: &KvScope,
+        except: &str,
+    ) -> Result<(u64, u64), WharfError> {
+        self.kv_usage_except(backend, scope, except).await
     }
 }

@@ -1,0 +1,178 @@
+//! What the host asks of a container engine: the containers of one owner (a backend, and
+//! within it a session), their lifecycle, commands in them and files in and out. Ownership
+//! is the engine's to enforce: a container another backend made answers like a missing one.
+//! Docker implements it (`docker::Docker`); [`DisabledEngine`] stands in on a host with no
+//! engine.
+
+use super::container_types::{ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, Owner};
+use super::error::EngineError;
+use async_trait::async_trait;
+
+/// A container engine. Every method is the caller's own business only: `owner` is derived
+/// by the host from the call, never named by a guest.
+#[async_trait]
+pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
+    /// Ok when there is an engine to ask (whether it answers shows on the first call);
+    /// [`EngineError::NotConfigured`] when there is none.
+    fn configured(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    /// Creates a container labelled for `owner` (not started).
+    async fn create(
+        &self,
+        owner: &Owner,
+        spec: &ContainerSpec,
+    ) -> Result<ContainerInfo, EngineError>;
+
+    /// Starts an owned container.
+    async fn start(&self, owner: &Owner, id: &str) -> Result<(), EngineError>;
+
+    /// Stops an owned container, killing it after `timeout_ms`.
+    async fn stop(&self, owner: &Owner, id: &str, timeout_ms: u32) -> Result<(), EngineError>;
+
+    /// Removes an owned container (running or not) with its anonymous volumes.
+    async fn remove(&self, owner: &Owner, id: &str) -> Result<(), EngineError>;
+
+    /// An owned container, or `None` when there is no such container of the owner's.
+    async fn inspect(&self, owner: &Owner, id: &str) -> Result<Option<ContainerInfo>, EngineError>;
+
+    /// The containers of `backend` (of one session of it when `session` is given).
+    async fn list_owned(
+        &self,
+        backend: &str,
+        session: Option<&str>,
+    ) -> Result<Vec<ContainerInfo>, EngineError>;
+
+    /// Every container the host labelled, of every backend and node (quotas, the reaper).
+    async fn list_all(&self) -> Result<Vec<ContainerInfo>, EngineError>;
+
+    /// Runs a command in an owned running container; dropping the future kills it.
+    async fn exec(&self, owner: &Owner, request: ExecRequest) -> Result<ExecOutput, EngineError>;
+
+    /// Writes one file into an owned container.
+    async fn copy_in(
+        &self,
+        owner: &Owner,
+        id: &str,
+        path: &str,
+        content: &[u8],
+        mode: u32,
+    ) -> Result<(), EngineError>;
+
+    /// Reads one regular file of at most `max_bytes` out of an owned container.
+    async fn copy_out(
+        &self,
+        owner: &Owner,
+        id: &str,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, EngineError>;
+}
+
+/// The engine of a host that has none: every method answers
+/// [`EngineError::NotConfigured`] (5012, not retryable).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DisabledEngine;
+
+#[async_trait]
+impl ContainerEngine for DisabledEngine {
+    fn configured(&self) -> Result<(), EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn create(&self, _: &Owner, _: &ContainerSpec) -> Result<ContainerInfo, EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn start(&self, _: &Owner, _: &str) -> Result<(), EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn stop(&self, _: &Owner, _: &str, _: u32) -> Result<(), EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn remove(&self, _: &Owner, _: &str) -> Result<(), EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn inspect(&self, _: &Owner, _: &str) -> Result<Option<ContainerInfo>, EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn list_owned(
+        &self,
+        _: &str,
+        _: Option<&str>,
+    ) -> Result<Vec<ContainerInfo>, EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn list_all(&self) -> Result<Vec<ContainerInfo>, EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn exec(&self, _: &Owner, _: ExecRequest) -> Result<ExecOutput, EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn copy_in(
+        &self,
+        _: &Owner,
+        _: &str,
+        _: &str,
+        _: &[u8],
+        _: u32,
+    ) -> Result<(), EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn copy_out(&self, _: &Owner, _: &str, _: &str, _: u64) -> Result<Vec<u8>, EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_disabled_engine_answers_5012_to_everything() {
+        let engine: &dyn ContainerEngine = &DisabledEngine;
+        let owner = Owner::backend("b");
+        let id = "0".repeat(64);
+        let errors = [
+            engine.configured().unwrap_err(),
+            engine
+                .create(&owner, &ContainerSpec::default())
+                .await
+                .unwrap_err(),
+            engine.start(&owner, &id).await.unwrap_err(),
+            engine.stop(&owner, &id, 1).await.unwrap_err(),
+            engine.remove(&owner, &id).await.unwrap_err(),
+            engine.inspect(&owner, &id).await.unwrap_err(),
+            engine.list_owned("b", None).await.unwrap_err(),
+            engine.list_all().await.unwrap_err(),
+            engine
+                .exec(
+                    &owner,
+                    ExecRequest::new(&id, crate::engines::Command::Shell("true".into()), 1, 1),
+                )
+                .await
+                .unwrap_err(),
+            engine
+                .copy_in(&owner, &id, "/f", b"x", 0o644)
+                .await
+                .unwrap_err(),
+            engine.copy_out(&owner, &id, "/f", 1).await.unwrap_err(),
+        ];
+        for e in errors {
+            assert_eq!((e.code(), e.retryable()), (5012, false), "{e}");
+            assert_eq!(
+                e.to_string(),
+                "no container engine is configured on this host"
+            );
+        }
+    }
+}

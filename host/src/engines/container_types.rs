@@ -1,0 +1,203 @@
+//! Plain data types of a container engine: what a caller asks for and what it gets back.
+//! They belong to no engine and to no contract version (not the WIT bindings); the import
+//! layer converts, and every engine (`docker`, later others) speaks them.
+
+/// Who is calling: the operator's name of the backend, and its current session if any.
+/// The host derives both from the call context; a guest never names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The backend's name (the `wharf.backend` label of everything it creates).
+    pub backend: String,
+    /// The session the call runs in (the `wharf.session` label), if any.
+    pub session: Option<String>,
+}
+
+impl Owner {
+    /// An owner outside any session.
+    pub fn backend(backend: impl Into<String>) -> Self {
+        Owner {
+            backend: backend.into(),
+            session: None,
+        }
+    }
+
+    /// An owner inside a session.
+    pub fn session(backend: impl Into<String>, session: impl Into<String>) -> Self {
+        Owner {
+            backend: backend.into(),
+            session: Some(session.into()),
+        }
+    }
+}
+
+/// A host directory bind-mounted into a container. Whether the backend may mount it is
+/// the grants check's business, done before this module is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Absolute path on the host; it must exist (it is not created).
+    pub host_path: String,
+    /// Absolute path in the container.
+    pub container_path: String,
+    /// Mount read-only.
+    pub read_only: bool,
+}
+
+/// The network a container joins. Defaults to [`Network::None`]: no network at all.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Network {
+    /// No network interface but loopback.
+    #[default]
+    None,
+    /// Docker's default bridge (note: it reaches the host's link-local metadata address).
+    Bridge,
+    /// A named user network. `host` and `container:*` are always refused.
+    Named(String),
+}
+
+/// What to create. Everything not set here is the image's default.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerSpec {
+    /// Image reference; it must already be present locally (nothing is pulled here).
+    pub image: String,
+    /// Replaces the image's `CMD` (the entrypoint is kept).
+    pub command: Option<Vec<String>>,
+    /// Environment variables.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub workdir: Option<String>,
+    /// The guest's own labels; a `wharf.*` key is refused (the host writes those).
+    pub labels: Vec<(String, String)>,
+    /// Host bind mounts.
+    pub mounts: Vec<Mount>,
+    /// Network; `None` by default.
+    pub network: Network,
+    /// CPU limit in thousandths of a CPU (1500 = 1.5 CPUs).
+    pub cpu_millis: Option<u32>,
+    /// Memory limit in bytes (swap is not added on top).
+    pub memory_bytes: Option<u64>,
+    /// Maximum number of processes.
+    pub pids_limit: Option<u32>,
+    /// Mount the root filesystem read-only.
+    pub read_only_root: bool,
+    /// Container path of a writable anonymous volume (e.g. `/work`), removed with the
+    /// container. With `read_only_root`, this is where files can be copied in.
+    pub work_volume: Option<String>,
+}
+
+/// The state of a container, as the engine reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerState {
+    /// Created, never started.
+    Created,
+    /// Running (or restarting).
+    Running,
+    /// Paused.
+    Paused,
+    /// Stopped.
+    Exited,
+    /// Dead or being removed.
+    Dead,
+    /// Anything the engine did not say clearly.
+    Unknown,
+}
+
+/// A container the caller may see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerInfo {
+    /// Full 64-hex id.
+    pub id: String,
+    /// Name, without Docker's leading `/`.
+    pub name: String,
+    /// The image reference it was created from.
+    pub image: String,
+    /// Current state.
+    pub state: ContainerState,
+    /// Every label, the host's `wharf.*` ones included, sorted by key.
+    pub labels: Vec<(String, String)>,
+    /// Creation time, milliseconds since the Unix epoch (0 when unknown).
+    pub created_at_ms: u64,
+    /// The owning backend (`wharf.backend`).
+    pub backend: String,
+    /// The session it was created in (`wharf.session`), if any.
+    pub session: Option<String>,
+}
+
+impl ContainerInfo {
+    /// The value of one label.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A command to run in a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Executed directly: the first element is the program.
+    Argv(Vec<String>),
+    /// Run by `/bin/sh -c`.
+    Shell(String),
+}
+
+/// One command to run in a running container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecRequest {
+    /// Full id of a container the caller owns.
+    pub container: String,
+    /// What to run.
+    pub command: Command,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Working directory (the container's by default).
+    pub workdir: Option<String>,
+    /// User (`name`, `uid`, `uid:gid`); the container's by default.
+    pub user: Option<String>,
+    /// Written to the command's standard input, which is then closed. `None`: no stdin.
+    pub stdin: Option<Vec<u8>>,
+    /// Wall-clock limit; past it the whole process group is killed. Must be > 0.
+    pub timeout_ms: u32,
+    /// How many bytes of stdout and of stderr (each) are kept: the last ones.
+    pub max_output_bytes: u32,
+}
+
+impl ExecRequest {
+    /// A request with no env, workdir, user or stdin.
+    pub fn new(
+        container: impl Into<String>,
+        command: Command,
+        timeout_ms: u32,
+        max_output_bytes: u32,
+    ) -> Self {
+        ExecRequest {
+            container: container.into(),
+            command,
+            env: Vec::new(),
+            workdir: None,
+            user: None,
+            stdin: None,
+            timeout_ms,
+            max_output_bytes,
+        }
+    }
+}
+
+/// The result of [`ExecRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExecOutput {
+    /// Exit code; `None` when the command was killed for its timeout.
+    pub exit_code: Option<i32>,
+    /// The last `max_output_bytes` of standard output.
+    pub stdout: Vec<u8>,
+    /// The last `max_output_bytes` of standard error.
+    pub stderr: Vec<u8>,
+    /// Standard output was longer than what is kept.
+    pub stdout_truncated: bool,
+    /// Standard error was longer than what is kept.
+    pub stderr_truncated: bool,
+    /// The command ran past `timeout_ms` and was killed.
+    pub timed_out: bool,
+    /// Wall-clock time of the whole call, in milliseconds.
+    pub duration_ms: u64,
+}
