@@ -400,3 +400,69 @@ async fn foreign_host_headers_are_refused_on_loopback() {
         assert!(reply.headers().contains_key("mcp-session-id"));
     }
 }
+
+/// A server whose `/hold` answers only once `want` requests are in it at the same time (or
+/// after 5 s), and remembers the most it saw at once.
+async fn rendezvous(want: usize) -> (String, Arc<Mutex<usize>>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(Mutex::new(0usize));
+    let all_in = Arc::new(Notify::new());
+    let (f, m, n) = (in_flight.clone(), most.clone(), all_in.clone());
+    let app = axum::Router::new().route(
+        "/hold",
+        axum::routing::get(move || {
+            let (f, m, n) = (f.clone(), m.clone(), n.clone());
+            async move {
+                let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                {
+                    let mut most = m.lock().unwrap();
+                    *most = (*most).max(now);
+                }
+                if now >= want {
+                    n.notify_waiters();
+                } else {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), n.notified()).await;
+                }
+                f.fetch_sub(1, Ordering::SeqCst);
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://127.0.0.1:{port}/hold"), most)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_of_one_mcp_session_run_side_by_side() {
+    let (url, most) = rendezvous(3).await;
+    let port = url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut probe = bundled("probe");
+    probe.grants.http_hosts = vec![format!("127.0.0.1:{port}")];
+    probe.grants.http_private_cidrs = vec!["127.0.0.0/8".into()];
+    let h = start(vec![("probe", probe)]).await;
+    let (client, _) = connect(&h, None).await;
+    // Three calls of one MCP session, each held by the server until all three are in it:
+    // answered one after another, the first would wait out the 5 s and the most at once be 1.
+    let calls = (0..3).map(|_| call(&client, "probe_fetch", json!({"url": url})));
+    let replies = futures::future::join_all(calls).await;
+    for r in &replies {
+        assert_eq!(r.is_error, Some(false), "{r:?}");
+    }
+    assert_eq!(
+        *most.lock().unwrap(),
+        3,
+        "the session's three calls ran at once"
+    );
+}

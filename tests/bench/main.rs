@@ -63,7 +63,7 @@ fn wait_ready(url: &str) -> Duration {
     }
 }
 
-fn start_wharf(data_dir: &Path) -> (Proc, String, Duration) {
+fn start_wharf(data_dir: &Path, bin: &Path) -> (Proc, String, Duration) {
     let port = free_port();
     // The bundled examples `serve` loads without a config, audit lines to a file.
     let config = data_dir.join("wharf.toml");
@@ -78,7 +78,7 @@ fn start_wharf(data_dir: &Path) -> (Proc, String, Duration) {
     )
     .unwrap();
     let started = Instant::now();
-    let child = Command::new(bin_dir().join("wharf"))
+    let child = Command::new(bin)
         .args([
             "serve",
             "--listen",
@@ -288,9 +288,10 @@ fn main() {
 
     // Start-up, cold then warm compile cache.
     let data = tempfile::tempdir().unwrap();
-    let (cold, _, cold_time) = start_wharf(data.path());
+    let dev_bin = bin_dir().join("wharf");
+    let (cold, _, cold_time) = start_wharf(data.path(), &dev_bin);
     drop(cold);
-    let (server, url, warm_time) = start_wharf(data.path());
+    let (server, url, warm_time) = start_wharf(data.path(), &dev_bin);
     std::thread::sleep(Duration::from_millis(500));
     let rss = rss_kib(server.0.id());
     rows.push((
@@ -336,6 +337,38 @@ fn main() {
         if c == 32 {
             ratio32 = ratio;
         }
+    }
+    // The release profile beside the dev one, when `cargo build --release -p wharf` has
+    // built it: the same requests, the same bare axum, the same run.
+    let release_bin = bin_dir()
+        .parent()
+        .map(|target| target.join("release").join("wharf"))
+        .filter(|bin| bin.exists());
+    if let Some(bin) = release_bin {
+        let release_data = tempfile::tempdir().unwrap();
+        let (release, release_url, _) = start_wharf(release_data.path(), &bin);
+        for c in [1, 32] {
+            let (r_rps, r50, r99) = wrk(&format!("{release_url}/v1/call"), body, c, seconds);
+            let (b_rps, _, _) = wrk(
+                &format!("http://127.0.0.1:{bare_port}/v1/call"),
+                body,
+                c,
+                seconds,
+            );
+            rows.push((
+                format!("REST echo:ping, concurrency {c}, release profile"),
+                format!("{r_rps:.0} calls/s, p50 {r50:.3} ms, p99 {r99:.3} ms"),
+            ));
+            rows.push((
+                format!("ratio Wharf release / bare axum, concurrency {c}"),
+                format!("{:.2}x (bare axum {b_rps:.0} calls/s)", r_rps / b_rps),
+            ));
+        }
+        drop(release);
+    } else {
+        println!(
+            "note: no target/release/wharf (cargo build --release -p wharf); release rows skipped\n"
+        );
     }
     let (mcp_rows, mcp_vs_python, mcp_vs_rest) = rt.block_on(mcp::run(&url, seconds));
     rows.extend(mcp_rows);
