@@ -9,7 +9,7 @@ use crate::front_door::SessionRecord;
 use crate::front_door::{CallRequest, Invocation, SessionChoice, SessionRequest, Wharf};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -60,6 +60,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
                     crate::api::mcp::owners::guard,
                 ))
                 .layer(from_fn(crate::api::mcp::json_reply::one_message))
+                .layer(from_fn(crate::api::mcp::plain_errors::as_envelopes))
                 .service(crate::api::mcp::service(wharf.clone(), mcp_sessions)),
         )
         .merge(crate::api::compat::router())
@@ -204,12 +205,16 @@ struct SessionFilter {
 async fn list_sessions(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
-    Query(filter): Query<SessionFilter>,
+    filter: Result<Query<SessionFilter>, QueryRejection>,
 ) -> Envelope {
     let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Read) {
-        return t.reply(Err(e));
-    }
+    let filter = match caller
+        .require(TokenScope::Read)
+        .and_then(|()| json_body::parse_query(filter))
+    {
+        Ok(f) => f,
+        Err(e) => return t.reply(Err(e)),
+    };
     let result = wharf
         .sessions(
             caller.session_tenant(),
@@ -269,12 +274,13 @@ async fn release_claim(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(h): Query<Holder>,
+    holder: Result<Query<Holder>, QueryRejection>,
 ) -> Envelope {
     let t = RequestClock::start();
     t.reply(
         async {
             caller.require(TokenScope::Call)?;
+            let h = json_body::parse_query(holder)?;
             permitted_session(&wharf, &caller, &id).await?;
             wharf
                 .release_claim(caller.session_tenant(), &id, &h.holder)
