@@ -79,7 +79,7 @@ fn success_content(reply: Reply) -> Value {
 }
 
 /// The `responses` of `op`: one per HTTP status, naming the codes behind it.
-fn responses(op: &Operation, tokens: bool) -> Value {
+fn responses(op: &Operation, tokens: bool, replies: &mut SchemaGenerator) -> Value {
     let mut by_status: BTreeMap<u16, Vec<Code>> = BTreeMap::new();
     for code in codes(op, tokens) {
         by_status.entry(code.http_status()).or_default().push(code);
@@ -90,10 +90,16 @@ fn responses(op: &Operation, tokens: bool) -> Value {
             .iter()
             .map(|c| format!("{} {}", c.as_u32(), c.summary()))
             .collect();
-        let content = if status == 200 && codes.contains(&Code::Success) {
-            success_content(op.reply)
-        } else {
-            envelope_content()
+        let content = match (status, op.data) {
+            // Only a success answers 200 here: its `data` is the handler's reply type.
+            (200, Some(data)) if codes == [Code::Success] => {
+                json!({"application/json": {"schema": {
+                    "allOf": [{"$ref": "#/components/schemas/Envelope"}],
+                    "properties": {"data": to_value(data(replies))}
+                }}})
+            }
+            (200, _) if codes.contains(&Code::Success) => success_content(op.reply),
+            _ => envelope_content(),
         };
         let mut response = json!({"description": list.join("; "), "content": content});
         if status == 429 || status == 503 {
@@ -138,7 +144,12 @@ fn mcp_transport_answers(responses: &mut Map<String, Value>) {
     }
 }
 
-fn operation(op: &Operation, auth: &AuthConfig, requests: &mut SchemaGenerator) -> Value {
+fn operation(
+    op: &Operation,
+    auth: &AuthConfig,
+    requests: &mut SchemaGenerator,
+    replies: &mut SchemaGenerator,
+) -> Value {
     let tokens = !auth.tokens.is_empty();
     let mut parameters: Vec<Value> = path_parameters(op.path).collect();
     for (location, params) in [("query", op.query), ("header", op.headers)] {
@@ -151,7 +162,7 @@ fn operation(op: &Operation, auth: &AuthConfig, requests: &mut SchemaGenerator) 
         "summary": op.summary,
         "operationId": format!("{}{}", op.method, op.path.replace(['/', '{', '}', '.', '-'], "_")),
         "parameters": parameters,
-        "responses": responses(op, tokens),
+        "responses": responses(op, tokens, replies),
     });
     match (op.scope, tokens) {
         (Some(scope), true) => {
@@ -222,7 +233,7 @@ pub fn document(auth: &AuthConfig) -> Value {
         let entry = paths
             .entry(op.path.to_string())
             .or_insert_with(|| json!({}));
-        entry[op.method] = operation(op, auth, &mut requests);
+        entry[op.method] = operation(op, auth, &mut requests, &mut replies);
     }
     // Named, so it lands in the definitions that `envelope_content` refers to.
     replies.subschema_for::<Envelope>();

@@ -3,6 +3,7 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::api::json_body::{self, EmptyBody};
+use crate::api::session_reply::{SessionList, SessionReply};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::SessionRecord;
@@ -139,20 +140,12 @@ async fn list_tools(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope
 }
 
 fn session_json(s: &SessionRecord) -> Value {
-    json!({
-        "id": s.id,
-        "backend": s.backend,
-        "key": s.key,
-        "data": s.data,
-        "owner": s.owner,
-        "created_at_ms": s.created_at_ms,
-        "last_activity_ms": s.last_activity_ms,
-        "idle_ttl_seconds": s.idle_ttl_seconds,
-        "expires_at_ms": s.expires_at_ms(),
-        "state": s.state,
-        "holder": s.holder,
-        "generation": s.generation,
-    })
+    to_data(SessionReply::from(s))
+}
+
+/// A reply type as the envelope's `data`.
+fn to_data(reply: impl serde::Serialize) -> Value {
+    serde_json::to_value(reply).unwrap_or(Value::Null)
 }
 
 async fn create_session(
@@ -166,9 +159,10 @@ async fn create_session(
         let request: SessionRequest = parse_body(body)?;
         caller.require_tool(&request.backend, None)?;
         let (record, created) = wharf.create_session(&caller.tenant, request).await?;
-        let mut v = session_json(&record);
-        v["created"] = json!(created);
-        Ok(v)
+        Ok(to_data(SessionReply {
+            created: Some(created),
+            ..SessionReply::from(&record)
+        }))
     }
     .await;
     let mut envelope = t.reply(result);
@@ -224,7 +218,9 @@ async fn list_sessions(
         .await
         .map(|list| {
             let visible = list.iter().filter(|s| caller.may_use(&s.backend, None));
-            json!({ "sessions": visible.map(session_json).collect::<Vec<_>>() })
+            to_data(SessionList {
+                sessions: visible.map(SessionReply::from).collect(),
+            })
         });
     t.reply(result)
 }

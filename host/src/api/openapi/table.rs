@@ -4,6 +4,7 @@
 //! of another type, are added by the builder).
 
 use crate::api::compat::{BatchBody, CreateBody, ExecuteBody, ListBody, WorkerBody, WorkerOnly};
+use crate::api::session_reply::{SessionList, SessionReply};
 use crate::config::TokenScope::{self, Admin, Call, Read};
 use crate::error_code::Code::{self, *};
 use crate::front_door::{CallRequest, SessionRequest};
@@ -22,6 +23,8 @@ pub(super) struct Operation {
     pub(super) reply: Reply,
     /// The codes the handler answers (success included).
     pub(super) codes: &'static [Code],
+    /// The schema of a success's `data`, when the handler answers a reply type.
+    pub(super) data: Option<fn(&mut SchemaGenerator) -> Schema>,
 }
 
 impl Operation {
@@ -36,7 +39,12 @@ impl Operation {
             headers: &[],
             reply: Reply::Envelope,
             codes: &[Success],
+            data: None,
         }
+    }
+    const fn data<T: JsonSchema>(mut self) -> Self {
+        self.data = Some(json::<T>);
+        self
     }
     const fn scope(mut self, scope: TokenScope) -> Self {
         self.scope = Some(scope);
@@ -283,16 +291,19 @@ pub(super) const OPERATIONS: &[Operation] = &[
     )
     .scope(Call)
     .body(body::<SessionRequest>(true))
-    .codes(ACQUIRE),
+    .data::<SessionReply>()
+        .codes(ACQUIRE),
     get("/v1/sessions", "Sessions of the caller")
         .scope(Read)
         .query(&[
             param("backend", false, "Only this backend's sessions"),
             param("key", false, "Only the session of this key"),
         ])
+        .data::<SessionList>()
         .codes(SESSION_ROWS),
     get("/v1/sessions/{id}", "One session")
         .scope(Read)
+        .data::<SessionReply>()
         .codes(SESSION_ROWS),
     delete(
         "/v1/sessions/{id}",
@@ -302,6 +313,7 @@ pub(super) const OPERATIONS: &[Operation] = &[
     .codes(RELEASE),
     post("/v1/sessions/{id}/refresh", "Extend the idle TTL")
         .scope(Call)
+        .data::<SessionReply>()
         .codes(SESSION_ROWS),
     delete("/v1/sessions/{id}/claim", "Release your holder claim")
         .scope(Call)
