@@ -34,6 +34,7 @@ use std::time::Duration;
 /// `execute`'s body. `action` is optional to serde so that its absence is answered 4003
 /// (not a parse error); the schema says it is required.
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(example = json!({"worker_id": "worker-1", "action": "echo:say", "params": {"text": "hi"}}))]
 pub(crate) struct ExecuteBody {
     /// The worker whose session a session tool runs in (else the `X-Worker-ID` header; a
     /// tool that needs a session and gets no worker is refused with 4003).

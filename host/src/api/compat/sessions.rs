@@ -38,6 +38,7 @@ use std::sync::Arc;
 /// answered 4003 (not a parse error); the schema says which are required. The worker id
 /// may come in the `X-Worker-ID` header instead.
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(example = json!({"worker_id": "worker-1", "resource_type": "scratchpad"}))]
 pub(crate) struct CreateBody {
     /// The worker: the session's key.
     #[schemars(with = "String", required, length(min = 1))]
