@@ -464,5 +464,56 @@ async fn calls_of_one_mcp_session_run_side_by_side() {
         *most.lock().unwrap(),
         3,
         "the session's three calls ran at once"
+
+/// The transport's own refusals carry Wharf's envelope and code where the table has one
+/// (no MCP session id 4002, an unknown one 4007, a JSON body that is no JSON-RPC message
+/// 4002), and say they are text where it has none (406).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transport_refusals_are_envelopes() {
+    let h = start(vec![("echo", bundled("echo"))]).await;
+    let client = reqwest::Client::new();
+    let mcp = |method: reqwest::Method| {
+        client
+            .request(method, format!("{}/mcp", h.url))
+            .header("accept", "application/json, text/event-stream")
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let cases = [
+        (mcp(reqwest::Method::POST).json(&list), 400, 4002),
+        (mcp(reqwest::Method::DELETE), 400, 4002),
+        (
+            mcp(reqwest::Method::GET).header("mcp-session-id", "nope"),
+            404,
+            4007,
+        ),
+        (
+            mcp(reqwest::Method::POST).json(&json!({"jsonrpc": "2.0"})),
+            400,
+            4002,
+        ),
+    ];
+    for (request, status, code) in cases {
+        let reply = request.send().await.unwrap();
+        assert_eq!(reply.status(), status);
+        assert_eq!(
+            reply.headers()["content-type"].to_str().unwrap(),
+            "application/json"
+        );
+        let body: Value = reply.json().await.unwrap();
+        assert_eq!(body["code"], code, "{body}");
+    }
+    let refused = client
+        .post(format!("{}/mcp", h.url))
+        .header("accept", "application/json")
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 406);
+    assert!(
+        refused.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
     );
 }

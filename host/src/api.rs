@@ -13,5 +13,6 @@ pub mod metrics;
 pub mod openapi;
 pub mod quotas;
 pub mod rest;
+pub mod session_reply;
 
 pub use rest::router;

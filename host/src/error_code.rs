@@ -94,6 +94,33 @@ impl Code {
     pub fn http_status(self) -> u16 {
         self.row().2
     }
+    /// What the code means, in a few words (the table in ARCHITECTURE.md).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Code::Success => "success",
+            Code::InvalidInput => "invalid input",
+            Code::BusinessFailure => "the tool ran and said no",
+            Code::InvalidRequest => "invalid request format, unknown or ambiguous tool or backend",
+            Code::MissingField => "missing required field",
+            Code::InvalidType => "invalid parameter type or out-of-range number",
+            Code::NoResults => "no results",
+            Code::SessionNotFound => "session not found (or the tool needs one)",
+            Code::Unauthorized => "unauthorized: no or a bad bearer token",
+            Code::PayloadTooLarge => "payload too large",
+            Code::Forbidden => "forbidden: a grant, a scope, an allowlist, a Host or Origin",
+            Code::UnsupportedMediaType => "unsupported media type",
+            Code::Conflict => "conflict",
+            Code::RateLimited => "rate limited (Retry-After)",
+            Code::Cancelled => "cancelled by the client",
+            Code::ExecutionError => "execution error",
+            Code::Timeout => "timeout",
+            Code::BatchAllFailed => "batch: every action failed",
+            Code::BatchPartialFailure => "batch: some actions failed",
+            Code::BackendUnavailable => "backend unavailable or busy (Retry-After)",
+            Code::DependencyFailure => "a dependency failed or is absent",
+            Code::Internal => "internal error",
+        }
+    }
     /// The code with this number, if it is in the table.
     pub fn from_u32(n: u32) -> Option<Code> {
         TABLE.iter().find(|(_, v, _)| *v == n).map(|(c, _, _)| *c)
@@ -115,6 +142,22 @@ impl Code {
 pub const BACKEND_CODES: &[u32] = &[
     4000, 4001, 4002, 4003, 4004, 4006, 4007, 4030, 5000, 5006, 5012,
 ];
+
+/// The schema of a code on the wire: an integer from the table.
+impl schemars::JsonSchema for Code {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Code".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let codes: Vec<u32> = TABLE.iter().map(|(_, n, _)| *n).collect();
+        schemars::json_schema!({
+            "type": "integer",
+            "enum": codes,
+            "description": "0 success; 4000-4990 the caller's; 5000-5013 the backend's or a dependency's (the table is in ARCHITECTURE.md)",
+        })
+    }
+}
 
 impl Serialize for Code {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

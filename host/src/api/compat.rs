@@ -16,6 +16,11 @@ mod execute;
 mod sessions;
 mod tools;
 
+/// The request bodies, whose schemas `/openapi.json` shows.
+pub(crate) use batch::BatchBody;
+pub(crate) use execute::ExecuteBody;
+pub(crate) use sessions::{CreateBody, ListBody, WorkerBody, WorkerOnly};
+
 use crate::api::envelope::{Envelope, RequestClock};
 pub(super) use crate::api::json_body::from_json;
 use crate::api::json_body::{self, EmptyBody};

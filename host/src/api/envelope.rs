@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// Where a reply came from.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Meta {
     /// Canonical tool name, for calls.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -26,7 +26,7 @@ pub struct Meta {
 }
 
 /// One reply.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Envelope {
     /// Code from the table (0 = success).
     pub code: Code,

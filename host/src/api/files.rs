@@ -7,12 +7,14 @@ mod spool;
 
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
+use crate::api::json_body::parse_query;
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
 use crate::front_door::SessionView;
 use crate::front_door::Wharf;
 use crate::front_door::{SLICE_BYTES, SandboxFiles};
 use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -85,8 +87,15 @@ pub async fn download(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<FilePath>,
+    query: Result<Query<FilePath>, QueryRejection>,
 ) -> Response {
+    let q = match caller
+        .require(TokenScope::Call)
+        .and_then(|()| parse_query(query))
+    {
+        Ok(q) => q,
+        Err(e) => return failure(e),
+    };
     let held = match sandbox_for(&wharf, &caller, &id).await {
         Ok(s) => s,
         Err(e) => return failure(e),
@@ -132,10 +141,17 @@ pub async fn upload(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<FilePath>,
+    query: Result<Query<FilePath>, QueryRejection>,
     headers: axum::http::HeaderMap,
     body: Body,
 ) -> Response {
+    let q = match caller
+        .require(TokenScope::Call)
+        .and_then(|()| parse_query(query))
+    {
+        Ok(q) => q,
+        Err(e) => return failure(e),
+    };
     let started = std::time::Instant::now();
     let server = wharf.server();
     let limits = spool::UploadLimits {

@@ -139,6 +139,21 @@ pub fn from_json<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, Wha
     })
 }
 
+/// A query string parsed into `T`: a missing parameter 4003, any other refusal 4002 (axum's
+/// own rejection would answer in plain text, outside the envelope).
+pub fn parse_query<T>(
+    query: Result<axum::extract::Query<T>, axum::extract::rejection::QueryRejection>,
+) -> Result<T, WharfError> {
+    query.map(|q| q.0).map_err(|rejection| {
+        let text = rejection.body_text();
+        if text.contains("missing field") {
+            WharfError::new(Code::MissingField, text)
+        } else {
+            WharfError::invalid_request(text)
+        }
+    })
+}
+
 /// A body parsed into `T`.
 pub fn parse_body<T: DeserializeOwned>(
     body: Result<Bytes, BytesRejection>,

@@ -9,6 +9,7 @@
 pub mod call;
 pub mod json_reply;
 pub mod owners;
+pub mod plain_errors;
 
 use crate::front_door::Wharf;
 use crate::tool::ToolDescription;

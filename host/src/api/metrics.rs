@@ -17,10 +17,10 @@ pub async fn serve(State(wharf): State<Arc<Wharf>>) -> Response {
             text,
         )
             .into_response(),
-        Err(_) => (
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            "metrics could not be encoded",
-        )
+        Err(_) => crate::api::envelope::RequestClock::start()
+            .reply(Err(crate::error_code::WharfError::internal(
+                "metrics could not be encoded",
+            )))
             .into_response(),
     }
 }

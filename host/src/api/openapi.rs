@@ -1,354 +1,263 @@
-//! `GET /openapi.json`: an OpenAPI 3.1 document of every route, built from the one table
-//! below that names each operation next to the request types its handler parses (their
-//! schemas come from the Rust types through schemars). A test checks the table against
-//! the routes the router registers.
+//! `GET /openapi.json`: an OpenAPI 3.1 document of the routes this host serves, as it is
+//! configured (the admin routes only with an admin token, bearer security only with
+//! tokens). It is built from one table ([`table`]) that names each operation next to the
+//! request types its handler parses; their schemas, and the envelope's, come from the Rust
+//! types through schemars. Each operation lists every HTTP status it can answer, with the
+//! codes behind it. A test checks the table against the routes the router registers, and
+//! `scripts/schemathesis.sh` checks a running host against the document.
 
-use crate::front_door::{CallRequest, SessionRequest};
-use serde_json::{Value, json};
+mod table;
 
-/// One documented operation.
-struct Operation {
-    method: &'static str,
-    path: &'static str,
-    summary: &'static str,
-    /// `None` (open), `read`, `call` or `admin`.
-    scope: Option<&'static str>,
-    body: Body,
+use crate::api::envelope::Envelope;
+use crate::config::AuthConfig;
+use crate::error_code::Code;
+use crate::front_door::Wharf;
+use axum::extract::State;
+use schemars::SchemaGenerator;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use table::{Body, OPERATIONS, Operation, Reply};
+
+/// A generator that puts every named schema under `#/components/schemas`.
+fn generator(settings: SchemaSettings) -> SchemaGenerator {
+    settings
+        .with(|s| s.definitions_path = "/components/schemas".into())
+        .into_generator()
 }
 
-enum Body {
-    None,
-    Json(fn() -> Value),
-    Object,
-    Bytes,
+fn to_value(schema: impl serde::Serialize) -> Value {
+    serde_json::to_value(schema).unwrap_or(Value::Bool(true))
 }
 
-fn schema<T: schemars::JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Bool(true))
-}
-
-const OPERATIONS: &[Operation] = &[
-    Operation {
-        method: "get",
-        path: "/healthz",
-        summary: "Liveness",
-        scope: None,
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/readyz",
-        summary: "Readiness: at least one backend loaded",
-        scope: None,
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/metrics",
-        summary: "Prometheus metrics (OpenMetrics text)",
-        scope: None,
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/openapi.json",
-        summary: "This document",
-        scope: None,
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/v1/backends",
-        summary: "Loaded backends, versions, state, tools",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/v1/quotas",
-        summary: "The caller's quotas and use (admins: every tenant's)",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/v1/tools",
-        summary: "Every tool with its input schema, annotations and session need",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "post",
-        path: "/v1/sessions",
-        summary: "Acquire the session of (token, backend, key): the same key gives the same session",
-        scope: Some("call"),
-        body: Body::Json(schema::<SessionRequest>),
-    },
-    Operation {
-        method: "get",
-        path: "/v1/sessions",
-        summary: "Sessions of the caller (?backend=&key=)",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/v1/sessions/{id}",
-        summary: "One session",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "delete",
-        path: "/v1/sessions/{id}",
-        summary: "Release a session (cleanup); idempotent",
-        scope: Some("call"),
-        body: Body::None,
-    },
-    Operation {
-        method: "post",
-        path: "/v1/sessions/{id}/refresh",
-        summary: "Extend the idle TTL",
-        scope: Some("call"),
-        body: Body::None,
-    },
-    Operation {
-        method: "delete",
-        path: "/v1/sessions/{id}/claim",
-        summary: "Release your holder claim (?holder=)",
-        scope: Some("call"),
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/v1/sessions/{id}/files",
-        summary: "Stream a file out of a sandbox session (?path=)",
-        scope: Some("call"),
-        body: Body::None,
-    },
-    Operation {
-        method: "put",
-        path: "/v1/sessions/{id}/files",
-        summary: "Stream a file into a sandbox session (?path=)",
-        scope: Some("call"),
-        body: Body::Bytes,
-    },
-    Operation {
-        method: "post",
-        path: "/v1/call",
-        summary: "Run a tool",
-        scope: Some("call"),
-        body: Body::Json(schema::<CallRequest>),
-    },
-    Operation {
-        method: "post",
-        path: "/mcp",
-        summary: "MCP over streamable HTTP (JSON-RPC)",
-        scope: Some("read"),
-        body: Body::Object,
-    },
-    Operation {
-        method: "get",
-        path: "/mcp",
-        summary: "MCP server-to-client event stream",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "delete",
-        path: "/mcp",
-        summary: "End an MCP session",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "put",
-        path: "/v1/admin/backends/{name}",
-        summary: "Load or replace a backend from a .wasm body",
-        scope: Some("admin"),
-        body: Body::Bytes,
-    },
-    Operation {
-        method: "delete",
-        path: "/v1/admin/backends/{name}",
-        summary: "Drain and unload a backend",
-        scope: Some("admin"),
-        body: Body::None,
-    },
-    Operation {
-        method: "post",
-        path: "/v1/admin/backends/{name}/approve",
-        summary: "Approve a pending upgrade",
-        scope: Some("admin"),
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/health",
-        summary: "Compatibility: liveness",
-        scope: None,
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/ready",
-        summary: "Compatibility: readiness",
-        scope: None,
-        body: Body::None,
-    },
-    Operation {
-        method: "post",
-        path: "/api/v1/session/create",
-        summary: "Compatibility: create a worker's session",
-        scope: Some("call"),
-        body: Body::Object,
-    },
-    Operation {
-        method: "post",
-        path: "/api/v1/session/destroy",
-        summary: "Compatibility: destroy a worker's session(s)",
-        scope: Some("call"),
-        body: Body::Object,
-    },
-    Operation {
-        method: "post",
-        path: "/api/v1/session/list",
-        summary: "Compatibility: list sessions",
-        scope: Some("read"),
-        body: Body::Object,
-    },
-    Operation {
-        method: "get",
-        path: "/api/v1/session/list",
-        summary: "Compatibility: list sessions",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "post",
-        path: "/api/v1/session/refresh",
-        summary: "Compatibility: refresh a worker's session(s)",
-        scope: Some("call"),
-        body: Body::Object,
-    },
-    Operation {
-        method: "post",
-        path: "/api/v1/execute",
-        summary: "Compatibility: run one action",
-        scope: Some("call"),
-        body: Body::Object,
-    },
-    Operation {
-        method: "post",
-        path: "/api/v1/execute/batch",
-        summary: "Compatibility: run several actions",
-        scope: Some("call"),
-        body: Body::Object,
-    },
-    Operation {
-        method: "get",
-        path: "/api/v1/tools",
-        summary: "Compatibility: list tools",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "get",
-        path: "/api/v1/tools/{name}/schema",
-        summary: "Compatibility: one tool's schema",
-        scope: Some("read"),
-        body: Body::None,
-    },
-    Operation {
-        method: "post",
-        path: "/api/v1/lifecycle/heartbeat",
-        summary: "Compatibility: keep a worker's sessions alive",
-        scope: Some("call"),
-        body: Body::Object,
-    },
-    Operation {
-        method: "post",
-        path: "/api/v1/worker/disconnect",
-        summary: "Compatibility: destroy a worker's sessions",
-        scope: Some("call"),
-        body: Body::Object,
-    },
-];
-
-fn path_parameters(path: &str) -> Vec<Value> {
+fn path_parameters(path: &str) -> impl Iterator<Item = Value> + '_ {
     path.split('/')
         .filter_map(|segment| segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
         .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
-        .collect()
 }
 
-/// The document.
-pub fn document() -> Value {
-    let mut paths = serde_json::Map::new();
-    for op in OPERATIONS {
-        let mut operation = json!({
-            "summary": op.summary,
-            "operationId": format!("{}{}", op.method, op.path.replace(['/', '{', '}', '.', '-'], "_")),
-            "parameters": path_parameters(op.path),
-            "responses": {
-                "200": {"description": "Success (code 0) or a code with HTTP 200 (4006)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Envelope"}}}},
-                "default": {"description": "A failure: one HTTP status per code (see Envelope.code)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Envelope"}}}}
+/// Every code `op` can answer: its handler's, and the refusals its route shares with others.
+fn codes(op: &Operation, tokens: bool) -> Vec<Code> {
+    let mut codes = op.codes.to_vec();
+    // The edge guard (Host, Origin) answers every route.
+    codes.push(Code::Forbidden);
+    if op.scope.is_some() && tokens {
+        codes.push(Code::Unauthorized);
+    }
+    match op.body {
+        Body::None => {}
+        Body::Json { .. } | Body::JsonRpc => codes.extend([
+            Code::InvalidRequest,
+            Code::PayloadTooLarge,
+            Code::UnsupportedMediaType,
+        ]),
+        Body::Bytes => codes.extend([Code::PayloadTooLarge, Code::UnsupportedMediaType]),
+    }
+    codes.sort_by_key(|c| c.as_u32());
+    codes.dedup();
+    codes
+}
+
+/// The content of an envelope answer.
+fn envelope_content() -> Value {
+    json!({"application/json": {"schema": {"$ref": "#/components/schemas/Envelope"}}})
+}
+
+/// The content of a success.
+fn success_content(reply: Reply) -> Value {
+    match reply {
+        Reply::Envelope => envelope_content(),
+        Reply::Document => json!({"application/json": {"schema": {"type": "object"}}}),
+        Reply::Metrics => json!({"application/openmetrics-text": {"schema": {"type": "string"}}}),
+        Reply::Octets => json!({"application/octet-stream": {"schema": {}}}),
+        Reply::Mcp => json!({
+            "application/json": {"schema": {"$ref": "#/components/schemas/JsonRpcMessage"}},
+            "text/event-stream": {"schema": {"type": "string"}}
+        }),
+    }
+}
+
+/// The `responses` of `op`: one per HTTP status, naming the codes behind it.
+fn responses(op: &Operation, tokens: bool, replies: &mut SchemaGenerator) -> Value {
+    let mut by_status: BTreeMap<u16, Vec<Code>> = BTreeMap::new();
+    for code in codes(op, tokens) {
+        by_status.entry(code.http_status()).or_default().push(code);
+    }
+    let mut responses = Map::new();
+    for (status, codes) in by_status {
+        let list: Vec<String> = codes
+            .iter()
+            .map(|c| format!("{} {}", c.as_u32(), c.summary()))
+            .collect();
+        let content = match (status, op.data) {
+            // Only a success answers 200 here: its `data` is the handler's reply type.
+            (200, Some(data)) if codes == [Code::Success] => {
+                json!({"application/json": {"schema": {
+                    "allOf": [{"$ref": "#/components/schemas/Envelope"}],
+                    "properties": {"data": to_value(data(replies))}
+                }}})
             }
-        });
-        if let Some(scope) = op.scope {
-            operation["security"] = json!([{"bearer": [scope]}]);
-            operation["x-wharf-scope"] = json!(scope);
-        } else {
-            operation["security"] = json!([]);
+            (200, _) if codes.contains(&Code::Success) => success_content(op.reply),
+            _ => envelope_content(),
+        };
+        let mut response = json!({"description": list.join("; "), "content": content});
+        if status == 429 || status == 503 {
+            response["headers"] = json!({"Retry-After": {
+                "description": "Seconds until a retry can help",
+                "schema": {"type": "integer", "minimum": 1}
+            }});
         }
-        match op.body {
-            Body::None => {}
-            Body::Json(schema) => {
-                operation["requestBody"] =
-                    json!({"required": true, "content": {"application/json": {"schema": schema()}}})
-            }
-            Body::Object => {
-                operation["requestBody"] = json!({"required": false, "content": {"application/json": {"schema": {"type": "object"}}}})
-            }
-            Body::Bytes => {
-                operation["requestBody"] = json!({"required": true, "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}})
-            }
+        responses.insert(status.to_string(), response);
+    }
+    if op.reply == Reply::Mcp {
+        mcp_transport_answers(&mut responses);
+    }
+    Value::Object(responses)
+}
+
+/// What MCP's streamable-HTTP transport answers beyond the code table: 202 for a
+/// notification or a response it took, 405 and 406 in plain text; a 400 may be a
+/// JSON-RPC error of the transport's.
+fn mcp_transport_answers(responses: &mut Map<String, Value>) {
+    responses.insert(
+        "202".into(),
+        json!({"description": "A notification or response accepted"}),
+    );
+    let text = json!({"text/plain": {"schema": {"type": "string"}}});
+    responses.insert(
+        "405".into(),
+        json!({"description": "A method the transport does not serve here", "content": text}),
+    );
+    responses.insert(
+        "406".into(),
+        json!({"description": "The client must accept application/json and text/event-stream", "content": text}),
+    );
+    if let Some(content) = responses
+        .get_mut("400")
+        .and_then(|r| r.pointer_mut("/content/application~1json/schema"))
+    {
+        *content = json!({"anyOf": [
+            {"$ref": "#/components/schemas/Envelope"},
+            {"$ref": "#/components/schemas/JsonRpcMessage"}
+        ]});
+    }
+}
+
+fn operation(
+    op: &Operation,
+    auth: &AuthConfig,
+    requests: &mut SchemaGenerator,
+    replies: &mut SchemaGenerator,
+) -> Value {
+    let tokens = !auth.tokens.is_empty();
+    let mut parameters: Vec<Value> = path_parameters(op.path).collect();
+    for (location, params) in [("query", op.query), ("header", op.headers)] {
+        parameters.extend(params.iter().map(|p| {
+            json!({"name": p.name, "in": location, "required": p.required,
+                   "description": p.description, "schema": {"type": "string"}})
+        }));
+    }
+    let mut operation = json!({
+        "summary": op.summary,
+        "operationId": format!("{}{}", op.method, op.path.replace(['/', '{', '}', '.', '-'], "_")),
+        "parameters": parameters,
+        "responses": responses(op, tokens, replies),
+    });
+    match (op.scope, tokens) {
+        (Some(scope), true) => {
+            operation["security"] = json!([{"bearer": [scope.as_str()]}]);
+            operation["x-wharf-scope"] = json!(scope.as_str());
+        }
+        _ => operation["security"] = json!([]),
+    }
+    match op.body {
+        Body::None => {}
+        Body::Json { schema, required } => {
+            operation["requestBody"] = json!({"required": required, "content": {
+                "application/json": {"schema": to_value(schema(requests))}
+            }});
+        }
+        Body::Bytes => {
+            operation["requestBody"] = json!({"required": true, "content": {
+                "application/octet-stream": {"schema": {}}
+            }});
+        }
+        Body::JsonRpc => {
+            operation["requestBody"] = json!({"required": true, "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/JsonRpcMessage"}}
+            }});
+        }
+    }
+    operation
+}
+
+/// A JSON-RPC 2.0 message as MCP's transport takes it: a request, a notification, or a
+/// response (a result or an error) to a request of the server's.
+fn json_rpc_message() -> Value {
+    let id = json!({"type": ["integer", "string"]});
+    let message = |required: &[&str], extra: Value| {
+        let mut properties = json!({"jsonrpc": {"const": "2.0"}, "id": id.clone()});
+        if let (Some(p), Value::Object(extra)) = (properties.as_object_mut(), extra) {
+            p.extend(extra);
+        }
+        json!({"type": "object", "required": required, "properties": properties})
+    };
+    let method = json!({"method": {"type": "string"}, "params": {"type": "object"}});
+    let mut notification = message(&["jsonrpc", "method"], method.clone());
+    notification["not"] = json!({"required": ["id"]});
+    json!({
+        "description": "A JSON-RPC 2.0 message of MCP: a request, a notification, or a response",
+        "oneOf": [
+            message(&["jsonrpc", "id", "method"], method),
+            notification,
+            message(&["jsonrpc", "id", "result"], json!({"result": {"type": "object"}})),
+            message(&["jsonrpc", "id", "error"], json!({"error": {
+                "type": "object", "required": ["code", "message"],
+                "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}
+            }})),
+        ]
+    })
+}
+
+/// The document for a host configured with `auth`.
+pub fn document(auth: &AuthConfig) -> Value {
+    let mut requests = generator(SchemaSettings::draft2020_12().for_deserialize());
+    let mut replies = generator(SchemaSettings::draft2020_12().for_serialize());
+    let admin = auth.admin_enabled();
+    let mut paths = Map::new();
+    for op in OPERATIONS {
+        if op.scope == Some(crate::config::TokenScope::Admin) && !admin {
+            continue;
         }
         let entry = paths
             .entry(op.path.to_string())
             .or_insert_with(|| json!({}));
-        entry[op.method] = operation;
+        entry[op.method] = operation(op, auth, &mut requests, &mut replies);
+    }
+    // Named, so it lands in the definitions that `envelope_content` refers to.
+    replies.subschema_for::<Envelope>();
+    let mut schemas = requests.take_definitions(true);
+    schemas.extend(replies.take_definitions(true));
+    schemas.insert("JsonRpcMessage".into(), json_rpc_message());
+    let mut components = json!({"schemas": schemas});
+    if !auth.tokens.is_empty() {
+        components["securitySchemes"] = json!({"bearer": {"type": "http", "scheme": "bearer"}});
     }
     json!({
         "openapi": "3.1.0",
-        "info": {"title": "Wharf", "version": env!("CARGO_PKG_VERSION"), "description": "WebAssembly backends served to agents: tools, sessions, sandboxes."},
+        "info": {"title": "Wharf", "version": env!("CARGO_PKG_VERSION"), "description": "WebAssembly backends served to agents: tools, sessions, sandboxes. Every answer is the envelope {code, message, data, meta} with one HTTP status per code (ARCHITECTURE.md has the table); a response's description lists the codes behind its status."},
         "paths": paths,
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {"Envelope": {
-                "type": "object",
-                "required": ["code", "message", "data", "meta"],
-                "properties": {
-                    "code": {"type": "integer", "description": "0 success; 4000–4990 the caller's fault; 5000–5013 the backend's or a dependency's"},
-                    "message": {"type": "string"},
-                    "data": {},
-                    "retryable": {"type": "boolean"},
-                    "meta": {"type": "object", "properties": {
-                        "tool": {"type": "string"}, "backend": {"type": "string"}, "session_id": {"type": "string"},
-                        "duration_ms": {"type": "integer"}, "trace_id": {"type": "string"}
-                    }}
-                }
-            }}
-        }
+        "components": components,
     })
 }
 
-/// The documented `(method, path)` pairs.
+/// The documented `(method, path)` pairs, the admin routes included.
 pub fn operations() -> Vec<(&'static str, &'static str)> {
     OPERATIONS.iter().map(|o| (o.method, o.path)).collect()
 }
 
 /// The handler.
-pub async fn serve() -> axum::Json<Value> {
-    axum::Json(document())
+pub async fn serve(State(wharf): State<Arc<Wharf>>) -> axum::Json<Value> {
+    axum::Json(document(&wharf.server().auth))
 }

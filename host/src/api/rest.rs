@@ -3,13 +3,14 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::api::json_body::{self, EmptyBody};
+use crate::api::session_reply::{SessionList, SessionReply};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::SessionRecord;
 use crate::front_door::{CallRequest, Invocation, SessionChoice, SessionRequest, Wharf};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -60,6 +61,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
                     crate::api::mcp::owners::guard,
                 ))
                 .layer(from_fn(crate::api::mcp::json_reply::one_message))
+                .layer(from_fn(crate::api::mcp::plain_errors::as_envelopes))
                 .service(crate::api::mcp::service(wharf.clone(), mcp_sessions)),
         )
         .merge(crate::api::compat::router())
@@ -138,20 +140,12 @@ async fn list_tools(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope
 }
 
 fn session_json(s: &SessionRecord) -> Value {
-    json!({
-        "id": s.id,
-        "backend": s.backend,
-        "key": s.key,
-        "data": s.data,
-        "owner": s.owner,
-        "created_at_ms": s.created_at_ms,
-        "last_activity_ms": s.last_activity_ms,
-        "idle_ttl_seconds": s.idle_ttl_seconds,
-        "expires_at_ms": s.expires_at_ms(),
-        "state": s.state,
-        "holder": s.holder,
-        "generation": s.generation,
-    })
+    to_data(SessionReply::from(s))
+}
+
+/// A reply type as the envelope's `data`.
+fn to_data(reply: impl serde::Serialize) -> Value {
+    serde_json::to_value(reply).unwrap_or(Value::Null)
 }
 
 async fn create_session(
@@ -165,9 +159,10 @@ async fn create_session(
         let request: SessionRequest = parse_body(body)?;
         caller.require_tool(&request.backend, None)?;
         let (record, created) = wharf.create_session(&caller.tenant, request).await?;
-        let mut v = session_json(&record);
-        v["created"] = json!(created);
-        Ok(v)
+        Ok(to_data(SessionReply {
+            created: Some(created),
+            ..SessionReply::from(&record)
+        }))
     }
     .await;
     let mut envelope = t.reply(result);
@@ -204,12 +199,16 @@ struct SessionFilter {
 async fn list_sessions(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
-    Query(filter): Query<SessionFilter>,
+    filter: Result<Query<SessionFilter>, QueryRejection>,
 ) -> Envelope {
     let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Read) {
-        return t.reply(Err(e));
-    }
+    let filter = match caller
+        .require(TokenScope::Read)
+        .and_then(|()| json_body::parse_query(filter))
+    {
+        Ok(f) => f,
+        Err(e) => return t.reply(Err(e)),
+    };
     let result = wharf
         .sessions(
             caller.session_tenant(),
@@ -219,7 +218,9 @@ async fn list_sessions(
         .await
         .map(|list| {
             let visible = list.iter().filter(|s| caller.may_use(&s.backend, None));
-            json!({ "sessions": visible.map(session_json).collect::<Vec<_>>() })
+            to_data(SessionList {
+                sessions: visible.map(SessionReply::from).collect(),
+            })
         });
     t.reply(result)
 }
@@ -269,12 +270,13 @@ async fn release_claim(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(h): Query<Holder>,
+    holder: Result<Query<Holder>, QueryRejection>,
 ) -> Envelope {
     let t = RequestClock::start();
     t.reply(
         async {
             caller.require(TokenScope::Call)?;
+            let h = json_body::parse_query(holder)?;
             permitted_session(&wharf, &caller, &id).await?;
             wharf
                 .release_claim(caller.session_tenant(), &id, &h.holder)

@@ -16,6 +16,7 @@ use std::time::Duration;
 /// A request to create (or find again) a session.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(example = serde_json::json!({"backend": "scratchpad", "key": "thread-1"}))]
 pub struct SessionRequest {
     /// Backend name.
     pub backend: String,

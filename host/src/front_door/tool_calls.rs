@@ -15,6 +15,7 @@ use std::time::Duration;
 /// A request to run a tool.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(example = serde_json::json!({"tool": "echo:say", "args": {"text": "hi", "times": 2}}))]
 pub struct CallRequest {
     /// `backend:action` or an alias.
     pub tool: String,

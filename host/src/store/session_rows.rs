@@ -13,7 +13,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 /// Where a session is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionState {
     /// A node is running `initialize` under a lease.

@@ -28,17 +28,24 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tracing::Instrument;
 
-/// `execute/batch`'s body.
-#[derive(Deserialize)]
-struct BatchBody {
+/// `execute/batch`'s body. `actions` is optional to serde so that its absence is answered
+/// 4003, and its items are parsed one by one so that a bad one fails only itself; the
+/// schema says what a good request holds.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct BatchBody {
+    /// The worker whose sessions session tools run in (else the `X-Worker-ID` header).
     #[serde(default)]
     worker_id: Option<String>,
-    #[serde(default)]
+    /// The actions, run in this order (or all at once with `parallel`).
+    #[schemars(with = "Vec<super::execute::ActionSpec>", required)]
     actions: Option<Vec<Value>>,
+    /// Run every action at once.
     #[serde(default)]
     parallel: Option<bool>,
+    /// A serial batch runs nothing after the first failure (default true).
     #[serde(default)]
     stop_on_error: Option<bool>,
+    /// Sent back as `meta.trace_id`.
     #[serde(default)]
     trace_id: Option<String>,
 }

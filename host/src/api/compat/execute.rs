@@ -32,27 +32,41 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
 
-/// `execute`'s body.
-#[derive(Deserialize)]
-struct ExecuteBody {
+/// `execute`'s body. `action` is optional to serde so that its absence is answered 4003
+/// (not a parse error); the schema says it is required.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(example = json!({"worker_id": "worker-1", "action": "echo:say", "params": {"text": "hi"}}))]
+pub(crate) struct ExecuteBody {
+    /// The worker whose session a session tool runs in (else the `X-Worker-ID` header; a
+    /// tool that needs a session and gets no worker is refused with 4003).
     #[serde(default)]
     worker_id: Option<String>,
-    #[serde(default)]
+    /// The tool: `backend:action`, `backend.action`, an alias or a short name.
+    #[schemars(with = "String", required, length(min = 1))]
     action: Option<String>,
+    /// The tool's arguments.
     #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     params: Option<Value>,
+    /// Wall-clock limit in seconds (a float is fine); absent, zero or negative: the
+    /// backend's limit.
     #[serde(default)]
     timeout: Option<f64>,
+    /// Sent back as `meta.trace_id`.
     #[serde(default)]
     trace_id: Option<String>,
 }
 
 /// One action.
-#[derive(Deserialize)]
-pub(super) struct ActionSpec {
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct ActionSpec {
+    /// The tool, as `execute`'s `action`.
     pub(super) action: String,
+    /// The tool's arguments.
     #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub(super) params: Option<Value>,
+    /// Wall-clock limit in seconds, as `execute`'s `timeout`.
     #[serde(default)]
     pub(super) timeout: Option<f64>,
 }

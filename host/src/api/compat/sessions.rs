@@ -34,28 +34,77 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// `session/create`'s body.
-#[derive(Deserialize)]
-struct CreateBody {
-    #[serde(default)]
+/// `session/create`'s body. Its fields are optional to serde so that a missing one is
+/// answered 4003 (not a parse error); the schema says which are required. The worker id
+/// may come in the `X-Worker-ID` header instead.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(example = json!({"worker_id": "worker-1", "resource_type": "scratchpad"}))]
+pub(crate) struct CreateBody {
+    /// The worker: the session's key.
+    #[schemars(with = "String", required, length(min = 1))]
     worker_id: Option<String>,
-    #[serde(default)]
+    /// The backend.
+    #[schemars(with = "String", required, length(min = 1))]
     resource_type: Option<String>,
+    /// Per-session config for the backend's `initialize`.
     #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
     session_config: Option<Value>,
+    /// Idle TTL in seconds (0 = none); the backend's when absent.
     #[serde(default)]
     ttl: Option<TtlSeconds>,
 }
 
-/// The body of the other session routes.
-#[derive(Deserialize)]
-struct WorkerBody {
-    #[serde(default)]
+/// The body of `session/destroy` and `session/refresh` (the worker id may come in the
+/// `X-Worker-ID` header instead).
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct WorkerBody {
+    /// The worker.
+    #[schemars(with = "String", required, length(min = 1))]
     worker_id: Option<String>,
+    /// One backend's session of the worker; every backend's when absent.
     #[serde(default)]
     resource_type: Option<String>,
+    /// Only this session (destroy).
     #[serde(default)]
     target_session_id: Option<String>,
+}
+
+/// The body of `lifecycle/heartbeat` and `worker/disconnect` (or the `X-Worker-ID` header).
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct WorkerOnly {
+    /// The worker.
+    #[schemars(with = "String", required, length(min = 1))]
+    worker_id: Option<String>,
+}
+
+/// `session/list`'s body (or query): every session of the caller's tenant, or one worker's,
+/// or one backend's.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct ListBody {
+    /// Only this worker's sessions (else the `X-Worker-ID` header, else every worker's).
+    #[serde(default)]
+    worker_id: Option<String>,
+    /// Only this backend's sessions.
+    #[serde(default)]
+    resource_type: Option<String>,
+}
+
+/// A body that names a worker.
+trait NamesWorker {
+    fn worker_id(&self) -> Option<&str>;
+}
+
+impl NamesWorker for WorkerBody {
+    fn worker_id(&self) -> Option<&str> {
+        self.worker_id.as_deref()
+    }
+}
+
+impl NamesWorker for WorkerOnly {
+    fn worker_id(&self) -> Option<&str> {
+        self.worker_id.as_deref()
+    }
 }
 
 fn missing(field: &str) -> WharfError {
@@ -118,14 +167,14 @@ pub(super) async fn create(
 
 /// The start of a route acting for a worker: the `call` scope, the body, and the worker
 /// it names (body or header).
-fn worker_call(
+fn worker_call<B: NamesWorker + serde::de::DeserializeOwned>(
     caller: &Caller,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(WorkerBody, String), WharfError> {
+) -> Result<(B, String), WharfError> {
     caller.require(TokenScope::Call)?;
-    let body: WorkerBody = parse_body(body)?;
-    let worker = require_worker(body.worker_id.as_deref(), headers)?;
+    let body: B = parse_body(body)?;
+    let worker = require_worker(body.worker_id(), headers)?;
     Ok((body, worker))
 }
 
@@ -166,7 +215,7 @@ pub(super) async fn destroy(
 ) -> Envelope {
     let clock = RequestClock::start();
     let result = async {
-        let (body, worker) = worker_call(&caller, &headers, body)?;
+        let (body, worker) = worker_call::<WorkerBody>(&caller, &headers, body)?;
         let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
         if let Some(b) = backend {
             caller.require_tool(b, None)?;
@@ -211,7 +260,7 @@ pub(super) async fn list(
     let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Read)?;
-        let body: WorkerBody = parse_body(body)?;
+        let body: ListBody = parse_body(body)?;
         let query = query.map(|q| q.0).unwrap_or_default();
         let from_query = |k: &str| query.get(k).cloned();
         let worker = worker_id(
@@ -270,7 +319,7 @@ pub(super) async fn refresh(
 ) -> Envelope {
     let clock = RequestClock::start();
     let result = async {
-        let (body, worker) = worker_call(&caller, &headers, body)?;
+        let (body, worker) = worker_call::<WorkerBody>(&caller, &headers, body)?;
         let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
         let refreshed = refresh_worker(&wharf, &caller, &worker, backend).await?;
         if refreshed.is_empty() && backend.is_some() {
@@ -311,7 +360,7 @@ pub(super) async fn heartbeat(
 ) -> Envelope {
     let clock = RequestClock::start();
     let result = async {
-        let (_, worker) = worker_call(&caller, &headers, body)?;
+        let (_, worker) = worker_call::<WorkerOnly>(&caller, &headers, body)?;
         let refreshed = refresh_worker(&wharf, &caller, &worker, None).await?;
         let active: Vec<Value> = refreshed
             .iter()
@@ -337,7 +386,7 @@ pub(super) async fn disconnect(
 ) -> Envelope {
     let clock = RequestClock::start();
     let result = async {
-        let (_, worker) = worker_call(&caller, &headers, body)?;
+        let (_, worker) = worker_call::<WorkerOnly>(&caller, &headers, body)?;
         let tenant = caller.session_tenant();
         let sessions = worker_sessions(&wharf, tenant, None, &worker).await?;
         let cleaned: Vec<&str> = delete_sessions(&wharf, tenant, &sessions)

@@ -64,6 +64,14 @@ impl McpOwners {
 /// Middleware in front of the MCP transport, after authentication (it reads the
 /// [`Caller`] the auth middleware stored).
 pub async fn guard(State(owners): State<Arc<McpOwners>>, request: Request, next: Next) -> Response {
+    use axum::http::Method;
+    // The transport answers other methods 405 itself, whatever session id they carry.
+    if !matches!(
+        *request.method(),
+        Method::GET | Method::POST | Method::DELETE
+    ) {
+        return next.run(request).await;
+    }
     let Some(caller) = request.extensions().get::<Caller>().cloned() else {
         let e = WharfError::internal("the MCP route ran without authentication");
         return Envelope::error(e, Meta::default()).into_response();
