@@ -464,6 +464,8 @@ async fn calls_of_one_mcp_session_run_side_by_side() {
         *most.lock().unwrap(),
         3,
         "the session's three calls ran at once"
+    );
+}
 
 /// The transport's own refusals carry Wharf's envelope and code where the table has one
 /// (no MCP session id 4002, an unknown one 4007, a JSON body that is no JSON-RPC message
