@@ -228,6 +228,106 @@ async fn noisy_neighbour() -> (f64, f64) {
     (alone, flooded)
 }
 
+/// A loopback server whose `/slow` answers after 5 ms: a tool that fetches it holds its
+/// instance for that long without using the CPU.
+async fn slow_server() -> String {
+    let app = axum::Router::new().route(
+        "/slow",
+        axum::routing::get(|| async {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            "ok"
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/slow", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    url
+}
+
+/// Tenant B's p99 alone, then while tenant A floods at concurrency 64, when the pool of four
+/// instances (not the CPU) is what they contend for: the tool (`probe:fetch` of a loopback
+/// URL answering after 5 ms) holds its instance while it waits. No `[quotas]`: the fair gate
+/// alone serves the waiting tenants in turn.
+async fn noisy_neighbour_on_the_pool() -> (f64, f64, usize) {
+    let url = slow_server().await;
+    let port = url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.split('/').next())
+        .unwrap_or_default()
+        .to_string();
+    let mut backend = bundled("probe");
+    backend.limits.pool_min = 4;
+    backend.limits.pool_max = 4;
+    backend.limits.queue_timeout_ms = 60_000;
+    backend.grants.http_hosts = vec![format!("127.0.0.1:{port}")];
+    backend.grants.http_private_cidrs = vec!["127.0.0.0/8".into()];
+    let host = Arc::new(
+        start_with(vec![("p", backend)], |s: &mut ServerConfig| {
+            s.auth.tokens = vec![token("a"), token("b")];
+        })
+        .await,
+    );
+    let fetch = |client: reqwest::Client, host: Arc<TestHost>, who: &'static str, url: String| async move {
+        let reply: Value = client
+            .post(format!("{}/v1/call", host.url))
+            .bearer_auth(format!("secret-{who}"))
+            .json(&json!({ "tool": "p:fetch", "args": { "url": url } }))
+            .send()
+            .await
+            .expect("call")
+            .json()
+            .await
+            .expect("json");
+        reply["code"].as_u64().unwrap_or(u64::MAX)
+    };
+    let b_run = |n: usize| {
+        let (host, url) = (host.clone(), url.clone());
+        async move {
+            let client = reqwest::Client::new();
+            let mut out = Vec::with_capacity(n);
+            for _ in 0..n {
+                let t = Instant::now();
+                assert_eq!(
+                    fetch(client.clone(), host.clone(), "b", url.clone()).await,
+                    0
+                );
+                out.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            out
+        }
+    };
+    b_run(20).await;
+    let alone = p99(b_run(300).await);
+    let stop = Arc::new(AtomicBool::new(false));
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood: Vec<_> = (0..64)
+        .map(|_| {
+            let (host, stop, served, url) =
+                (host.clone(), stop.clone(), served.clone(), url.clone());
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                while !stop.load(Ordering::Relaxed) {
+                    if fetch(client.clone(), host.clone(), "a", url.clone()).await == 0 {
+                        served.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let flooded = p99(b_run(300).await);
+    stop.store(true, Ordering::Relaxed);
+    for f in flood {
+        let _ = f.await;
+    }
+    (alone, flooded, served.load(Ordering::Relaxed))
+}
+
 #[tokio::main]
 async fn main() {
     let plain = start_with(vec![("echo", bundled("echo"))], |_| {}).await;
@@ -261,6 +361,7 @@ async fn main() {
     let (alone, flooded) = noisy_neighbour().await;
     let (alone_w, flooded_w, a_rps) = noisy_neighbour_from_wrk().await;
     let (alone_q, flooded_q, a_served) = noisy_neighbour_under_quota().await;
+    let (alone_p, flooded_p, a_pool) = noisy_neighbour_on_the_pool().await;
     println!("| quotas measure | figure |\n|---|---|");
     println!("| REST echo:ping, concurrency 32, no quotas (mean of 3 x 5 s) | {p:.0} calls/s |");
     println!("| REST echo:ping, concurrency 32, rate + concurrency checked | {c:.0} calls/s |");
@@ -283,6 +384,16 @@ async fn main() {
     println!(
         "| ratio flooded under quota / alone | {:.2}x |",
         flooded_q / alone_q
+    );
+    println!(
+        "| tenant B p99, alone, a tool holding its instance 5 ms (pool_max 4) | {alone_p:.2} ms |"
+    );
+    println!(
+        "| tenant B p99, the same while A floods it at concurrency 64, no quotas ({a_pool} of A's calls served meanwhile) | {flooded_p:.2} ms |"
+    );
+    println!(
+        "| ratio flooded on the pool / alone | {:.2}x |",
+        flooded_p / alone_p
     );
     println!(
         "\ntargets: quota checks cost <= 5% of throughput ({}), B's p99 under a quota'd flood <= 2x alone ({})",
