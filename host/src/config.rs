@@ -10,8 +10,12 @@ use std::path::{Path, PathBuf};
 
 mod quotas;
 pub use quotas::{QuotaConfig, QuotaLimits};
+mod auth;
+mod backend;
 mod oci;
 mod telemetry;
+pub use auth::{AuthConfig, RESERVED_TOKEN_NAMES, TokenConfig, TokenScope};
+pub use backend::{BackendConfig, Limits, SessionLimits, WarmPoolConfig};
 pub use oci::{OciSettings, OciSource, RegistryCredentials};
 pub use telemetry::TelemetryConfig;
 
@@ -122,125 +126,6 @@ impl ServerConfig {
     }
 }
 
-/// Tokens and what they may do.
-#[derive(Debug, Clone, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct AuthConfig {
-    /// The tokens; none means open (loopback only, unless `--insecure`).
-    #[serde(default)]
-    pub tokens: Vec<TokenConfig>,
-}
-
-/// Token names no token may take: the anonymous tenant, and `*` (read as "every tenant"
-/// by tools that grep logs).
-pub const RESERVED_TOKEN_NAMES: &[&str] = &["anonymous", "*"];
-
-impl AuthConfig {
-    /// Token names are tenants: each must be unique, non-empty, at most 64 characters of
-    /// `A-Z a-z 0-9 . _ -`, and not reserved ([`RESERVED_TOKEN_NAMES`]).
-    pub fn validate(&self) -> Result<()> {
-        let mut seen = std::collections::BTreeSet::new();
-        for token in &self.tokens {
-            let name = token.name.as_str();
-            if RESERVED_TOKEN_NAMES.contains(&name) {
-                bail!("token name `{name}` is reserved");
-            }
-            let charset_ok = name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-            if name.is_empty() || name.len() > 64 || !charset_ok {
-                bail!(
-                    "token name `{}` is not valid: use 1 to 64 characters of A-Z a-z 0-9 . _ -",
-                    name.escape_debug()
-                );
-            }
-            if !seen.insert(name) {
-                bail!(
-                    "token name `{name}` is used by two tokens: names are tenants and must be unique"
-                );
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether any token has the admin scope (admin routes exist only then).
-    pub fn admin_enabled(&self) -> bool {
-        self.tokens
-            .iter()
-            .any(|t| t.scopes.contains(&TokenScope::Admin))
-    }
-}
-
-/// A scope a token grants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TokenScope {
-    /// List backends, tools and own sessions.
-    Read,
-    /// Call tools, manage own sessions.
-    Call,
-    /// Load and unload backends; see every session.
-    Admin,
-}
-
-impl TokenScope {
-    /// The scope's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TokenScope::Read => "read",
-            TokenScope::Call => "call",
-            TokenScope::Admin => "admin",
-        }
-    }
-}
-
-/// One bearer token. Its value comes from the config (usually `${ENV}`) or a file, and is
-/// never logged.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenConfig {
-    /// The token's name: its tenant, and what logs show.
-    pub name: String,
-    /// The secret (use `${VAR}`).
-    #[serde(default)]
-    pub value: Option<String>,
-    /// A file holding the secret.
-    #[serde(default)]
-    pub value_file: Option<PathBuf>,
-    /// Scopes.
-    pub scopes: Vec<TokenScope>,
-    /// Backends it may see and use (all when absent).
-    #[serde(default)]
-    pub backends: Option<Vec<String>>,
-    /// `backend:action` tools it may call (all when absent).
-    #[serde(default)]
-    pub tools: Option<Vec<String>>,
-}
-
-impl TokenConfig {
-    /// The secret, from `value` or `value_file`.
-    pub fn resolved_value(&self) -> Option<String> {
-        match (&self.value, &self.value_file) {
-            (Some(v), _) if !v.is_empty() => Some(v.clone()),
-            (_, Some(path)) => std::fs::read_to_string(path)
-                .ok()
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty()),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Debug for TokenConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenConfig")
-            .field("name", &self.name)
-            .field("value", &"***")
-            .field("scopes", &self.scopes)
-            .finish()
-    }
-}
-
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
@@ -260,198 +145,6 @@ impl Default for ServerConfig {
             upload_read_timeout_ms: 30_000,
             quotas: QuotaConfig::default(),
             oci: OciSettings::default(),
-        }
-    }
-}
-
-/// One backend.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BackendConfig {
-    /// The `.wasm` file, relative to the config file; `bundled:NAME` for a bundled example.
-    pub path: String,
-    /// Loaded only when true.
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// The operator's config handed to `warmup`.
-    #[serde(default)]
-    pub config: Option<toml::Value>,
-    /// Resource limits.
-    #[serde(default)]
-    pub limits: Limits,
-    /// Session lifetimes.
-    #[serde(default)]
-    pub sessions: SessionLimits,
-    /// What the backend may use: images, mounts, networks, outbound HTTP.
-    #[serde(default)]
-    pub grants: crate::policy::Grants,
-    /// The `.wasm`'s expected sha256 (hex); a file that does not match is refused.
-    #[serde(default)]
-    pub sha256: Option<String>,
-    /// Sandboxes a provider backend keeps started for new sessions (none by default).
-    #[serde(default)]
-    pub warm_pool: Option<WarmPoolConfig>,
-    /// Refuse this `oci://` backend without a valid signature (also `[oci]
-    /// require_signature` for all).
-    #[serde(default)]
-    pub require_signature: bool,
-    /// Where an `oci://` backend was pulled from (set at load, never configured).
-    #[serde(skip)]
-    pub oci_source: Option<OciSource>,
-}
-
-/// `[backends.X.warm_pool]`: started sandboxes kept for sessions whose config asks for one
-/// of `shapes` (ARCHITECTURE.md, "Warm sandboxes").
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct WarmPoolConfig {
-    /// Sandboxes kept per shape.
-    pub size: u32,
-    /// An idle sandbox older than this is destroyed and replaced; 0 = kept until taken.
-    pub max_idle_seconds: u64,
-    /// Creates running at once while the pool refills (a burst does not flood the engine).
-    pub refill_concurrency: u32,
-    /// The session configs to keep warm (the sandbox session config: image, network,
-    /// cpu, memory, env, workdir); empty = one shape, the default config.
-    pub shapes: Vec<toml::Value>,
-}
-
-impl Default for WarmPoolConfig {
-    fn default() -> Self {
-        Self {
-            size: 0,
-            max_idle_seconds: 600,
-            refill_concurrency: 4,
-            shapes: Vec::new(),
-        }
-    }
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl BackendConfig {
-    /// A backend at `path` with every other setting at its default.
-    pub fn at(path: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            enabled: true,
-            config: None,
-            limits: Limits::default(),
-            sessions: SessionLimits::default(),
-            grants: Default::default(),
-            sha256: None,
-            warm_pool: None,
-            require_signature: false,
-            oci_source: None,
-        }
-    }
-
-    /// Whether `path` is an `oci://` reference.
-    pub fn is_oci(&self) -> bool {
-        self.path.starts_with(OCI_PREFIX)
-    }
-
-    /// Parses a plugins-dir sidecar (`NAME.toml`: the keys of a `[backends.NAME]` table,
-    /// `path` excepted) for the component at `path`, expanding `${VAR}` through `env`.
-    pub fn from_sidecar(
-        text: &str,
-        path: &str,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self> {
-        let mut value: toml::Value = toml::from_str(text).context("invalid TOML")?;
-        expand_env(&mut value, &env)?;
-        let Some(table) = value.as_table_mut() else {
-            bail!("expected a table");
-        };
-        match table.get("path") {
-            Some(toml::Value::String(p)) if p.starts_with(OCI_PREFIX) => {}
-            Some(_) => bail!(
-                "`path` is not allowed here unless it is an `oci://` reference: the component is the `.wasm` beside this file"
-            ),
-            None => {
-                table.insert("path".into(), toml::Value::String(path.into()));
-            }
-        }
-        let config: BackendConfig = value.try_into().context("invalid backend settings")?;
-        if config.limits.pool_max == 0 || config.limits.pool_min > config.limits.pool_max {
-            bail!("limits need 1 <= pool_max and pool_min <= pool_max");
-        }
-        config
-            .grants
-            .validate()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(config)
-    }
-
-    /// Refuses `wasm` when a pinned `sha256` does not match it.
-    pub fn check_sha256(&self, wasm: &[u8]) -> Result<()> {
-        use sha2::{Digest, Sha256};
-        if let Some(expected) = &self.sha256 {
-            let actual = hex::encode(Sha256::digest(wasm));
-            if !expected.trim().eq_ignore_ascii_case(&actual) {
-                bail!(
-                    "integrity check failed: the component's sha256 is {actual}, but the configuration pins {}",
-                    expected.trim()
-                );
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Resource limits of one backend.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct Limits {
-    /// Linear memory per instance, in MiB.
-    pub memory_mb: u64,
-    /// Wall-clock deadline per call, in ms (also covers waits on host imports); when
-    /// unset, `[server] default_call_timeout_ms`.
-    pub call_timeout_ms: Option<u64>,
-    /// Instances kept warm.
-    pub pool_min: usize,
-    /// Most instances, hence most concurrent calls.
-    pub pool_max: usize,
-    /// An instance is retired after this many calls.
-    pub retire_after_calls: u64,
-    /// An instance whose memory grew past this many MiB is retired at check-in.
-    pub memory_high_water_mb: u64,
-    /// How long a call may wait for a free instance before it answers 5011 "busy"
-    /// (retryable), in ms.
-    pub queue_timeout_ms: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            memory_mb: 128,
-            call_timeout_ms: None,
-            pool_min: 1,
-            pool_max: 16,
-            retire_after_calls: 10_000,
-            memory_high_water_mb: 96,
-            queue_timeout_ms: 30_000,
-        }
-    }
-}
-
-/// Session lifetimes of one backend.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct SessionLimits {
-    /// Idle time before a session is released, in s; 0 means no idle expiry.
-    pub idle_ttl_seconds: u64,
-    /// Hard lifetime, in s; 0 means none.
-    pub max_lifetime_seconds: u64,
-}
-
-impl Default for SessionLimits {
-    fn default() -> Self {
-        Self {
-            idle_ttl_seconds: 1800,
-            max_lifetime_seconds: 0,
         }
     }
 }
@@ -541,7 +234,10 @@ impl WharfConfig {
     }
 }
 
-fn expand_env(value: &mut toml::Value, env: &impl Fn(&str) -> Option<String>) -> Result<()> {
+pub(super) fn expand_env(
+    value: &mut toml::Value,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<()> {
     match value {
         toml::Value::String(s) => *s = expand_str(s, env)?,
         toml::Value::Array(items) => {

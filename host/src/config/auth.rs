@@ -1,0 +1,124 @@
+//! `[[auth.tokens]]`: bearer tokens, their scopes and allowlists.
+
+use anyhow::{Result, bail};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// Tokens and what they may do.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The tokens; none means open (loopback only, unless `--insecure`).
+    #[serde(default)]
+    pub tokens: Vec<TokenConfig>,
+}
+
+/// Token names no token may take: the anonymous tenant, and `*` (read as "every tenant"
+/// by tools that grep logs).
+pub const RESERVED_TOKEN_NAMES: &[&str] = &["anonymous", "*"];
+
+impl AuthConfig {
+    /// Token names are tenants: each must be unique, non-empty, at most 64 characters of
+    /// `A-Z a-z 0-9 . _ -`, and not reserved ([`RESERVED_TOKEN_NAMES`]).
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        for token in &self.tokens {
+            let name = token.name.as_str();
+            if RESERVED_TOKEN_NAMES.contains(&name) {
+                bail!("token name `{name}` is reserved");
+            }
+            let charset_ok = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            if name.is_empty() || name.len() > 64 || !charset_ok {
+                bail!(
+                    "token name `{}` is not valid: use 1 to 64 characters of A-Z a-z 0-9 . _ -",
+                    name.escape_debug()
+                );
+            }
+            if !seen.insert(name) {
+                bail!(
+                    "token name `{name}` is used by two tokens: names are tenants and must be unique"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any token has the admin scope (admin routes exist only then).
+    pub fn admin_enabled(&self) -> bool {
+        self.tokens
+            .iter()
+            .any(|t| t.scopes.contains(&TokenScope::Admin))
+    }
+}
+
+/// A scope a token grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenScope {
+    /// List backends, tools and own sessions.
+    Read,
+    /// Call tools, manage own sessions.
+    Call,
+    /// Load and unload backends; see every session.
+    Admin,
+}
+
+impl TokenScope {
+    /// The scope's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Read => "read",
+            TokenScope::Call => "call",
+            TokenScope::Admin => "admin",
+        }
+    }
+}
+
+/// One bearer token. Its value comes from the config (usually `${ENV}`) or a file, and is
+/// never logged.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// The token's name: its tenant, and what logs show.
+    pub name: String,
+    /// The secret (use `${VAR}`).
+    #[serde(default)]
+    pub value: Option<String>,
+    /// A file holding the secret.
+    #[serde(default)]
+    pub value_file: Option<PathBuf>,
+    /// Scopes.
+    pub scopes: Vec<TokenScope>,
+    /// Backends it may see and use (all when absent).
+    #[serde(default)]
+    pub backends: Option<Vec<String>>,
+    /// `backend:action` tools it may call (all when absent).
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+}
+
+impl TokenConfig {
+    /// The secret, from `value` or `value_file`.
+    pub fn resolved_value(&self) -> Option<String> {
+        match (&self.value, &self.value_file) {
+            (Some(v), _) if !v.is_empty() => Some(v.clone()),
+            (_, Some(path)) => std::fs::read_to_string(path)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty()),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for TokenConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenConfig")
+            .field("name", &self.name)
+            .field("value", &"***")
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
