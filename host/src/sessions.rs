@@ -4,6 +4,7 @@
 //! `release`, `recovery` and `sweep` hold the lease-row state machine.
 
 mod acquire;
+mod ended;
 mod hooks;
 mod recovery;
 mod release;
@@ -83,6 +84,7 @@ pub struct SessionManager {
     cache: Mutex<SessionCache>,
     call_locks: LockMap<String>,
     creation_locks: LockMap<SessionIdentity>,
+    ended: ended::EndedSessions,
 }
 
 fn poisoned() -> WharfError {
@@ -104,7 +106,18 @@ impl SessionManager {
             cache: Mutex::default(),
             call_locks: Mutex::default(),
             creation_locks: Mutex::default(),
+            ended: Default::default(),
         }
+    }
+
+    /// Notes why the sessions `ids` were ended for their callers ([`SessionManager::why_ended`]).
+    pub fn note_ended(&self, ids: &[String], why: impl Fn(&str) -> String) {
+        self.ended.note(ids, why);
+    }
+
+    /// Why session `id` was ended, when something other than its caller ended it.
+    pub fn why_ended(&self, id: &str) -> Option<String> {
+        self.ended.get(id)
     }
 
     /// The store.
