@@ -103,7 +103,7 @@ impl Wharf {
             server,
             myself: myself.clone(),
         });
-        wharf.start_heartbeat();
+        wharf.sessions.start_heartbeat();
         Ok(wharf)
     }
 

@@ -1,11 +1,16 @@
 //! Sessions: (tenant, backend, key) → one session, kept in the state store so the same key
 //! gets the same session across processes, restarts and nodes. This module holds the
 //! record, a per-node cache validated by generation, and the local locks; `acquire`,
-//! `release`, `recovery` and `sweep` hold the lease-row state machine.
+//! `release`, `recovery` and `sweep` hold the lease-row state machine; `expiry` (idle
+//! timers), `heartbeat` (this node's lease), `reaper` (orphaned containers) and `ended`
+//! (why an upgrade ended a session) are the session service's background duties.
 
 mod acquire;
 mod ended;
+mod expiry;
+mod heartbeat;
 mod hooks;
+mod reaper;
 mod recovery;
 mod release;
 mod sweep;
@@ -13,6 +18,7 @@ mod sweep;
 pub use crate::clock::now_ms;
 pub use crate::store::SessionRecord;
 pub use acquire::AcquireRequest;
+pub use expiry::BackendOf;
 pub use recovery::RecoveryReport;
 
 use crate::error_code::{Code, WharfError};
