@@ -1,13 +1,14 @@
-//! The one front door the API layer calls: loaded backends, tool resolution, argument
-//! validation, sessions, and calls. Nothing above this module touches wasmtime.
+//! The one front door the API layer calls: a thin facade over the backend registry
+//! (`registry`: backends, tools, hot swaps) and the session service (`sessions`), with the
+//! call path (`invocation`, `tool_calls`) that joins them. Nothing above this module
+//! touches wasmtime.
 //!
-//! This file builds the host and keeps the backend table; `tool_calls` runs tools,
-//! `session_routes` acquires and releases sessions, `hot_swap` and `lifecycle` load,
-//! replace and unload backends.
+//! This file builds the host; `backend_routes` puts the registry's operations under the
+//! host's names (and re-checks sessions after a swap), `tool_calls` runs tools,
+//! `session_routes` acquires and releases sessions.
 
-mod hot_swap;
+mod backend_routes;
 mod invocation;
-mod lifecycle;
 mod oci_load;
 mod quota_routes;
 mod scrape;
@@ -16,8 +17,8 @@ mod temporary;
 mod tool_calls;
 mod uploads;
 
+pub use crate::registry::{Deployed, PendingUpgrade, Rejection, requires_beyond};
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
-pub use lifecycle::{Deployed, PendingUpgrade, Rejection, requires_beyond};
 pub use session_routes::SessionRequest;
 pub use tool_calls::{CallOutcome, CallPlace, CallRequest};
 
@@ -30,46 +31,27 @@ pub use crate::runtime::loaded_backend::LoadedBackend;
 pub use crate::sessions::SessionRecord;
 pub use crate::store::SessionState;
 
-use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig, WharfConfig};
 use crate::error_code::WharfError;
-use crate::runtime::WharfEngine;
-use crate::runtime::compile_cache::CompileCache;
-use crate::runtime::host_state::{HostServices, HostState};
-use crate::runtime::loaded_backend;
+use crate::registry::{BackendRegistry, RegistryParts};
+use crate::runtime::host_state::HostServices;
 use crate::sessions::SessionManager;
 use crate::store::StateStore;
-use crate::tool_names::ToolIndex;
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::{Arc, RwLock, Weak};
-use wasmtime::component::Linker;
+use std::sync::{Arc, Weak};
 
 /// The tenant used until tokens exist: every caller is this one.
 pub const ANONYMOUS_TENANT: &str = "anonymous";
 
-struct BackendEntry {
-    loaded: Arc<LoadedBackend>,
-    config: BackendConfig,
-}
-
-/// The host: engine, backends, sessions.
+/// The host: the facade over the backend registry and the session service.
 pub struct Wharf {
-    engine: WharfEngine,
-    linker: Linker<HostState>,
-    cache: CompileCache,
-    backends: RwLock<BTreeMap<String, BackendEntry>>,
-    tool_index: RwLock<Arc<ToolIndex>>,
-    tool_changes: tokio::sync::broadcast::Sender<()>,
+    registry: Arc<BackendRegistry>,
+    sessions: Arc<SessionManager>,
     shutdown: tokio_util::sync::CancellationToken,
-    sessions: SessionManager,
     services: Arc<HostServices>,
     metrics: Arc<crate::metrics::Metrics>,
     node_id: String,
     server: ServerConfig,
-    lifecycle: lifecycle::Lifecycle,
-    oci: crate::oci::Registry,
     myself: Weak<Wharf>,
 }
 
@@ -86,20 +68,11 @@ fn node_id(data_dir: &std::path::Path) -> Result<String> {
     Ok(id)
 }
 
-pub(crate) fn poisoned() -> WharfError {
-    WharfError::internal("backend table lock poisoned")
-}
-
 impl Wharf {
     /// A host with no backends yet; the compile cache lives under the data dir.
     pub async fn new(server: ServerConfig) -> Result<Arc<Self>> {
         crate::private_files::create_private_dir(&server.data_dir)?;
-        let engine = WharfEngine::new()?;
-        let linker = crate::runtime::linker::linker(engine.engine())?;
-        let cache = CompileCache::open(&server.data_dir.join("compile-cache"))?;
         let node_id = node_id(&server.data_dir)?;
-        // Pulled blobs live beside the compile cache (ARCHITECTURE.md, OCI).
-        let oci = crate::oci::Registry::new(&server.oci, &server.data_dir.join("oci-cache"))?;
         let store = match &server.store_url {
             Some(url) => StateStore::open(url).await?,
             None => StateStore::open_sqlite(&server.data_dir.join("wharf.db")).await?,
@@ -111,24 +84,26 @@ impl Wharf {
             store.clone(),
             metrics.clone(),
         )?);
+        let registry = BackendRegistry::new(
+            &server,
+            RegistryParts {
+                services: services.clone(),
+                metrics: metrics.clone(),
+                store: store.clone(),
+                node_id: node_id.clone(),
+            },
+        )?;
         let wharf = Arc::new_cyclic(|myself| Self {
+            registry: Arc::new(registry),
+            sessions: Arc::new(SessionManager::new(store, node_id.clone(), server.lease())),
             services,
             metrics,
-            node_id: node_id.clone(),
-            engine,
-            linker,
-            cache,
-            backends: RwLock::new(BTreeMap::new()),
-            tool_index: RwLock::new(Arc::new(ToolIndex::default())),
-            tool_changes: tokio::sync::broadcast::channel(16).0,
+            node_id,
             shutdown: tokio_util::sync::CancellationToken::new(),
-            sessions: SessionManager::new(store, node_id.clone(), server.lease()),
             server,
-            lifecycle: Default::default(),
-            oci,
             myself: myself.clone(),
         });
-        wharf.start_heartbeat();
+        wharf.sessions.start_heartbeat();
         Ok(wharf)
     }
 
@@ -168,15 +143,7 @@ impl Wharf {
 
     /// Reads a backend's `.wasm` (a file, or `bundled:NAME`).
     pub fn read_wasm(path: &str) -> Result<Vec<u8>> {
-        match path.strip_prefix("bundled:") {
-            Some(name) => bundled::wasm(name).map(<[u8]>::to_vec).with_context(|| {
-                format!(
-                    "no bundled backend `{name}` (bundled: {})",
-                    bundled::names().collect::<Vec<_>>().join(", ")
-                )
-            }),
-            None => std::fs::read(PathBuf::from(path)).with_context(|| format!("reading {path}")),
-        }
+        BackendRegistry::read_wasm(path)
     }
 
     /// Compiles, describes, warms and registers a backend under `name`, replacing any
@@ -187,7 +154,7 @@ impl Wharf {
         name: &str,
         mut config: BackendConfig,
     ) -> Result<Arc<LoadedBackend>> {
-        let wasm = self.component_for(name, &mut config).await?;
+        let wasm = self.registry.component_for(name, &mut config).await?;
         self.load_backend_bytes(name, wasm, config).await
     }
 
@@ -211,54 +178,21 @@ impl Wharf {
         &self,
         wasm: Vec<u8>,
     ) -> Result<crate::runtime::backend_description::BackendDescription> {
-        let compiled = loaded_backend::compile(
-            self.engine.engine(),
-            &self.linker,
-            &self.cache,
-            Arc::new(wasm),
-        )
-        .await?;
-        let mut description = compiled.description;
-        if description.world == crate::runtime::world::WorldKind::SandboxProvider {
-            crate::sandbox_toolset::ProviderBackend::describe(&mut description);
-        }
-        Ok(description)
+        self.registry.inspect(wasm).await
     }
 
     /// Every loaded backend, by name.
     pub fn backends(&self) -> Vec<Arc<LoadedBackend>> {
-        self.backends
-            .read()
-            .map(|b| b.values().map(|e| e.loaded.clone()).collect())
-            .unwrap_or_default()
+        self.registry.backends()
     }
 
     /// One backend, or 5011.
     pub fn backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
-        self.backends
-            .read()
-            .map_err(|_| poisoned())?
-            .get(name)
-            .map(|e| e.loaded.clone())
-            .ok_or_else(|| {
-                WharfError::backend_unavailable(format!("backend `{name}` is not loaded"))
-            })
+        self.registry.backend(name)
     }
 
     pub(crate) fn backend_config(&self, name: &str) -> Option<BackendConfig> {
-        self.backends
-            .read()
-            .ok()?
-            .get(name)
-            .map(|e| e.config.clone())
-    }
-
-    fn rebuild_tool_index(&self) {
-        let names = self.tools().into_iter().map(|(name, _, _)| name).collect();
-        if let Ok(mut index) = self.tool_index.write() {
-            *index = Arc::new(ToolIndex::new(names));
-        }
-        let _ = self.tool_changes.send(());
+        self.registry.backend_config(name)
     }
 
     /// Cancelled when the server begins to shut down: long-lived streams (MCP event
@@ -269,14 +203,11 @@ impl Wharf {
 
     /// Notified whenever the set of tools changes (a backend loaded, replaced or unloaded).
     pub fn subscribe_tool_changes(&self) -> tokio::sync::broadcast::Receiver<()> {
-        self.tool_changes.subscribe()
+        self.registry.subscribe_tool_changes()
     }
 
     /// Drains every backend (runs `shutdown` on idle instances). Sessions are kept.
     pub async fn shutdown(&self) {
-        for backend in self.backends() {
-            backend.drain().await;
-        }
-        self.drain_pending().await;
+        self.registry.shutdown().await;
     }
 }

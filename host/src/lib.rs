@@ -27,6 +27,7 @@ pub mod principal;
 pub mod private_files;
 pub mod quotas;
 pub mod redact;
+pub mod registry;
 pub mod runtime;
 pub mod sandbox_toolset;
 pub mod scaffold;

@@ -1,10 +1,16 @@
 //! Sessions: (tenant, backend, key) → one session, kept in the state store so the same key
 //! gets the same session across processes, restarts and nodes. This module holds the
 //! record, a per-node cache validated by generation, and the local locks; `acquire`,
-//! `release`, `recovery` and `sweep` hold the lease-row state machine.
+//! `release`, `recovery` and `sweep` hold the lease-row state machine; `expiry` (idle
+//! timers), `heartbeat` (this node's lease), `reaper` (orphaned containers) and `ended`
+//! (why an upgrade ended a session) are the session service's background duties.
 
 mod acquire;
+mod ended;
+mod expiry;
+mod heartbeat;
 mod hooks;
+mod reaper;
 mod recovery;
 mod release;
 mod sweep;
@@ -12,6 +18,7 @@ mod sweep;
 pub use crate::clock::now_ms;
 pub use crate::store::SessionRecord;
 pub use acquire::AcquireRequest;
+pub use expiry::BackendOf;
 pub use recovery::RecoveryReport;
 
 use crate::error_code::{Code, WharfError};
@@ -83,6 +90,7 @@ pub struct SessionManager {
     cache: Mutex<SessionCache>,
     call_locks: LockMap<String>,
     creation_locks: LockMap<SessionIdentity>,
+    ended: ended::EndedSessions,
 }
 
 fn poisoned() -> WharfError {
@@ -104,7 +112,18 @@ impl SessionManager {
             cache: Mutex::default(),
             call_locks: Mutex::default(),
             creation_locks: Mutex::default(),
+            ended: Default::default(),
         }
+    }
+
+    /// Notes why the sessions `ids` were ended for their callers ([`SessionManager::why_ended`]).
+    pub fn note_ended(&self, ids: &[String], why: impl Fn(&str) -> String) {
+        self.ended.note(ids, why);
+    }
+
+    /// Why session `id` was ended, when something other than its caller ended it.
+    pub fn why_ended(&self, id: &str) -> Option<String> {
+        self.ended.get(id)
     }
 
     /// The store.

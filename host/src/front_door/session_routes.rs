@@ -1,12 +1,13 @@
 //! The front door's session operations: acquire, get, list, refresh, release, claims,
-//! file-transfer access, idle expiry timers, recovery at start-up, node heartbeats and the
-//! sweeper (abandoned session rows, orphaned containers).
+//! file-transfer access, recovery at start-up and the sweeper (abandoned session rows,
+//! orphaned containers). Expiry timers, the heartbeat and the reaper are the session
+//! service's (`sessions/expiry`, `heartbeat`, `reaper`); this file hands them the registry.
 
 use super::Wharf;
 use crate::bounded::TtlSeconds;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::loaded_backend::LoadedBackend;
-use crate::sessions::{AcquireRequest, RecoveryReport, SessionRecord, now_ms};
+use crate::sessions::{AcquireRequest, RecoveryReport, SessionRecord};
 use crate::tenant::Tenant;
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,8 +41,6 @@ pub struct SessionRequest {
 
 /// How long a holder claim lasts unless renewed.
 const CLAIM_TTL: Duration = Duration::from_secs(300);
-/// Longest sleep of an expiry timer before it reads its session again.
-const EXPIRY_RECHECK: Duration = Duration::from_secs(24 * 3600);
 
 impl Wharf {
     /// Acquires the session of (tenant, backend, key): the existing one, or a new one.
@@ -192,47 +191,14 @@ impl Wharf {
         Ok((backend, record, guard))
     }
 
-    /// Idle expiry: one timer per session, re-checking the store before acting (another
-    /// node may have used the session meanwhile).
+    /// Idle expiry: one timer per session (`sessions/expiry`), releasing through the
+    /// backend the registry has then.
     pub(super) fn watch_expiry(&self, id: String) {
-        let Some(wharf) = self.myself.upgrade() else {
-            return;
-        };
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let weak = Arc::downgrade(&wharf);
-        drop(wharf);
-        handle.spawn(async move {
-            loop {
-                let Some(wharf) = weak.upgrade() else { return };
-                let record = match wharf.sessions.store().get_session(&id).await {
-                    Ok(Some(record)) => record,
-                    Ok(None) => return,
-                    Err(_) => {
-                        drop(wharf);
-                        tokio::time::sleep(Duration::from_secs(5)).await;
-                        continue;
-                    }
-                };
-                let Some(expires) = record.expires_at_ms() else { return };
-                let now = now_ms();
-                if now >= expires {
-                    let backend = wharf.backend(&record.backend).ok();
-                    match wharf.sessions.release(backend.as_deref(), &record, Some(record.last_activity_ms)).await {
-                        Ok(true) => tracing::info!(session = %id, "session expired and was released"),
-                        Ok(false) => continue,
-                        Err(e) => tracing::warn!(session = %id, "releasing an expired session failed: {}", e.message),
-                    }
-                    return;
-                }
-                drop(wharf);
-                // Woken at least daily: a far expiry (or a saturated "never") is re-read
-                // rather than slept on.
-                let wait = Duration::from_millis(expires.saturating_sub(now)).min(EXPIRY_RECHECK);
-                tokio::time::sleep(wait).await;
-            }
-        });
+        let registry = Arc::downgrade(&self.registry);
+        self.sessions.watch_expiry(
+            id,
+            Arc::new(move |name: &str| registry.upgrade()?.backend(name).ok()),
+        );
     }
 
     /// Recovers the stored sessions of every loaded backend (start-up after a crash or
@@ -265,59 +231,9 @@ impl Wharf {
     /// made them is this one or a node of this store whose lease ran out. A container whose session is still
     /// `creating` has a record, so it is never reaped. Returns the removed ids.
     pub async fn reap_orphans(&self) -> Result<Vec<String>, WharfError> {
-        let Some(engine) = self.services.container_engine() else {
-            return Ok(Vec::new());
-        };
-        let containers = engine.list_all().await.map_err(WharfError::from)?;
-        let nodes = self.sessions.store().known_nodes().await?;
-        let now = now_ms() as i64;
-        let mut removed = Vec::new();
-        for c in containers {
-            let Some(session) = c.session.clone() else {
-                continue;
-            };
-            let node = c
-                .label(crate::docker::LABEL_NODE)
-                .unwrap_or_default()
-                .to_string();
-            // Only this node's containers, or those of a node of this store whose lease ran
-            // out: a node the store never heard of belongs to another deployment.
-            let dead_node_of_ours = nodes
-                .get(&node)
-                .is_some_and(|lease_until| *lease_until < now);
-            if node != self.node_id && !dead_node_of_ours {
-                continue;
-            }
-            let store = self.sessions.store();
-            // A warm sandbox's containers carry its pool id until the sweeper ends its row.
-            if store.get_session(&session).await?.is_some() || store.warm_exists(&session).await? {
-                continue;
-            }
-            let owner = crate::engines::Owner {
-                backend: c.backend.clone(),
-                session: Some(session.clone()),
-            };
-            match engine.remove(&owner, &c.id).await {
-                Ok(()) => {
-                    tracing::info!(container = %c.id, session = %session, "reaped an orphaned container");
-                    removed.push(c.id);
-                }
-                Err(e) => tracing::warn!(container = %c.id, "reaping failed: {e}"),
-            }
-        }
-        Ok(removed)
-    }
-
-    /// Renews this node's lease in the store now and every third of the lease.
-    pub(super) fn start_heartbeat(&self) {
-        self.every(self.server.lease() / 3, async |wharf: Arc<Wharf>| {
-            let now = now_ms();
-            let until = (now + wharf.server.lease().as_millis() as u64) as i64;
-            let store = wharf.sessions.store();
-            if let Err(e) = store.heartbeat(&wharf.node_id, until, now as i64).await {
-                tracing::warn!("node heartbeat failed: {}", e.message);
-            }
-        });
+        self.sessions
+            .reap_orphans(self.services.container_engine())
+            .await
     }
 
     /// Finishes the abandoned `creating` and `releasing` rows of the loaded backends
@@ -347,32 +263,25 @@ impl Wharf {
     }
 
     /// Sweeps abandoned rows, then reaps orphaned containers (a create that was in flight
-    /// when a node died may land after its row was swept), now and every sweep period.
+    /// when a node died may land after its row was swept), now and every sweep period, for
+    /// as long as the host lives (the task holds it only while a sweep runs). The sweep
+    /// needs the registry's backends and the warm pools, so it is the front door's.
     pub fn start_sweeper(&self) {
-        self.every(self.server.sweep_interval(), async |wharf: Arc<Wharf>| {
-            if let Err(e) = wharf.sweep_abandoned().await {
-                tracing::debug!("sweeping skipped: {}", e.message);
-            }
-            if let Err(e) = wharf.reap_orphans().await {
-                tracing::debug!("orphan reaping skipped: {}", e.message);
-            }
-        });
-    }
-
-    /// Runs `tick` now and then every `period` for as long as the host lives (the task
-    /// holds it only while a tick runs).
-    fn every<Tick>(&self, period: Duration, tick: impl Fn(Arc<Wharf>) -> Tick + Send + 'static)
-    where
-        Tick: std::future::Future<Output = ()> + Send,
-    {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let weak = self.myself.clone();
+        let period = self.server.sweep_interval();
         handle.spawn(async move {
             loop {
                 let Some(wharf) = weak.upgrade() else { return };
-                tick(wharf).await;
+                if let Err(e) = wharf.sweep_abandoned().await {
+                    tracing::debug!("sweeping skipped: {}", e.message);
+                }
+                if let Err(e) = wharf.reap_orphans().await {
+                    tracing::debug!("orphan reaping skipped: {}", e.message);
+                }
+                drop(wharf);
                 tokio::time::sleep(period).await;
             }
         });

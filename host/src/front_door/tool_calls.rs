@@ -1,12 +1,11 @@
 //! Running a tool: resolving its name, checking its arguments, finding its session, and
 //! the audit line and metrics every call leaves.
 
-use super::{Wharf, poisoned};
+use super::Wharf;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::{LoadedBackend, ToolCall};
 use crate::tenant::Tenant;
-use crate::tool::{SessionNeed, ToolDescription, ToolResult};
-use crate::tool_names::{Resolution, ToolName};
+use crate::tool::{SessionNeed, ToolResult};
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -97,56 +96,6 @@ fn quota_tenant(tenant: &Tenant) -> &str {
 }
 
 impl Wharf {
-    /// Every tool of every backend.
-    pub fn tools(&self) -> Vec<(ToolName, String, ToolDescription)> {
-        let mut out = Vec::new();
-        for backend in self.backends() {
-            for tool in &backend.description.tools {
-                out.push((
-                    ToolName {
-                        backend: backend.name.to_string(),
-                        action: tool.action.clone(),
-                    },
-                    backend.description.version.clone(),
-                    tool.clone(),
-                ));
-            }
-        }
-        out
-    }
-
-    /// Resolves a tool name (aliases, short names) to its backend and action.
-    pub fn resolve_tool(
-        &self,
-        requested: &str,
-    ) -> Result<(Arc<LoadedBackend>, String), WharfError> {
-        let index = self.tool_index.read().map_err(|_| poisoned())?.clone();
-        match index.resolve(requested) {
-            Resolution::Found(name) => {
-                let backend = self.backend(&name.backend)?;
-                match backend.tool(&name.action) {
-                    Some(_) => Ok((backend, name.action)),
-                    None => Err(WharfError::invalid_request(format!(
-                        "unknown tool `{requested}`"
-                    ))),
-                }
-            }
-            Resolution::Unknown => match self.unloaded_backend_in(requested) {
-                Some(name) => Err(WharfError::backend_unavailable(format!(
-                    "backend `{name}` is not loaded (it was unloaded)"
-                ))),
-                None => Err(WharfError::invalid_request(format!(
-                    "unknown tool `{requested}`; GET /v1/tools lists them"
-                ))),
-            },
-            Resolution::Ambiguous(candidates) => Err(WharfError::invalid_request(format!(
-                "tool name `{requested}` is ambiguous: {}",
-                candidates.join(", ")
-            ))
-            .with_data(serde_json::json!({ "candidates": candidates }))),
-        }
-    }
-
     /// Runs `work` (one call) as the tenant's, then writes the call's audit line and
     /// metrics, refusals included. The audit line never carries content or commands (only
     /// their length and sha256).

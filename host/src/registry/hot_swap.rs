@@ -4,15 +4,13 @@
 //! (its instances get `shutdown`) within a deadline. An upgrade that declares more
 //! capabilities than the running version waits for an admin's approval; a component that
 //! cannot be loaded is refused and the running version keeps serving, with the reason kept
-//! for `/v1/backends`.
+//! for `/v1/backends`. The front door re-checks the backend's sessions after a swap.
 
-use super::lifecycle::{
-    Deployed, ENDED_SESSIONS_KEPT, Pending, PendingUpgrade, is_empty, requires_beyond,
-};
-use super::{BackendEntry, Wharf};
+use super::lifecycle::{Deployed, Pending, PendingUpgrade, is_empty, requires_beyond};
+use super::{BackendEntry, BackendRegistry};
 use crate::clock::now_ms;
 use crate::config::{BackendConfig, toml_to_json};
-use crate::error_code::{Code, WharfError};
+use crate::error_code::WharfError;
 use crate::metrics::BackendEvent;
 use crate::runtime::backend::Backend;
 use crate::runtime::backend_description::CompiledPre;
@@ -31,7 +29,7 @@ use std::time::{Duration, Instant};
 /// Waits until nobody but the caller holds `backend` (calls in flight hold it) or the
 /// deadline passes, then drains it: idle instances get `shutdown`, and instances still out
 /// are shut down when they come back.
-pub(super) async fn drain_when_released(backend: Arc<LoadedBackend>) {
+async fn drain_when_released(backend: Arc<LoadedBackend>) {
     let settings = &backend.settings;
     let deadline = Instant::now() + settings.hook_timeout + settings.queue_timeout;
     while Arc::strong_count(&backend) > 1 && Instant::now() < deadline {
@@ -50,7 +48,27 @@ fn drain_in_background(backend: Arc<LoadedBackend>) {
     }
 }
 
-impl Wharf {
+/// A swap the front door re-checks the backend's sessions after (with the new version's
+/// `discover`).
+#[derive(Debug, Clone)]
+pub struct Swapped {
+    /// The version the swap replaced; `None` for a first load.
+    pub previous: Option<String>,
+}
+
+/// One deployment at a time: held across a load and the session check after it.
+pub struct DeployTurn<'a> {
+    _guard: tokio::sync::MutexGuard<'a, ()>,
+}
+
+impl BackendRegistry {
+    /// Waits for this host's turn to deploy.
+    pub async fn deploy_turn(&self) -> DeployTurn<'_> {
+        DeployTurn {
+            _guard: self.lifecycle.deploys.lock().await,
+        }
+    }
+
     /// Compiles, describes and warms a component without registering it.
     async fn prepare(
         &self,
@@ -73,7 +91,8 @@ impl Wharf {
             crate::runtime::compile_cache::CacheOutcome::Compiled => "compiled",
             crate::runtime::compile_cache::CacheOutcome::Rebuilt => "rebuilt",
         };
-        self.metrics
+        self.parts
+            .metrics
             .record_compile(name, cache, compiled.compile_time);
         let limits = &config.limits;
         let memory_limit =
@@ -89,7 +108,7 @@ impl Wharf {
             hook_timeout: Duration::from_millis(
                 limits
                     .call_timeout_ms
-                    .unwrap_or(self.server.default_call_timeout_ms),
+                    .unwrap_or(self.default_call_timeout_ms),
             ),
         };
         let warmup_config = config
@@ -108,7 +127,7 @@ impl Wharf {
                     settings.clone(),
                     &warmup_config,
                     grants,
-                    self.services.clone(),
+                    self.parts.services.clone(),
                 )
                 .await?,
             ),
@@ -130,14 +149,14 @@ impl Wharf {
                     settings.clone(),
                     &warmup_config,
                     grants,
-                    self.services.clone(),
+                    self.parts.services.clone(),
                 )
                 .await?;
                 let warm = config.warm_pool.as_ref().map(|pool| WarmSetup {
                     config: pool.clone(),
-                    store: self.sessions.store().clone(),
-                    node: self.node_id.clone(),
-                    metrics: self.metrics.clone(),
+                    store: self.parts.store.clone(),
+                    node: self.parts.node_id.clone(),
+                    metrics: self.parts.metrics.clone(),
                     max_lifetime_seconds: config.sessions.max_lifetime_seconds,
                 });
                 Box::new(ProviderBackend::with_warm_pool(provider, warm)?)
@@ -201,7 +220,7 @@ impl Wharf {
             replaced = previous.is_some(),
             "backend loaded"
         );
-        self.metrics.record_event(name, BackendEvent::Load);
+        self.parts.metrics.record_event(name, BackendEvent::Load);
         Ok(previous.map(|p| {
             let version = p.loaded.description.version.clone();
             drain_in_background(p.loaded);
@@ -209,17 +228,18 @@ impl Wharf {
         }))
     }
 
-    /// Loads or replaces `name`; with `check_permissions`, an upgrade that declares more
-    /// than the running version is held as pending. A refusal is recorded for
-    /// `/v1/backends` and leaves the running version serving.
-    pub(super) async fn install(
+    /// Loads or replaces `name` in `_turn`; with `check_permissions`, an upgrade that
+    /// declares more than the running version is held as pending. A refusal is recorded
+    /// for `/v1/backends` and leaves the running version serving. `Some(Swapped)` when the
+    /// backend's sessions want re-checking (an upgrade, or an operator's hot load).
+    pub async fn install(
         &self,
+        _turn: &DeployTurn<'_>,
         name: &str,
         wasm: Arc<Vec<u8>>,
         config: BackendConfig,
         check_permissions: bool,
-    ) -> Result<Deployed> {
-        let _one_at_a_time = self.lifecycle.deploys.lock().await;
+    ) -> Result<(Deployed, Option<Swapped>)> {
         let sha256 = hex::encode(Sha256::digest(wasm.as_slice()));
         let loaded = match self.prepare(name, wasm, &config).await {
             Ok(loaded) => loaded,
@@ -255,37 +275,22 @@ impl Wharf {
                 if let Some(Some(old)) = replaced {
                     drain_in_background(old.loaded);
                 }
-                return Ok(Deployed::Pending(Box::new(view)));
+                return Ok((Deployed::Pending(Box::new(view)), None));
             }
         }
         let upgrade = current.is_some();
         drop(current);
         let previous = self.activate(name, loaded.clone(), config)?;
-        if upgrade || check_permissions {
-            self.recover_after_swap(&loaded, previous).await;
-        }
-        Ok(Deployed::Active(loaded))
-    }
-
-    /// Loads or replaces a backend as an operator's hot load does (plugins dir, admin
-    /// route): an upgrade declaring more capabilities than the running version waits for
-    /// [`Wharf::approve_backend`]; a component that fails to compile, validate or warm up
-    /// answers 4000 and the running version keeps serving. Sessions of the backend are
-    /// re-checked with the new version's `discover`.
-    pub async fn deploy(
-        &self,
-        name: &str,
-        wasm: Arc<Vec<u8>>,
-        config: BackendConfig,
-    ) -> Result<Deployed, WharfError> {
-        self.install(name, wasm, config, true)
-            .await
-            .map_err(|e| WharfError::new(Code::InvalidInput, format!("{e:#}")))
+        let swapped = (upgrade || check_permissions).then_some(Swapped { previous });
+        Ok((Deployed::Active(loaded), swapped))
     }
 
     /// Activates the upgrade of `name` that waits for approval.
-    pub async fn approve_backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
-        let _one_at_a_time = self.lifecycle.deploys.lock().await;
+    pub async fn approve(
+        &self,
+        _turn: &DeployTurn<'_>,
+        name: &str,
+    ) -> Result<(Arc<LoadedBackend>, Swapped), WharfError> {
         let pending = self
             .lifecycle
             .with(|s| s.pending.remove(name))
@@ -299,50 +304,15 @@ impl Wharf {
         let previous = self
             .activate(name, pending.loaded.clone(), pending.config)
             .map_err(|e| WharfError::internal(format!("{e:#}")))?;
-        self.recover_after_swap(&pending.loaded, previous).await;
-        Ok(pending.loaded)
-    }
-
-    /// Checks the backend's stored sessions with the (new) version's `discover`: the ones
-    /// it rejects are removed, and their next use answers 4007 saying why.
-    async fn recover_after_swap(&self, backend: &LoadedBackend, previous: Option<String>) {
-        match self.sessions.recover(backend).await {
-            Ok((report, adopted)) => match previous {
-                Some(old) => {
-                    let new = &backend.description.version;
-                    self.lifecycle.with(|s| {
-                        if s.ended_sessions.len() + report.removed.len() > ENDED_SESSIONS_KEPT {
-                            s.ended_sessions.clear();
-                        }
-                        for id in &report.removed {
-                            s.ended_sessions.insert(id.clone(), format!(
-                                "session `{id}` was ended when backend `{}` was upgraded (version {old} to {new}): the new version did not recognise it; create a new session",
-                                backend.name
-                            ));
-                        }
-                    });
-                    if !report.removed.is_empty() {
-                        tracing::info!(backend = %backend.name, removed = report.removed.len(), "sessions the new version rejected were removed");
-                    }
-                }
-                None => {
-                    for record in adopted {
-                        self.watch_expiry(record.id);
-                    }
-                }
-            },
-            Err(e) => {
-                tracing::warn!(backend = %backend.name, "session check after the swap failed: {}", e.message)
-            }
-        }
+        Ok((pending.loaded, Swapped { previous }))
     }
 
     /// Unloads a backend (and any upgrade of it waiting for approval): new calls answer
     /// 5011 at once; returns after the calls in flight finished (or the deadline passed)
     /// and the old instances got `shutdown`.
-    pub async fn unload_backend(&self, name: &str) -> Result<bool, WharfError> {
+    pub async fn unload(&self, name: &str) -> Result<bool, WharfError> {
         let removed = {
-            let _one_at_a_time = self.lifecycle.deploys.lock().await;
+            let _one_at_a_time = self.deploy_turn().await;
             let removed = self
                 .backends
                 .write()
@@ -363,7 +333,7 @@ impl Wharf {
         match removed {
             Some(entry) => {
                 tracing::info!(backend = name, "unloading: draining");
-                self.metrics.record_event(name, BackendEvent::Unload);
+                self.parts.metrics.record_event(name, BackendEvent::Unload);
                 drain_when_released(entry.loaded).await;
                 Ok(true)
             }

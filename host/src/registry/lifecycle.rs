@@ -1,19 +1,16 @@
-//! What the host remembers about hot loads besides the loaded backends: the last refusal
-//! per name, upgrades waiting for approval, names that were unloaded (their tools answer
-//! 5011), and why an upgrade ended a session (its next use answers 4007 saying so).
+//! What the registry remembers about hot loads besides the loaded backends: the last
+//! refusal per name, upgrades waiting for approval, and names that were unloaded (their
+//! tools answer 5011). Why an upgrade ended a session is the sessions' (`sessions/ended`).
 
-use super::Wharf;
+use super::BackendRegistry;
 use crate::clock::now_ms;
 use crate::config::BackendConfig;
-use crate::error_code::{Code, WharfError};
+use crate::error_code::WharfError;
 use crate::runtime::backend_description::Requires;
 use crate::runtime::loaded_backend::LoadedBackend;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-
-/// Most explanations kept for sessions that an upgrade ended.
-pub(super) const ENDED_SESSIONS_KEPT: usize = 10_000;
 
 /// Why a component was refused.
 #[derive(Debug, Clone, Serialize)]
@@ -64,11 +61,10 @@ pub(super) struct State {
     pub(super) errors: BTreeMap<String, Rejection>,
     pub(super) pending: BTreeMap<String, Pending>,
     pub(super) unloaded: BTreeSet<String>,
-    pub(super) ended_sessions: BTreeMap<String, String>,
 }
 
 /// Hot-load bookkeeping: one deployment at a time, refusals, pending upgrades, names that
-/// were unloaded, and why sessions were ended by an upgrade.
+/// were unloaded.
 #[derive(Default)]
 pub(super) struct Lifecycle {
     pub(super) deploys: tokio::sync::Mutex<()>,
@@ -101,12 +97,13 @@ pub(super) fn is_empty(r: &Requires) -> bool {
         && r.host_mounts.is_empty()
 }
 
-impl Wharf {
+impl BackendRegistry {
     /// Records why a component for `name` was refused (shown in `/v1/backends` until a
     /// load of `name` succeeds); the running version, if any, keeps serving.
-    pub(crate) fn record_rejection(&self, name: &str, sha256: String, reason: String) {
+    pub fn record_rejection(&self, name: &str, sha256: String, reason: String) {
         tracing::warn!(backend = name, %sha256, "component refused: {reason}");
-        self.metrics
+        self.parts
+            .metrics
             .record_event(name, crate::metrics::BackendEvent::Reject);
         let rejection = Rejection {
             reason,
@@ -179,22 +176,6 @@ impl Wharf {
                     .cloned()
             })
             .flatten()
-    }
-
-    /// Says why a session is gone when an upgrade ended it.
-    pub(super) fn explain_session_error(&self, e: WharfError, session: Option<&str>) -> WharfError {
-        if e.code != Code::SessionNotFound {
-            return e;
-        }
-        let why = session.and_then(|id| {
-            self.lifecycle
-                .with(|s| s.ended_sessions.get(id).cloned())
-                .flatten()
-        });
-        match why {
-            Some(why) => WharfError::session_not_found(why),
-            None => e,
-        }
     }
 
     /// Drains the upgrades waiting for approval (at shutdown).
