@@ -121,14 +121,17 @@ pub fn start(config: &AuditConfig) -> Result<()> {
     if SINK.get().is_some() {
         return Ok(());
     }
-    let out: Box<dyn Write + Send> = match config.file() {
-        Some(path) => Box::new(rotating_file(path, config)?),
-        None => Box::new(std::io::stdout()),
+    let (out, batch_limit): (Box<dyn Write + Send>, usize) = match config.file() {
+        Some(path) => (
+            Box::new(rotating_file(path, config)?),
+            batch_limit(config.max_bytes),
+        ),
+        None => (Box::new(std::io::stdout()), BATCH_BYTES),
     };
     let (queue, lines) = std::sync::mpsc::sync_channel(config.queue_lines);
     std::thread::Builder::new()
         .name("wharf-audit".into())
-        .spawn(move || write_lines(&lines, out))
+        .spawn(move || write_lines(&lines, out, batch_limit))
         .context("starting the audit writer")?;
     std::thread::Builder::new()
         .name("wharf-audit-warn".into())
@@ -173,14 +176,23 @@ fn rotating_file(
     ))
 }
 
-/// The writer thread: takes whatever is queued, writes it as one piece (whole lines, so a
-/// rotation never splits one), flushes when the queue is empty.
-fn write_lines(lines: &Receiver<Vec<u8>>, mut out: Box<dyn Write + Send>) {
-    let mut batch = Vec::with_capacity(BATCH_BYTES);
+/// The most a batch holds when writing to a rotated file: a quarter of `max_bytes` (the
+/// file rotates after the write that passes it, so a file ends at most one batch past it),
+/// never more than [`BATCH_BYTES`].
+fn batch_limit(max_bytes: u64) -> usize {
+    usize::try_from(max_bytes / 4)
+        .unwrap_or(BATCH_BYTES)
+        .clamp(1, BATCH_BYTES)
+}
+
+/// The writer thread: takes whatever is queued, up to `limit` bytes, writes it as one piece
+/// (whole lines, so a rotation never splits one), flushes when the queue is empty.
+fn write_lines(lines: &Receiver<Vec<u8>>, mut out: Box<dyn Write + Send>, limit: usize) {
+    let mut batch = Vec::with_capacity(limit);
     while let Ok(line) = lines.recv() {
         batch.extend_from_slice(&line);
         let mut n = 1u64;
-        while batch.len() < BATCH_BYTES {
+        while batch.len() < limit {
             match lines.try_recv() {
                 Ok(line) => {
                     batch.extend_from_slice(&line);
@@ -332,4 +344,15 @@ impl Visit for Line {
 fn now_rfc3339() -> String {
     // Not `format("%Y…")`: that parses the pattern again on every line.
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_batch_passes_a_small_file_limit_by_at_most_a_quarter() {
+        assert_eq!(super::batch_limit(2_000), 500);
+        assert_eq!(super::batch_limit(0), 1);
+        assert_eq!(super::batch_limit(u64::MAX), super::BATCH_BYTES);
+        assert_eq!(super::batch_limit(100 * 1024 * 1024), super::BATCH_BYTES);
+    }
 }
