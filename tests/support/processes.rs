@@ -51,14 +51,27 @@ pub struct WharfProcess {
 
 impl WharfProcess {
     /// Starts `wharf serve --config CONFIG` on a free port and waits until it is ready.
+    ///
+    /// The port is found by binding `:0` and letting it go, so another process may take it
+    /// before this one binds: a child that exits while its port answers is such a loser,
+    /// and it is started again on another port.
     pub fn start(config: &Path) -> WharfProcess {
+        for _ in 0..3 {
+            if let Some(process) = Self::try_start(config) {
+                return process;
+            }
+        }
+        panic!("wharf did not start on a free port in three tries");
+    }
+
+    fn try_start(config: &Path) -> Option<WharfProcess> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .expect("port")
             .local_addr()
             .expect("addr")
             .port();
         let log = config.with_extension(format!("{port}.log"));
-        let child = Command::new(wharf_bin())
+        let mut child = Command::new(wharf_bin())
             .args([
                 "serve",
                 "--listen",
@@ -78,7 +91,21 @@ impl WharfProcess {
         let url = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                assert!(
+                    said.contains("Address already in use")
+                        || said.contains("address already in use"),
+                    "wharf exited at start; log: {said}"
+                );
+                return None;
+            }
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // The port answers; it is ours only if the child is still running.
+                std::thread::sleep(Duration::from_millis(20));
+                if let Ok(Some(_)) = child.try_wait() {
+                    return None;
+                }
                 break;
             }
             assert!(
@@ -88,7 +115,7 @@ impl WharfProcess {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        WharfProcess { child, url }
+        Some(WharfProcess { child, url })
     }
 
     /// SIGTERM, then waits for the exit; returns whether it exited cleanly in time.
