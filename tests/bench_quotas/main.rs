@@ -82,10 +82,21 @@ fn token(name: &str) -> TokenConfig {
 }
 
 async fn call(client: &reqwest::Client, host: &TestHost, who: &str, args: &Value) -> u64 {
+    call_tool(client, host, who, "m:busy", args).await
+}
+
+/// Calls `tool` as tenant `who`; the answer's code.
+async fn call_tool(
+    client: &reqwest::Client,
+    host: &TestHost,
+    who: &str,
+    tool: &str,
+    args: &Value,
+) -> u64 {
     let reply: Value = client
         .post(format!("{}/v1/call", host.url))
         .bearer_auth(format!("secret-{who}"))
-        .json(&json!({ "tool": "m:busy", "args": args }))
+        .json(&json!({ "tool": tool, "args": args }))
         .send()
         .await
         .expect("call")
@@ -272,19 +283,6 @@ async fn noisy_neighbour_on_the_pool() -> (f64, f64, usize) {
         })
         .await,
     );
-    let fetch = |client: reqwest::Client, host: Arc<TestHost>, who: &'static str, url: String| async move {
-        let reply: Value = client
-            .post(format!("{}/v1/call", host.url))
-            .bearer_auth(format!("secret-{who}"))
-            .json(&json!({ "tool": "p:fetch", "args": { "url": url } }))
-            .send()
-            .await
-            .expect("call")
-            .json()
-            .await
-            .expect("json");
-        reply["code"].as_u64().unwrap_or(u64::MAX)
-    };
     let b_run = |n: usize| {
         let (host, url) = (host.clone(), url.clone());
         async move {
@@ -292,10 +290,8 @@ async fn noisy_neighbour_on_the_pool() -> (f64, f64, usize) {
             let mut out = Vec::with_capacity(n);
             for _ in 0..n {
                 let t = Instant::now();
-                assert_eq!(
-                    fetch(client.clone(), host.clone(), "b", url.clone()).await,
-                    0
-                );
+                let args = json!({ "url": url });
+                assert_eq!(call_tool(&client, &host, "b", "p:fetch", &args).await, 0);
                 out.push(t.elapsed().as_secs_f64() * 1000.0);
             }
             out
@@ -312,7 +308,8 @@ async fn noisy_neighbour_on_the_pool() -> (f64, f64, usize) {
             tokio::spawn(async move {
                 let client = reqwest::Client::new();
                 while !stop.load(Ordering::Relaxed) {
-                    if fetch(client.clone(), host.clone(), "a", url.clone()).await == 0 {
+                    if call_tool(&client, &host, "a", "p:fetch", &json!({ "url": url })).await == 0
+                    {
                         served.fetch_add(1, Ordering::Relaxed);
                     }
                 }

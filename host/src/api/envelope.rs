@@ -104,24 +104,13 @@ pub struct RequestClock {
 }
 
 impl RequestClock {
-    /// Starts timing with a new trace id.
+    /// Starts timing with a new trace id (a route that runs no tool; a tool call's clock
+    /// comes with its span from [`RequestClock::for_request`]).
     pub fn start() -> Self {
-        Self::with_trace(None)
+        Self::traced(uuid::Uuid::new_v4().simple().to_string())
     }
 
-    /// Starts timing with the client's trace id when it sent one.
-    pub fn with_trace(trace_id: Option<&str>) -> Self {
-        Self {
-            started: std::time::Instant::now(),
-            trace_id: trace_id
-                .filter(|t| !t.is_empty())
-                .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_string),
-        }
-    }
-
-    /// Starts timing under a trace id already chosen (the request span's, see
-    /// `telemetry::request_span`).
-    pub fn traced(trace_id: String) -> Self {
+    fn traced(trace_id: String) -> Self {
         Self {
             started: std::time::Instant::now(),
             trace_id,

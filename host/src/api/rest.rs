@@ -316,8 +316,7 @@ async fn call(
     caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let (span, trace_id) = crate::telemetry::request_span("rest.call", &caller.name);
-    let t = RequestClock::traced(trace_id);
+    let (span, t) = RequestClock::for_request("rest.call", &caller.name, None);
     let request: CallRequest = match caller
         .require(TokenScope::Call)
         .and_then(|()| parse_body(body))
