@@ -514,6 +514,14 @@ fn quota_config_errors_fail_start_up_with_the_key_at_fault() {
             "[quotas.default]\npool_share_percent = 150\n",
             "pool_share_percent = 150",
         ),
+        (
+            "[quotas.tokens.agent]\npool_reserve_ms = 3600000\n",
+            "quotas.tokens.agent.pool_reserve_ms = 3600000: must be at most 60000",
+        ),
+        (
+            "[quotas.default]\npool_reserve_ms = -1\n",
+            "quotas.default.pool_reserve_ms = -1",
+        ),
         ("[quotas.default]\nbogus = 1\n", "bogus"),
     ] {
         let err = parse(bad).expect_err(bad);

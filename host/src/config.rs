@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 mod quotas;
-pub use quotas::{QuotaConfig, QuotaLimits};
+pub use quotas::{MAX_POOL_RESERVE_MS, QuotaConfig, QuotaLimits};
 mod auth;
 mod backend;
 mod oci;

@@ -2,10 +2,14 @@
 //! A request for more than is granted is refused with a message naming the grant; it is
 //! never silently weakened.
 
+mod mounts;
+mod outbound_http;
+
+pub use mounts::{MountAsk, MountGrant, check_mount_path};
+pub use outbound_http::normalize;
+
 use ipnet::IpNet;
 use serde::Deserialize;
-use std::net::IpAddr;
-use std::path::{Component, Path, PathBuf};
 
 /// The operator's grants for one backend (`[backends.NAME.grants]`). Everything defaults
 /// to nothing: no images, no mounts, no networks beyond `none`, no outbound HTTP.
@@ -189,41 +193,6 @@ impl Grants {
         })
     }
 
-    /// The `host_mounts` entries, parsed.
-    pub fn mount_grants(&self) -> Result<Vec<MountGrant>, Denial> {
-        self.host_mounts
-            .iter()
-            .map(|e| MountGrant::parse(e))
-            .collect()
-    }
-
-    /// Checks one mount whose host path the caller resolved (symlinks followed) against
-    /// grants resolved the same way: it must lie under a granted path, and a writable
-    /// mount needs an `rw:` grant covering it. Messages name the path as requested, never
-    /// what it resolved to.
-    pub fn check_mount(&self, ask: &MountAsk<'_>, resolved: &[MountGrant]) -> Result<(), Denial> {
-        check_mount_path(ask.requested)?;
-        let covering: Vec<&MountGrant> = resolved
-            .iter()
-            .filter(|g| ask.host_path.starts_with(&g.path))
-            .collect();
-        if covering.is_empty() {
-            return Err(Denial(format!(
-                "host path `{}` is not granted, or resolves outside what is (grants.host_mounts = {:?})",
-                ask.requested.escape_debug(),
-                self.host_mounts
-            )));
-        }
-        if !ask.read_only && !covering.iter().any(|g| g.read_write) {
-            return Err(Denial(format!(
-                "host path `{}` is granted read-only: a writable mount needs an `rw:` entry (grants.host_mounts = {:?})",
-                ask.requested.escape_debug(),
-                self.host_mounts
-            )));
-        }
-        Ok(())
-    }
-
     /// Checks a network: `none` always; `host` and `container:*` never; others if granted.
     pub fn check_network(&self, network: &NetworkRequest) -> Result<(), Denial> {
         let name = match network {
@@ -244,39 +213,6 @@ impl Grants {
         }
     }
 
-    /// Whether outbound HTTP to `host:port` is granted by name.
-    pub fn http_host_allowed(&self, host: &str, port: u16) -> bool {
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        self.http_hosts.iter().any(|pattern| {
-            let Some((p_host, p_port)) = pattern.rsplit_once(':') else {
-                return false;
-            };
-            let port_ok = p_port == "*" || p_port.parse::<u16>().is_ok_and(|p| p == port);
-            let p_host = p_host.to_ascii_lowercase();
-            let host_ok = p_host == "*"
-                || p_host == host
-                || p_host
-                    .strip_prefix("*.")
-                    .is_some_and(|suffix| host.ends_with(&format!(".{suffix}")));
-            port_ok && host_ok
-        })
-    }
-
-    /// Whether a resolved address may be connected to: public addresses yes; loopback,
-    /// private, link-local (cloud metadata), CGNAT, unspecified and multicast only inside a
-    /// granted `http_private_cidrs` range. IPv4-mapped IPv6 is checked as IPv4.
-    pub fn ip_allowed(&self, ip: IpAddr) -> bool {
-        let ip = normalize(ip);
-        if !is_restricted(ip) {
-            return true;
-        }
-        self.http_private_cidrs
-            .iter()
-            .filter_map(|c| c.parse::<IpNet>().ok())
-            .any(|net| net.contains(&ip))
-    }
-
     /// Checks that every configured CIDR and mount grant parses.
     pub fn validate(&self) -> Result<(), Denial> {
         self.mount_grants()?;
@@ -288,100 +224,10 @@ impl Grants {
     }
 }
 
-/// One `host_mounts` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountGrant {
-    /// The granted host path (as written, or resolved by the caller).
-    pub path: PathBuf,
-    /// Whether mounts under it may be writable (`rw:`).
-    pub read_write: bool,
-}
-
-impl MountGrant {
-    /// Parses `/path`, `ro:/path` or `rw:/path`; the path must be absolute without `..`.
-    pub fn parse(entry: &str) -> Result<Self, Denial> {
-        let (read_write, path) = match entry.split_once(':') {
-            Some(("rw", path)) => (true, path),
-            Some(("ro", path)) => (false, path),
-            _ => (false, entry),
-        };
-        check_mount_path(path)
-            .map_err(|d| Denial(format!("grants.host_mounts entry `{entry}`: {d}")))?;
-        Ok(MountGrant {
-            path: PathBuf::from(path),
-            read_write,
-        })
-    }
-}
-
-/// One mount a container asks for, its host path resolved by the caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountAsk<'a> {
-    /// The host path as the guest asked for it.
-    pub requested: &'a str,
-    /// The host path with every symlink followed.
-    pub host_path: &'a Path,
-    /// Whether the guest asked for a read-only mount.
-    pub read_only: bool,
-}
-
-/// A host path as text: absolute, without `..`, without NUL or control characters.
-pub fn check_mount_path(host_path: &str) -> Result<(), Denial> {
-    let path = Path::new(host_path);
-    if !path.is_absolute()
-        || path.components().any(|c| matches!(c, Component::ParentDir))
-        || host_path.chars().any(char::is_control)
-    {
-        return Err(Denial(format!(
-            "mount `{}` must be an absolute path without `..` (grants.host_mounts)",
-            host_path.escape_debug()
-        )));
-    }
-    Ok(())
-}
-
-/// IPv4-mapped IPv6 (`::ffff:a.b.c.d`) as plain IPv4.
-pub fn normalize(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
-    }
-}
-
-fn is_restricted(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || o[0] == 0
-                || (o[0] == 100 && (64..128).contains(&o[1]))
-                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
-                || o[0] >= 240
-        }
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00
-                || (s[0] & 0xffc0) == 0xfe80
-                || v6.to_ipv4().is_some_and(|v4| is_restricted(IpAddr::V4(v4)))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn grants() -> Grants {
         Grants {
@@ -456,65 +302,6 @@ mod tests {
     }
 
     #[test]
-    fn mounts_are_read_only_unless_an_rw_grant_covers_them() {
-        let g = Grants {
-            host_mounts: vec![
-                "/srv/data".into(),
-                "rw:/srv/data/scratch".into(),
-                "ro:/opt".into(),
-            ],
-            ..Grants::default()
-        };
-        let resolved = g.mount_grants().unwrap();
-        assert_eq!(
-            resolved,
-            vec![
-                MountGrant {
-                    path: "/srv/data".into(),
-                    read_write: false
-                },
-                MountGrant {
-                    path: "/srv/data/scratch".into(),
-                    read_write: true
-                },
-                MountGrant {
-                    path: "/opt".into(),
-                    read_write: false
-                },
-            ]
-        );
-        let ask = |p: &'static str, read_only| MountAsk {
-            requested: p,
-            host_path: Path::new(p),
-            read_only,
-        };
-        assert!(g.check_mount(&ask("/srv/data/x", true), &resolved).is_ok());
-        let e = g
-            .check_mount(&ask("/srv/data/x", false), &resolved)
-            .unwrap_err();
-        assert!(e.0.contains("rw:"), "{e}");
-        assert!(
-            g.check_mount(&ask("/srv/data/scratch/a", false), &resolved)
-                .is_ok()
-        );
-        assert!(g.check_mount(&ask("/opt", false), &resolved).is_err());
-        for bad in ["rw:relative", "/a/../b", "rw:", "data"] {
-            let g = Grants {
-                host_mounts: vec![bad.into()],
-                ..Grants::default()
-            };
-            assert!(g.validate().is_err(), "{bad}");
-        }
-        let none = NetworkRequest::None;
-        let mut r = req("wharf-sandbox:test", &none);
-        r.host_mounts = vec![ask("/srv/data/x", true)];
-        assert!(
-            grants().check_container(&r).is_err(),
-            "unresolved grants refuse"
-        );
-    }
-
-    #[test]
     fn ceilings_refuse_rather_than_clamp() {
         let g = grants();
         let none = NetworkRequest::None;
@@ -542,41 +329,18 @@ mod tests {
     }
 
     #[test]
-    fn http_hosts_and_addresses() {
-        let g = grants();
-        assert!(g.http_host_allowed("api.example.com", 443));
-        assert!(g.http_host_allowed("API.example.com.", 443));
-        assert!(!g.http_host_allowed("api.example.com", 80));
-        assert!(g.http_host_allowed("a.b.example.org", 8443));
-        assert!(!g.http_host_allowed("example.org", 443));
-        assert!(!g.http_host_allowed("evil-example.org", 443));
-        assert!(g.http_host_allowed("127.0.0.1", 8080));
-        let d = Grants::default();
-        for ip in [
-            "127.0.0.1",
-            "10.0.0.1",
-            "172.16.3.4",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:127.0.0.1",
-            "::ffff:169.254.169.254",
-        ] {
-            assert!(!d.ip_allowed(ip.parse().unwrap()), "{ip} must be refused");
-        }
-        for ip in [
-            "93.184.216.34",
-            "2606:2800:220:1::1",
-            "::ffff:93.184.216.34",
-        ] {
-            assert!(d.ip_allowed(ip.parse().unwrap()), "{ip} is public");
-        }
-        assert!(g.ip_allowed("127.0.0.1".parse().unwrap()));
-        assert!(g.ip_allowed("::ffff:127.0.0.1".parse().unwrap()));
-        assert!(!g.ip_allowed("169.254.169.254".parse().unwrap()));
+    fn unresolved_mount_grants_refuse() {
+        let ask = MountAsk {
+            requested: "/srv/data/x",
+            host_path: Path::new("/srv/data/x"),
+            read_only: true,
+        };
+        let none = NetworkRequest::None;
+        let mut r = req("wharf-sandbox:test", &none);
+        r.host_mounts = vec![ask];
+        assert!(
+            grants().check_container(&r).is_err(),
+            "unresolved grants refuse"
+        );
     }
 }

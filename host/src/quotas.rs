@@ -7,7 +7,7 @@
 mod fair_gate;
 mod limits;
 
-pub use fair_gate::{FairGate, GatePermit, GateRefusal};
+pub use fair_gate::{FairGate, Fairness, GatePermit, GateRefusal};
 pub use limits::{DEFAULT_POOL_SHARE_PERCENT, Effective, Scope};
 
 use crate::config::QuotaConfig;

@@ -8,6 +8,9 @@ use anyhow::{Result, bail};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+/// The longest `pool_reserve_ms` an operator may set.
+pub const MAX_POOL_RESERVE_MS: i64 = 60_000;
+
 /// `[quotas]`.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -45,6 +48,10 @@ pub struct QuotaLimits {
     pub batch_size: Option<i64>,
     /// Percent of a backend's `pool_max` one tenant may hold while others wait (1–100).
     pub pool_share_percent: Option<i64>,
+    /// For how long, in ms, after another tenant's last call into a backend one free
+    /// instance of its pool stays held back for it from a tenant past its share (0–60000;
+    /// 0 turns the reserve off).
+    pub pool_reserve_ms: Option<i64>,
 }
 
 impl QuotaLimits {
@@ -61,6 +68,7 @@ impl QuotaLimits {
             max_lifetime_seconds: self.max_lifetime_seconds.or(fallback.max_lifetime_seconds),
             batch_size: self.batch_size.or(fallback.batch_size),
             pool_share_percent: self.pool_share_percent.or(fallback.pool_share_percent),
+            pool_reserve_ms: self.pool_reserve_ms.or(fallback.pool_reserve_ms),
         }
     }
 
@@ -76,6 +84,7 @@ impl QuotaLimits {
             ("max_lifetime_seconds", self.max_lifetime_seconds, 1),
             ("batch_size", self.batch_size, 1),
             ("pool_share_percent", self.pool_share_percent, 1),
+            ("pool_reserve_ms", self.pool_reserve_ms, 0),
         ];
         for (key, value, least) in fields {
             if let Some(v) = value
@@ -98,6 +107,11 @@ impl QuotaLimits {
             && v > 100
         {
             bail!("{at}.pool_share_percent = {v}: must be at most 100");
+        }
+        if let Some(v) = self.pool_reserve_ms
+            && v > MAX_POOL_RESERVE_MS
+        {
+            bail!("{at}.pool_reserve_ms = {v}: must be at most {MAX_POOL_RESERVE_MS}");
         }
         if let (Some(min), Some(max)) = (self.min_ttl_seconds, self.max_ttl_seconds)
             && min > max

@@ -2,11 +2,14 @@
 //! when the pool is saturated the calls that wait are served round-robin across tenants
 //! (not first come, first served), so a tenant flooding a backend cannot starve another.
 //! While another tenant waits, a tenant is not given more than its share of `max`; when
-//! nobody else waits it may use the whole pool (the gate never idles a free slot).
+//! nobody else waits it may use the rest of the pool, less a reserve: one instance stays
+//! free for each other tenant that called within its reserve window and holds none now,
+//! so an agent making sequential calls finds an instance free instead of waiting for a
+//! flooding tenant's call to end. The reserve never takes a tenant below its share.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Why a call got no slot.
@@ -18,6 +21,19 @@ pub enum GateRefusal {
     Closed,
 }
 
+/// How one tenant shares the pool with the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fairness {
+    /// Slots the tenant may hold while another tenant waits (at least one).
+    pub share: usize,
+    /// For how long after another tenant's last call a slot stays held back for it when
+    /// this tenant is past its share (zero: no reserve).
+    pub reserve: Duration,
+}
+
+/// How long a tenant's last call is remembered at most (the longest reserve allowed).
+const LONGEST_RESERVE: Duration = Duration::from_secs(60);
+
 #[derive(Default)]
 struct GateState {
     in_use: usize,
@@ -26,8 +42,10 @@ struct GateState {
     waiting: HashMap<Arc<str>, VecDeque<oneshot::Sender<GatePermit>>>,
     /// Tenants with waiters, in the order they are served next.
     turns: VecDeque<Arc<str>>,
-    /// The share each tenant asked with last.
-    shares: HashMap<Arc<str>, usize>,
+    /// How each tenant asked to share, last time it asked.
+    fairness: HashMap<Arc<str>, Fairness>,
+    /// When each tenant last asked for or gave back a slot.
+    last_seen: HashMap<Arc<str>, Instant>,
     closed: bool,
 }
 
@@ -47,13 +65,58 @@ impl GateState {
         }
     }
 
-    fn others_waiting(&self, tenant: &str) -> bool {
-        self.turns.iter().any(|t| &**t != tenant)
+    fn fairness_of(&self, tenant: &str) -> Fairness {
+        self.fairness.get(tenant).copied().unwrap_or(Fairness {
+            share: 1,
+            reserve: Duration::ZERO,
+        })
     }
 
-    fn within_share(&self, tenant: &str) -> bool {
-        let share = self.shares.get(tenant).copied().unwrap_or(1).max(1);
-        self.held.get(tenant).copied().unwrap_or(0) < share || !self.others_waiting(tenant)
+    fn held_by(&self, tenant: &str) -> usize {
+        self.held.get(tenant).copied().unwrap_or(0)
+    }
+
+    /// Other tenants that called within `tenant`'s reserve window, hold no slot and do
+    /// not wait (a waiting tenant is served by its turn, not by the reserve).
+    fn reserved_against(&self, tenant: &str, now: Instant) -> usize {
+        let window = self.fairness_of(tenant).reserve;
+        if window.is_zero() {
+            return 0;
+        }
+        self.last_seen
+            .iter()
+            .filter(|&(other, &seen)| {
+                let other: &str = other;
+                other != tenant
+                    && now.saturating_duration_since(seen) < window
+                    && !self.held.contains_key(other)
+                    && !self.waiting.contains_key(other)
+            })
+            .count()
+    }
+
+    /// Whether `tenant` may take one of the free slots (the caller checked one is free):
+    /// within its share always; past it only when the slots left afterwards cover the
+    /// reserve for other recent tenants.
+    fn may_take(&self, tenant: &str, max: usize, now: Instant) -> bool {
+        if self.held_by(tenant) < self.fairness_of(tenant).share.max(1) {
+            return true;
+        }
+        let free_after = max.saturating_sub(self.in_use).saturating_sub(1);
+        free_after >= self.reserved_against(tenant, now)
+    }
+
+    fn seen(&mut self, tenant: &Arc<str>, now: Instant) {
+        match self.last_seen.get_mut(tenant) {
+            Some(at) => *at = now,
+            None => {
+                // Tenants are configured tokens, so this stays small; still, forget the
+                // ones no window can reach any more before remembering a new one.
+                self.last_seen
+                    .retain(|_, at| now.saturating_duration_since(*at) < LONGEST_RESERVE);
+                self.last_seen.insert(tenant.clone(), now);
+            }
+        }
     }
 
     /// Forgets `tenant`'s waiters that gave up.
@@ -111,23 +174,29 @@ impl FairGate {
         self.state.lock().map(|s| s.in_use).unwrap_or(0)
     }
 
-    /// Waits up to `wait` for a slot for `tenant`, who may hold at most `share` slots
-    /// while another tenant waits.
+    /// Waits up to `wait` for a slot for `tenant`, sharing the pool as `fairness` says.
     pub async fn acquire(
         self: &Arc<Self>,
         tenant: Arc<str>,
-        share: usize,
+        fairness: Fairness,
         wait: Duration,
     ) -> Result<GatePermit, GateRefusal> {
-        let receiver = {
+        let mut receiver = {
             let Ok(mut state) = self.state.lock() else {
                 return Err(GateRefusal::Closed);
             };
             if state.closed {
                 return Err(GateRefusal::Closed);
             }
-            state.shares.insert(tenant.clone(), share.max(1));
-            if state.in_use < self.max && state.turns.is_empty() {
+            let now = Instant::now();
+            state.seen(&tenant, now);
+            if state.fairness.get(&tenant) != Some(&fairness) {
+                state.fairness.insert(tenant.clone(), fairness);
+            }
+            if state.in_use < self.max
+                && state.turns.is_empty()
+                && state.may_take(&tenant, self.max, now)
+            {
                 state.grant(&tenant);
                 return Ok(self.permit(tenant));
             }
@@ -140,14 +209,32 @@ impl FairGate {
             self.dispatch(&mut state);
             receiver
         };
-        match tokio::time::timeout(wait, receiver).await {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) => Err(GateRefusal::Closed),
-            Err(_) => {
-                if let Ok(mut state) = self.state.lock() {
-                    state.forget_gone(&tenant);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            // A slot held back by a reserve frees by itself when the reserve lapses, with
+            // no release to hand it on: look again each reserve window.
+            let wake = if fairness.reserve.is_zero() {
+                deadline
+            } else {
+                deadline.min(tokio::time::Instant::now() + fairness.reserve)
+            };
+            match tokio::time::timeout_at(wake, &mut receiver).await {
+                Ok(Ok(permit)) => return Ok(permit),
+                Ok(Err(_)) => return Err(GateRefusal::Closed),
+                Err(_) if tokio::time::Instant::now() < deadline => {
+                    if let Ok(mut state) = self.state.lock() {
+                        self.dispatch(&mut state);
+                    }
                 }
-                Err(GateRefusal::Busy)
+                Err(_) => {
+                    // A permit sent as the wait ran out goes with the receiver and gives
+                    // its slot back.
+                    drop(receiver);
+                    if let Ok(mut state) = self.state.lock() {
+                        state.forget_gone(&tenant);
+                    }
+                    return Err(GateRefusal::Busy);
+                }
             }
         }
     }
@@ -161,15 +248,23 @@ impl FairGate {
     }
 
     /// Gives free slots to waiters: the next tenant in turn that is within its share (or,
-    /// when every waiting tenant is past it, the next in turn), then that tenant goes to
-    /// the back of the line.
+    /// when every waiting tenant is past it, the next in turn that the reserve lets take
+    /// one), then that tenant goes to the back of the line. A slot that the reserve keeps
+    /// from every waiter stays free.
     fn dispatch(self: &Arc<Self>, state: &mut GateState) {
+        let now = Instant::now();
         while state.in_use < self.max && !state.turns.is_empty() {
-            let index = state
+            let within_share = state
                 .turns
                 .iter()
-                .position(|t| state.within_share(t))
-                .unwrap_or(0);
+                .position(|t| state.held_by(t) < state.fairness_of(t).share.max(1));
+            let index = within_share.or_else(|| {
+                state
+                    .turns
+                    .iter()
+                    .position(|t| state.may_take(t, self.max, now))
+            });
+            let Some(index) = index else { return };
             let Some(tenant) = state.turns.remove(index) else {
                 return;
             };
@@ -193,6 +288,9 @@ impl FairGate {
     fn release(self: &Arc<Self>, tenant: &str) {
         if let Ok(mut state) = self.state.lock() {
             state.ungrant(tenant);
+            if let Some(seen) = state.last_seen.get_mut(tenant) {
+                *seen = Instant::now();
+            }
             self.dispatch(&mut state);
         }
     }
@@ -211,14 +309,90 @@ impl FairGate {
 mod tests {
     use super::*;
 
+    fn share(n: usize) -> Fairness {
+        Fairness {
+            share: n,
+            reserve: Duration::ZERO,
+        }
+    }
+
+    fn reserving(n: usize, reserve_ms: u64) -> Fairness {
+        Fairness {
+            share: n,
+            reserve: Duration::from_millis(reserve_ms),
+        }
+    }
+
+    /// Acquires without waiting: `None` when the gate would make the caller wait.
+    async fn now(gate: &Arc<FairGate>, tenant: &Arc<str>, f: Fairness) -> Option<GatePermit> {
+        gate.acquire(tenant.clone(), f, Duration::from_millis(1))
+            .await
+            .ok()
+    }
+
+    #[tokio::test]
+    async fn a_recent_tenant_finds_an_instance_held_back_from_a_flood() {
+        let gate = FairGate::new(4);
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
+        drop(now(&gate, &b, reserving(2, 5_000)).await.unwrap());
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            held.push(now(&gate, &a, reserving(2, 5_000)).await.unwrap());
+        }
+        assert!(
+            now(&gate, &a, reserving(2, 5_000)).await.is_none(),
+            "the fourth instance is held back for b, who called a moment ago"
+        );
+        let b_call = now(&gate, &b, reserving(2, 5_000)).await;
+        assert!(b_call.is_some(), "b is served at once while a floods");
+        drop(b_call);
+        drop(held.pop());
+        held.push(now(&gate, &a, reserving(2, 5_000)).await.unwrap());
+        assert!(
+            now(&gate, &a, reserving(2, 5_000)).await.is_none(),
+            "still held for b"
+        );
+        assert!(
+            now(&gate, &a, reserving(2, 0)).await.is_some(),
+            "a tenant with no reserve window does not hold one back"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_reserve_lapses_without_a_release_and_never_cuts_below_a_share() {
+        let gate = FairGate::new(4);
+        let a: Arc<str> = Arc::from("a");
+        let others: Vec<Arc<str>> = ["b", "c", "d"].into_iter().map(Arc::from).collect();
+        for t in &others {
+            drop(now(&gate, t, reserving(2, 60)).await.unwrap());
+        }
+        let first = now(&gate, &a, reserving(2, 60)).await.unwrap();
+        let second = now(&gate, &a, reserving(2, 60)).await.unwrap();
+        assert!(
+            now(&gate, &a, reserving(2, 60)).await.is_none(),
+            "three recent tenants: a keeps its share of two, not more"
+        );
+        let started = Instant::now();
+        let third = gate
+            .acquire(a.clone(), reserving(2, 60), Duration::from_secs(5))
+            .await;
+        assert!(
+            third.is_ok(),
+            "the reserve lapsed and the waiter was served"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        drop((first, second, third));
+        assert_eq!(gate.in_use(), 0);
+    }
+
     #[tokio::test]
     async fn waiters_are_served_round_robin_within_shares() {
         let gate = FairGate::new(2);
         let a: Arc<str> = Arc::from("a");
         let b: Arc<str> = Arc::from("b");
         let long = Duration::from_secs(5);
-        let first = gate.acquire(a.clone(), 1, long).await.unwrap();
-        let second = gate.acquire(a.clone(), 1, long).await.unwrap();
+        let first = gate.acquire(a.clone(), share(1), long).await.unwrap();
+        let second = gate.acquire(a.clone(), share(1), long).await.unwrap();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for (i, t) in [a.clone(), a.clone(), a.clone(), b.clone()]
             .into_iter()
@@ -226,7 +400,7 @@ mod tests {
         {
             let (gate, tx) = (gate.clone(), tx.clone());
             tokio::spawn(async move {
-                let permit = gate.acquire(t.clone(), 1, long).await;
+                let permit = gate.acquire(t.clone(), share(1), long).await;
                 let _ = tx.send((i, t, permit.is_ok()));
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 drop(permit);
@@ -253,13 +427,17 @@ mod tests {
         let gate = FairGate::new(1);
         let t: Arc<str> = Arc::from("t");
         let held = gate
-            .acquire(t.clone(), 1, Duration::from_secs(1))
+            .acquire(t.clone(), share(1), Duration::from_secs(1))
             .await
             .unwrap();
-        let busy = gate.acquire(t.clone(), 1, Duration::from_millis(20)).await;
+        let busy = gate
+            .acquire(t.clone(), share(1), Duration::from_millis(20))
+            .await;
         assert_eq!(busy.unwrap_err(), GateRefusal::Busy);
         drop(held);
-        let again = gate.acquire(t.clone(), 1, Duration::from_millis(20)).await;
+        let again = gate
+            .acquire(t.clone(), share(1), Duration::from_millis(20))
+            .await;
         assert!(
             again.is_ok(),
             "the slot came back and the given-up waiter was forgotten"
@@ -267,7 +445,7 @@ mod tests {
         drop(again);
         gate.close();
         assert_eq!(
-            gate.acquire(t, 1, Duration::from_millis(20))
+            gate.acquire(t, share(1), Duration::from_millis(20))
                 .await
                 .unwrap_err(),
             GateRefusal::Closed

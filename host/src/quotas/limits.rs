@@ -19,6 +19,10 @@ pub enum Scope {
 /// The share of a pool a tenant may hold while others wait, when nobody says otherwise.
 pub const DEFAULT_POOL_SHARE_PERCENT: u64 = 50;
 
+/// How long another tenant's last call keeps an instance held back for it, when nobody
+/// says otherwise: long enough to span an agent's pause between sequential calls.
+pub const DEFAULT_POOL_RESERVE_MS: u64 = 1_000;
+
 /// Resolved limits; `None` is no limit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Effective {
@@ -40,6 +44,9 @@ pub struct Effective {
     pub batch_size: Option<u64>,
     /// Percent of a backend's pool the tenant may hold while others wait.
     pub pool_share_percent: u64,
+    /// For how long after another tenant's last call one free instance stays held back for
+    /// it from this tenant when past its share, ms (0: no reserve).
+    pub pool_reserve_ms: u64,
 }
 
 fn count(v: Option<i64>) -> Option<u64> {
@@ -88,6 +95,9 @@ pub fn resolve(config: &QuotaConfig, tenant: &str, backend: Option<&str>) -> Eff
         pool_share_percent: count(merged.pool_share_percent)
             .unwrap_or(DEFAULT_POOL_SHARE_PERCENT)
             .clamp(1, 100),
+        pool_reserve_ms: count(merged.pool_reserve_ms).map_or(DEFAULT_POOL_RESERVE_MS, |ms| {
+            ms.min(crate::config::MAX_POOL_RESERVE_MS.unsigned_abs())
+        }),
     }
 }
 
@@ -98,6 +108,14 @@ impl Effective {
         usize::try_from((max.saturating_mul(self.pool_share_percent)).div_ceil(100))
             .unwrap_or(pool_max)
             .max(1)
+    }
+
+    /// How the tenant shares a pool of `pool_max` instances with others.
+    pub fn fairness(&self, pool_max: usize) -> crate::quotas::Fairness {
+        crate::quotas::Fairness {
+            share: self.pool_share(pool_max),
+            reserve: std::time::Duration::from_millis(self.pool_reserve_ms),
+        }
     }
 
     /// The idle TTL and hard lifetime a session gets: the caller's TTL (or the backend's
@@ -158,6 +176,12 @@ mod tests {
         assert_eq!(resolve(&c, "vip", None).sessions, Some((3, Scope::Tenant)));
         assert_eq!(resolve(&c, "x", None).pool_share(4), 2);
         assert_eq!(resolve(&c, "x", None).pool_share(1), 1);
+        assert_eq!(
+            resolve(&c, "x", None).pool_reserve_ms,
+            DEFAULT_POOL_RESERVE_MS
+        );
+        let off = config("[tokens.batch]\npool_reserve_ms = 0\n");
+        assert_eq!(resolve(&off, "batch", Some("echo")).pool_reserve_ms, 0);
     }
 
     #[test]

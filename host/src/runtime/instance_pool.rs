@@ -306,15 +306,15 @@ impl<W: GuestWorld> InstancePool<W> {
     /// backend's fault and not a blown call deadline.
     async fn admit(self: &Arc<Self>) -> Result<GatePermit, WharfError> {
         let tenant = crate::quotas::current_tenant();
-        let share = self
+        let fairness = self
             .services
             .quotas
             .limits(&tenant, Some(&*self.name))
-            .pool_share(self.settings.max);
+            .fairness(self.settings.max);
         let started = Instant::now();
         let admitted = self
             .gate
-            .acquire(tenant.clone(), share, self.settings.queue_timeout)
+            .acquire(tenant.clone(), fairness, self.settings.queue_timeout)
             .await;
         let tenants = &self.services.metrics.tenants;
         tenants.record_queue_wait(&tenant, started.elapsed());
