@@ -34,6 +34,12 @@ const WARN_EVERY: Duration = Duration::from_secs(30);
 /// Largest batch of lines the writer hands to one write.
 const BATCH_BYTES: usize = 256 * 1024;
 
+/// How long the writer lets lines gather after a write. While it sleeps it is not parked on
+/// the queue, so a call that queues a line wakes no thread: a busy host wakes the writer a
+/// few hundred times a second instead of once per call, which on two cores is CPU the calls
+/// get back. A line reaches the file at most this much later.
+const GATHER: Duration = Duration::from_millis(2);
+
 /// What a full queue does to the call that writes a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -186,7 +192,8 @@ fn batch_limit(max_bytes: u64) -> usize {
 }
 
 /// The writer thread: takes whatever is queued, up to `limit` bytes, writes it as one piece
-/// (whole lines, so a rotation never splits one), flushes when the queue is empty.
+/// (whole lines, so a rotation never splits one) and flushes it, then lets the next lines
+/// gather for [`GATHER`].
 fn write_lines(lines: &Receiver<Vec<u8>>, mut out: Box<dyn Write + Send>, limit: usize) {
     let mut batch = Vec::with_capacity(limit);
     while let Ok(line) = lines.recv() {
@@ -207,6 +214,7 @@ fn write_lines(lines: &Receiver<Vec<u8>>, mut out: Box<dyn Write + Send>, limit:
         };
         QUEUED.fetch_sub(n, Ordering::Release);
         batch.clear();
+        std::thread::sleep(GATHER);
     }
 }
 

@@ -5,6 +5,11 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+/// mimalloc instead of glibc's malloc: see the workspace `Cargo.toml` and ARCHITECTURE.md,
+/// "The path of one call".
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let filter = EnvFilter::try_from_default_env()

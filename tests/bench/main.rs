@@ -370,6 +370,13 @@ fn main() {
             "note: no target/release/wharf (cargo build --release -p wharf); release rows skipped\n"
         );
     }
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("rest") {
+        // Only the REST rows: a quick look while working on the hot path.
+        for (k, v) in &rows {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
     let (mcp_rows, mcp_vs_python, mcp_vs_rest) = rt.block_on(mcp::run(&url, seconds));
     rows.extend(mcp_rows);
     drop(server);

@@ -100,7 +100,7 @@ impl WharfProcess {
                 );
                 return None;
             }
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            if answers_http(port) {
                 // The port answers; it is ours only if the child is still running.
                 std::thread::sleep(Duration::from_millis(20));
                 if let Ok(Some(_)) = child.try_wait() {
@@ -189,4 +189,24 @@ pub fn store_urls(dir: &Path) -> Vec<(&'static str, String)> {
         urls.push(("postgres", pg));
     }
     urls
+}
+
+/// Whether an HTTP server answers on `port`. A bare TCP connect is not enough: to a port of
+/// the ephemeral range that nobody listens on yet, Linux may pick that same port as the
+/// source and connect the socket to itself (a simultaneous open), and the test then talks
+/// to nobody.
+fn answers_http(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 8];
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.")
 }
