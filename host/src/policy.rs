@@ -229,7 +229,8 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    fn grants() -> Grants {
+    /// Grants the policy tests share (also `outbound_http`'s).
+    pub(super) fn grants() -> Grants {
         Grants {
             images: vec!["wharf-sandbox:*".into(), "busybox:1.36".into()],
             host_mounts: vec!["/srv/data".into()],

@@ -195,7 +195,7 @@ pub fn store_urls(dir: &Path) -> Vec<(&'static str, String)> {
 /// the ephemeral range that nobody listens on yet, Linux may pick that same port as the
 /// source and connect the socket to itself (a simultaneous open), and the test then talks
 /// to nobody.
-fn answers_http(port: u16) -> bool {
+pub fn answers_http(port: u16) -> bool {
     use std::io::{Read, Write};
     let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
         return false;

@@ -76,7 +76,7 @@ impl LocalRegistry {
             .expect("the registry starts");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while !crate::processes::answers_http(self.port) {
             assert!(Instant::now() < deadline, "the registry did not listen");
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -85,15 +85,7 @@ mod tests {
 
     #[test]
     fn http_hosts_and_addresses() {
-        let g = Grants {
-            http_hosts: vec![
-                "api.example.com:443".into(),
-                "*.example.org:*".into(),
-                "127.0.0.1:8080".into(),
-            ],
-            http_private_cidrs: vec!["127.0.0.0/8".into()],
-            ..Grants::default()
-        };
+        let g = crate::policy::tests::grants();
         assert!(g.http_host_allowed("api.example.com", 443));
         assert!(g.http_host_allowed("API.example.com.", 443));
         assert!(!g.http_host_allowed("api.example.com", 80));

@@ -7,7 +7,10 @@
 //! so an agent making sequential calls finds an instance free instead of waiting for a
 //! flooding tenant's call to end. The reserve never takes a tenant below its share.
 
-use std::collections::{HashMap, VecDeque};
+mod gate_state;
+
+use gate_state::GateState;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -29,106 +32,6 @@ pub struct Fairness {
     /// For how long after another tenant's last call a slot stays held back for it when
     /// this tenant is past its share (zero: no reserve).
     pub reserve: Duration,
-}
-
-/// How long a tenant's last call is remembered at most (the longest reserve allowed).
-const LONGEST_RESERVE: Duration = Duration::from_secs(60);
-
-#[derive(Default)]
-struct GateState {
-    in_use: usize,
-    held: HashMap<Arc<str>, usize>,
-    /// Waiters per tenant, oldest first.
-    waiting: HashMap<Arc<str>, VecDeque<oneshot::Sender<GatePermit>>>,
-    /// Tenants with waiters, in the order they are served next.
-    turns: VecDeque<Arc<str>>,
-    /// How each tenant asked to share, last time it asked.
-    fairness: HashMap<Arc<str>, Fairness>,
-    /// When each tenant last asked for or gave back a slot.
-    last_seen: HashMap<Arc<str>, Instant>,
-    closed: bool,
-}
-
-impl GateState {
-    fn grant(&mut self, tenant: &Arc<str>) {
-        self.in_use += 1;
-        *self.held.entry(tenant.clone()).or_default() += 1;
-    }
-
-    fn ungrant(&mut self, tenant: &str) {
-        self.in_use = self.in_use.saturating_sub(1);
-        if let Some(n) = self.held.get_mut(tenant) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.held.remove(tenant);
-            }
-        }
-    }
-
-    fn fairness_of(&self, tenant: &str) -> Fairness {
-        self.fairness.get(tenant).copied().unwrap_or(Fairness {
-            share: 1,
-            reserve: Duration::ZERO,
-        })
-    }
-
-    fn held_by(&self, tenant: &str) -> usize {
-        self.held.get(tenant).copied().unwrap_or(0)
-    }
-
-    /// Other tenants that called within `tenant`'s reserve window, hold no slot and do
-    /// not wait (a waiting tenant is served by its turn, not by the reserve).
-    fn reserved_against(&self, tenant: &str, now: Instant) -> usize {
-        let window = self.fairness_of(tenant).reserve;
-        if window.is_zero() {
-            return 0;
-        }
-        self.last_seen
-            .iter()
-            .filter(|&(other, &seen)| {
-                let other: &str = other;
-                other != tenant
-                    && now.saturating_duration_since(seen) < window
-                    && !self.held.contains_key(other)
-                    && !self.waiting.contains_key(other)
-            })
-            .count()
-    }
-
-    /// Whether `tenant` may take one of the free slots (the caller checked one is free):
-    /// within its share always; past it only when the slots left afterwards cover the
-    /// reserve for other recent tenants.
-    fn may_take(&self, tenant: &str, max: usize, now: Instant) -> bool {
-        if self.held_by(tenant) < self.fairness_of(tenant).share.max(1) {
-            return true;
-        }
-        let free_after = max.saturating_sub(self.in_use).saturating_sub(1);
-        free_after >= self.reserved_against(tenant, now)
-    }
-
-    fn seen(&mut self, tenant: &Arc<str>, now: Instant) {
-        match self.last_seen.get_mut(tenant) {
-            Some(at) => *at = now,
-            None => {
-                // Tenants are configured tokens, so this stays small; still, forget the
-                // ones no window can reach any more before remembering a new one.
-                self.last_seen
-                    .retain(|_, at| now.saturating_duration_since(*at) < LONGEST_RESERVE);
-                self.last_seen.insert(tenant.clone(), now);
-            }
-        }
-    }
-
-    /// Forgets `tenant`'s waiters that gave up.
-    fn forget_gone(&mut self, tenant: &Arc<str>) {
-        if let Some(queue) = self.waiting.get_mut(tenant) {
-            queue.retain(|s| !s.is_closed());
-            if queue.is_empty() {
-                self.waiting.remove(tenant);
-                self.turns.retain(|t| t != tenant);
-            }
-        }
-    }
 }
 
 /// The gate. Cheap to share: [`FairGate::acquire`] takes `&Arc<Self>`.
@@ -254,10 +157,7 @@ impl FairGate {
     fn dispatch(self: &Arc<Self>, state: &mut GateState) {
         let now = Instant::now();
         while state.in_use < self.max && !state.turns.is_empty() {
-            let within_share = state
-                .turns
-                .iter()
-                .position(|t| state.held_by(t) < state.fairness_of(t).share.max(1));
+            let within_share = state.turns.iter().position(|t| state.within_share(t));
             let index = within_share.or_else(|| {
                 state
                     .turns
