@@ -21,9 +21,10 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
-use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterFn, LevelFilter, filter_fn};
+
+mod line;
 
 /// The tracing target of audit events.
 pub const TARGET: &str = "wharf::audit";
@@ -289,12 +290,7 @@ impl<S: tracing::Subscriber> Layer<S> for AuditLayer {
         _ctx: tracing_subscriber::layer::Context<'_, S>,
     ) {
         let Some(sink) = SINK.get() else { return };
-        let mut fields = Line(Vec::with_capacity(384));
-        fields.0.extend_from_slice(b"{\"ts\":");
-        fields.string(&now_rfc3339());
-        event.record(&mut fields);
-        fields.0.extend_from_slice(b"}\n");
-        let line = fields.0;
+        let line = line::of_event(event);
         QUEUED.fetch_add(1, Ordering::AcqRel);
         let sent = match sink.mode {
             AuditMode::Drop => sink.queue.try_send(line).is_ok(),
@@ -305,53 +301,6 @@ impl<S: tracing::Subscriber> Layer<S> for AuditLayer {
             DROPPED.fetch_add(1, Ordering::Relaxed);
         }
     }
-}
-
-/// An event's fields written straight into one JSON object (numbers and booleans stay
-/// typed): no map, no intermediate values, one buffer per line.
-struct Line(Vec<u8>);
-
-impl Line {
-    fn key(&mut self, field: &Field) {
-        self.0.push(b',');
-        self.string(field.name());
-        self.0.push(b':');
-    }
-
-    /// Appends `text` as a JSON string (writing to a `Vec` cannot fail).
-    fn string(&mut self, text: &str) {
-        let _ = serde_json::to_writer(&mut self.0, text);
-    }
-}
-
-impl Visit for Line {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.key(field);
-        self.string(value);
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.key(field);
-        let _ = write!(self.0, "{value}");
-    }
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.key(field);
-        let _ = write!(self.0, "{value}");
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.key(field);
-        self.0
-            .extend_from_slice(if value { b"true" } else { b"false" });
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.key(field);
-        self.string(&format!("{value:?}"));
-    }
-}
-
-/// UTC now as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-fn now_rfc3339() -> String {
-    // Not `format("%Y…")`: that parses the pattern again on every line.
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]

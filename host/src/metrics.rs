@@ -3,11 +3,16 @@
 //! [`Scrape`] the front door reads off the instance pools, the session store and Docker.
 //! The recorder sits at the bottom: it imports none of what it measures.
 
+mod scrape;
+mod series_cache;
 mod tenants;
 mod warm_pool;
 
+pub use scrape::{PoolCounts, Scrape};
 pub use tenants::TenantMetrics;
 pub use warm_pool::WarmPoolMetrics;
+
+use series_cache::{Labels, SeriesCache};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -92,7 +97,9 @@ pub enum BackendEvent {
 pub struct Metrics {
     registry: Registry,
     tool_calls: Family<ToolCallLabels, Counter>,
+    tool_call_series: SeriesCache<Counter>,
     call_duration: HistogramFamily<BackendLabels>,
+    call_duration_series: SeriesCache<Histogram>,
     instances: Family<StateLabels, Gauge>,
     discarded: Family<BackendLabels, Counter>,
     retired: Family<BackendLabels, Counter>,
@@ -114,36 +121,6 @@ impl Default for Metrics {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// One backend's instance pool, as a scrape reads it.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PoolCounts {
-    /// Idle instances.
-    pub idle: usize,
-    /// Instances running a call.
-    pub busy: usize,
-    /// Instances discarded (trapped, poisoned) since start.
-    pub discarded: u64,
-    /// Instances retired (age, call count) since start.
-    pub retired: u64,
-}
-
-/// What the scrape-time gauges show, read by the front door at scrape time.
-#[derive(Debug, Clone, Default)]
-pub struct Scrape {
-    /// Loaded backends per contract version.
-    pub contracts: Vec<(String, usize)>,
-    /// Each loaded backend's pool.
-    pub pools: Vec<(String, PoolCounts)>,
-    /// (backend, state) of every session in the store; `None` when the store did not answer.
-    pub sessions: Option<Vec<(String, &'static str)>>,
-    /// The backend of every Wharf container; `None` when Docker did not answer.
-    pub containers: Option<Vec<String>>,
-    /// The tenant of every session in the store; `None` when the store did not answer.
-    pub tenant_sessions: Option<Vec<String>>,
-    /// The tenant of every Wharf container that belongs to a session.
-    pub tenant_containers: Option<Vec<String>>,
 }
 
 impl Metrics {
@@ -236,7 +213,9 @@ impl Metrics {
             tenants,
             registry,
             tool_calls,
+            tool_call_series: SeriesCache::default(),
             call_duration,
+            call_duration_series: SeriesCache::default(),
             instances,
             discarded,
             retired,
@@ -260,16 +239,20 @@ impl Metrics {
 
     /// Records one tool call (`backend` and `tool` are `-` when unresolved).
     pub fn record_call(&self, backend: &str, tool: &str, code: u32, took: Duration) {
-        self.tool_calls
-            .get_or_create(&ToolCallLabels {
-                backend: backend.to_string(),
-                tool: tool.to_string(),
-                code: code.to_string(),
+        self.tool_call_series
+            .get(Labels(backend, tool, code), || {
+                self.tool_calls.get_or_create_owned(&ToolCallLabels {
+                    backend: backend.to_string(),
+                    tool: tool.to_string(),
+                    code: code.to_string(),
+                })
             })
             .inc();
-        self.call_duration
-            .get_or_create(&BackendLabels {
-                backend: backend.to_string(),
+        self.call_duration_series
+            .get(Labels(backend, "", 0), || {
+                self.call_duration.get_or_create_owned(&BackendLabels {
+                    backend: backend.to_string(),
+                })
             })
             .observe(took.as_secs_f64());
     }

@@ -47,13 +47,16 @@ impl EdgePolicy {
 
     /// 4030 unless the request's `Host` and `Origin` may reach the host.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), WharfError> {
+        // Compared without case rather than lowercased: no allocation on every request.
         let host = headers
             .get(axum::http::header::HOST)
-            .map(|v| v.to_str().map(str::to_ascii_lowercase))
+            .map(|v| v.to_str())
             .transpose()
             .map_err(|_| WharfError::forbidden("the Host header is not valid"))?;
-        if let (Some(allowed), Some(host)) = (&self.hosts, &host)
-            && !allowed.iter().any(|name| *name == host_name(host))
+        if let (Some(allowed), Some(host)) = (&self.hosts, host)
+            && !allowed
+                .iter()
+                .any(|name| name.eq_ignore_ascii_case(host_name(host)))
         {
             return Err(WharfError::forbidden(format!(
                 "Host `{}` is not allowed: this server listens on loopback (add the name to [server] allowed_hosts to reach it by that name)",
@@ -67,9 +70,9 @@ impl EdgePolicy {
             .to_str()
             .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
             .map_err(|_| WharfError::forbidden("the Origin header is not valid"))?;
-        let own = host.as_deref().is_some_and(|host| {
+        let own = host.is_some_and(|host| {
             origin.split_once("://").is_some_and(|(scheme, authority)| {
-                matches!(scheme, "http" | "https") && authority == host
+                matches!(scheme, "http" | "https") && authority.eq_ignore_ascii_case(host)
             })
         });
         if own || self.origins.contains(&origin) {
@@ -149,6 +152,14 @@ mod tests {
         assert!(p.check(&headers("wharf.local:7420", None)).is_ok());
         assert!(p.check(&headers("attacker.example", None)).is_err());
         assert!(p.check(&headers("attacker.example:7420", None)).is_err());
+        // Host names compare without case (RFC 9110, section 4.2.3), both ways.
+        assert!(p.check(&headers("LocalHost:7420", None)).is_ok());
+        assert!(p.check(&headers("WHARF.local", None)).is_ok());
+        assert!(p.check(&headers("ATTACKER.example", None)).is_err());
+        assert!(
+            p.check(&headers("LocalHost:7420", Some("http://localhost:7420")))
+                .is_ok()
+        );
         assert!(
             p.check(&headers("localhost:7420", Some("http://localhost:7420")))
                 .is_ok()

@@ -41,19 +41,19 @@ pub fn check_media_type(
     }
     let essence = match headers.get(axum::http::header::CONTENT_TYPE) {
         None if untyped => return Ok(()),
-        None => String::new(),
+        None => "",
         Some(value) => value
             .to_str()
             .unwrap_or_default()
             .split(';')
             .next()
             .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase(),
+            .trim(),
     };
-    if accepted.contains(&essence.as_str()) {
+    if accepted.iter().any(|a| a.eq_ignore_ascii_case(essence)) {
         return Ok(());
     }
+    let essence = essence.to_ascii_lowercase();
     Err(WharfError::new(
         Code::UnsupportedMediaType,
         format!(
@@ -159,6 +159,14 @@ pub fn parse_body<T: DeserializeOwned>(
     body: Result<Bytes, BytesRejection>,
     empty: EmptyBody,
 ) -> Result<T, WharfError> {
+    // One pass for a well-formed object; anything else takes the two steps below, which
+    // give the refusal its code (an array would otherwise fill a struct's fields in order).
+    if let Ok(bytes) = &body
+        && bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        && let Ok(parsed) = serde_json::from_slice(bytes)
+    {
+        return Ok(parsed);
+    }
     from_json(read_json(body, empty)?, "the request body")
 }
 
@@ -170,6 +178,28 @@ mod tests {
     #[allow(dead_code)]
     struct Req {
         tool: String,
+    }
+
+    #[test]
+    fn a_body_parses_in_one_pass_or_two_with_the_same_answers() {
+        let parse = |body: &'static [u8]| {
+            parse_body::<Req>(Ok(Bytes::from_static(body)), EmptyBody::Refused)
+        };
+        assert_eq!(parse(b" {\"tool\":\"a\"} ").unwrap().tool, "a");
+        // A struct would take an array's items in order; a body must be an object.
+        let array = parse(b"[\"a\"]").unwrap_err();
+        assert_eq!(array.code, Code::InvalidRequest, "{}", array.message);
+        assert!(
+            array.message.contains("must be a JSON object"),
+            "{}",
+            array.message
+        );
+        // A repeated key keeps its last value, as the two-step path always did.
+        assert_eq!(parse(b"{\"tool\":\"a\",\"tool\":\"b\"}").unwrap().tool, "b");
+        assert_eq!(parse(b"{}").unwrap_err().code, Code::MissingField);
+        assert_eq!(parse(b"{\"tool\":1}").unwrap_err().code, Code::InvalidType);
+        assert_eq!(parse(b"{\"tool\":").unwrap_err().code, Code::InvalidRequest);
+        assert_eq!(parse(b"  ").unwrap_err().code, Code::InvalidRequest);
     }
 
     #[test]
@@ -187,6 +217,8 @@ mod tests {
             false,
         );
         assert!(json.is_ok());
+        // Media types compare without case (RFC 9110, section 8.3.1).
+        assert!(check_media_type(&typed("Application/JSON"), true, &[JSON], false).is_ok());
         for t in [
             "text/plain",
             "application/x-www-form-urlencoded",

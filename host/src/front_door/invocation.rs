@@ -6,7 +6,7 @@
 //! call).
 
 use super::Wharf;
-use super::tool_calls::{Admitted, CallOutcome, CallPlace, CallRequest};
+use super::tool_calls::{Admitted, CallOutcome, CallPlace, CallRequest, ResolvedTool};
 use crate::error_code::WharfError;
 use crate::principal::Principal;
 use crate::tool::SessionNeed;
@@ -94,7 +94,7 @@ impl Wharf {
             trace_id,
             missing_session,
         } = invocation;
-        let tool = self.listed_name(tool);
+        let (tool, resolved) = self.listed_name(tool);
         let tenant = caller.session_tenant();
         let mut request = CallRequest {
             tool,
@@ -108,7 +108,9 @@ impl Wharf {
         let args = request.args.clone();
         self.audited(tenant, &args, trace_id.clone(), async {
             let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));
-            let admitted = self.admit(tenant, &request, permit).map_err(|e| *e)?;
+            let admitted = self
+                .admit(tenant, &request, resolved, permit)
+                .map_err(|e| *e)?;
             let (session_id, temporary) = self
                 .pick_session(caller, &admitted, &request, session, missing_session)
                 .await?;
@@ -125,14 +127,17 @@ impl Wharf {
     /// The canonical name of a tool the caller named by its MCP name when the name
     /// `ToolName::mcp_name` had to rewrite (characters replaced, cut at 64) resolves no
     /// other way; any other name unchanged.
-    fn listed_name(&self, requested: String) -> String {
-        if self.resolve_tool(&requested).is_ok() {
-            return requested;
+    /// The name resolved on the way is handed on, so `admit` need not resolve it again.
+    fn listed_name(&self, requested: String) -> (String, Option<ResolvedTool>) {
+        if let Ok(found) = self.resolve_tool(&requested) {
+            return (requested, Some(found));
         }
-        self.tools()
+        let listed = self
+            .tools()
             .into_iter()
             .find(|(name, _, _)| name.mcp_name() == requested)
-            .map_or(requested, |(name, _, _)| name.canonical())
+            .map_or(requested, |(name, _, _)| name.canonical());
+        (listed, None)
     }
 
     /// The session the call runs in (and the temporary session to release after it). The

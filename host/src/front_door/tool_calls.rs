@@ -81,6 +81,9 @@ pub(super) struct Admitted {
     _admission: crate::quotas::CallAdmission,
 }
 
+/// A tool name resolved in the registry: its backend and its action.
+pub(super) type ResolvedTool = (Arc<LoadedBackend>, String);
+
 /// What a call needs of its tool (not the whole description: its schemas are not copied
 /// per call).
 pub(super) struct AdmittedTool {
@@ -181,21 +184,25 @@ impl Wharf {
         }
     }
 
-    /// Resolves the tool once, checks the caller's allowlist (`permit`) and admits the call
+    /// Resolves the tool once (unless `resolved` already did), checks the caller's allowlist (`permit`) and admits the call
     /// under the tenant's quotas, before anything is paid for (a session, a sandbox).
     pub(super) fn admit(
         &self,
         tenant: &Tenant,
         request: &CallRequest,
+        resolved: Option<ResolvedTool>,
         permit: impl Fn(&str, &str) -> Result<(), WharfError>,
     ) -> Result<Admitted, Box<(WharfError, CallPlace)>> {
         let mut place = CallPlace {
             session_id: request.session_id.clone(),
             ..CallPlace::default()
         };
-        let (backend, action) = self
-            .resolve_tool(&request.tool)
-            .map_err(|e| Box::new((e, place.clone())))?;
+        let (backend, action) = match resolved {
+            Some(found) => found,
+            None => self
+                .resolve_tool(&request.tool)
+                .map_err(|e| Box::new((e, place.clone())))?,
+        };
         place.tool = Some(format!("{}:{action}", backend.name));
         place.backend = Some(backend.name.to_string());
         permit(&backend.name, &action).map_err(|e| Box::new((e, place.clone())))?;

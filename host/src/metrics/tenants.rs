@@ -1,6 +1,7 @@
 //! Per-tenant series for `GET /metrics`: calls, refusals (4290 and quota 4030s), time
 //! waited for an instance, and (at scrape time) sessions and containers.
 
+use super::series_cache::{Labels, SeriesCache};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -30,8 +31,10 @@ fn wait_histogram() -> Histogram {
 #[derive(Debug)]
 pub struct TenantMetrics {
     calls: Family<TenantLabels, Counter>,
+    call_series: SeriesCache<Counter>,
     refusals: Family<RefusalLabels, Counter>,
     queue_wait: Family<TenantLabels, Histogram, fn() -> Histogram>,
+    queue_wait_series: SeriesCache<Histogram>,
     sessions: Family<TenantLabels, Gauge>,
     containers: Family<TenantLabels, Gauge>,
 }
@@ -41,8 +44,10 @@ impl TenantMetrics {
     pub fn register(registry: &mut Registry) -> Self {
         let me = Self {
             calls: Family::default(),
+            call_series: SeriesCache::default(),
             refusals: Family::default(),
             queue_wait: Family::new_with_constructor(wait_histogram),
+            queue_wait_series: SeriesCache::default(),
             sessions: Family::default(),
             containers: Family::default(),
         };
@@ -82,7 +87,11 @@ impl TenantMetrics {
 
     /// One tool call of `tenant`.
     pub fn record_call(&self, tenant: &str) {
-        self.calls.get_or_create(&Self::labels(tenant)).inc();
+        self.call_series
+            .get(Labels(tenant, "", 0), || {
+                self.calls.get_or_create_owned(&Self::labels(tenant))
+            })
+            .inc();
     }
 
     /// One refusal of `tenant` by `limit`.
@@ -97,8 +106,10 @@ impl TenantMetrics {
 
     /// How long one call of `tenant` waited for an instance.
     pub fn record_queue_wait(&self, tenant: &str, waited: Duration) {
-        self.queue_wait
-            .get_or_create(&Self::labels(tenant))
+        self.queue_wait_series
+            .get(Labels(tenant, "", 0), || {
+                self.queue_wait.get_or_create_owned(&Self::labels(tenant))
+            })
             .observe(waited.as_secs_f64());
     }
 

@@ -7,42 +7,21 @@
 use crate::error_code::WharfError;
 use crate::policy::Grants;
 use crate::quotas::{FairGate, GatePermit, GateRefusal};
-use crate::runtime::guest_types::GuestError;
 use crate::runtime::host_state::HostServices;
 use crate::runtime::host_state::{CallContext, HostState};
 use anyhow::{Result, anyhow};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmtime::{Store, UpdateDeadline};
 
-/// A boxed future, for the few guest calls a pool makes without knowing the world.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+mod checked_out;
+mod guest_world;
+mod status;
 
-/// A pre-instantiated component of one world (of any served contract version): what a
-/// pool makes instances of, and the hooks every world has.
-pub trait GuestWorld: Clone + Send + Sync + 'static {
-    /// The exports of one instance.
-    type Exports: Send + Sync + 'static;
-    /// The engine it was compiled for.
-    fn engine(&self) -> &Engine;
-    /// A new instance in `store`.
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<HostState>,
-    ) -> BoxFuture<'a, Result<Self::Exports>>;
-    /// `warmup(config)`.
-    fn warmup<'a>(
-        exports: &'a Self::Exports,
-        store: &'a mut Store<HostState>,
-        config: &'a str,
-    ) -> BoxFuture<'a, wasmtime::Result<Result<(), GuestError>>>;
-    /// `shutdown()`.
-    fn shutdown<'a>(
-        exports: &'a Self::Exports,
-        store: &'a mut Store<HostState>,
-    ) -> BoxFuture<'a, wasmtime::Result<()>>;
-}
+pub use checked_out::CheckedOut;
+pub use guest_world::{BoxFuture, GuestWorld};
+pub use status::{PoolStats, PoolStatus, PoolWatch};
 
 /// Sizing and retirement of one pool.
 #[derive(Debug, Clone)]
@@ -70,57 +49,6 @@ pub struct Instance<W: GuestWorld> {
     /// The exported interface.
     pub exports: W::Exports,
     calls: u64,
-}
-
-/// Counters for metrics and tests.
-#[derive(Debug, Default)]
-pub struct PoolStats {
-    /// Instances created (and warmed).
-    pub created: AtomicU64,
-    /// Instances thrown away after a trap, a blown limit or a cancelled call.
-    pub discarded: AtomicU64,
-    /// Instances retired after N calls or the memory high-water mark.
-    pub retired: AtomicU64,
-    /// Calls in progress.
-    pub busy: AtomicUsize,
-}
-
-/// Instance pool counters, for `/v1/backends` and metrics.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct PoolStatus {
-    /// Instances waiting for a call.
-    pub idle: usize,
-    /// Calls in progress.
-    pub busy: usize,
-    /// Instances created (and warmed).
-    pub created: u64,
-    /// Instances thrown away after a trap, a blown limit or a cancelled call.
-    pub discarded: u64,
-    /// Instances retired after N calls or the memory high-water mark.
-    pub retired: u64,
-}
-
-/// A look at a pool from outside, whatever its world: counters and whether it drains.
-pub trait PoolWatch: Send + Sync {
-    /// Counters.
-    fn status(&self) -> PoolStatus;
-    /// Whether the pool is draining (its backend was replaced or unloaded).
-    fn is_draining(&self) -> bool;
-    /// Creates and warms one instance outside the pool and throws it away: what a call
-    /// pays when no warm instance is idle (for benchmarks).
-    fn fresh_instance(&self) -> BoxFuture<'_, Result<()>>;
-}
-
-impl<W: GuestWorld> PoolWatch for InstancePool<W> {
-    fn status(&self) -> PoolStatus {
-        InstancePool::status(self)
-    }
-    fn is_draining(&self) -> bool {
-        InstancePool::is_draining(self)
-    }
-    fn fresh_instance(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(async move { self.instantiate().await.map(drop) })
-    }
 }
 
 /// The pool of one backend.
@@ -397,52 +325,5 @@ async fn shutdown<W: GuestWorld>(instance: &mut Instance<W>) {
     let Instance { store, exports, .. } = instance;
     if let Err(e) = W::shutdown(exports, store).await {
         tracing::warn!(backend = %store.data().backend, "shutdown trapped: {e:#}");
-    }
-}
-
-/// An instance lent to one call. [`CheckedOut::checkin`] returns it; dropping it any other
-/// way (a trap, a timeout, the caller went away) discards it: a store whose call did not
-/// finish cleanly is never reused.
-pub struct CheckedOut<W: GuestWorld> {
-    instance: Option<Instance<W>>,
-    pool: Arc<InstancePool<W>>,
-    _permit: GatePermit,
-}
-
-impl<W: GuestWorld> CheckedOut<W> {
-    /// The instance.
-    pub fn instance(&mut self) -> Result<&mut Instance<W>, WharfError> {
-        self.instance
-            .as_mut()
-            .ok_or_else(|| WharfError::internal("instance already returned"))
-    }
-
-    /// Returns a healthy instance to the pool (or retires it), clearing the call context.
-    pub fn checkin(mut self) {
-        if let Some(mut instance) = self.instance.take() {
-            self.pool.stats.busy.fetch_sub(1, Ordering::Relaxed);
-            instance.store.data_mut().call = CallContext::default();
-            instance.calls += 1;
-            let settings = &self.pool.settings;
-            let peak = instance.store.data().limiter.peak_bytes();
-            if instance.calls >= settings.retire_after_calls
-                || peak > settings.memory_high_water_bytes
-            {
-                self.pool.retire(instance);
-            } else if let Some(instance) = self.pool.push_idle(instance) {
-                self.pool.retire(instance);
-            }
-        }
-    }
-}
-
-impl<W: GuestWorld> Drop for CheckedOut<W> {
-    fn drop(&mut self) {
-        if self.instance.take().is_some() {
-            self.pool.stats.busy.fetch_sub(1, Ordering::Relaxed);
-            self.pool.stats.discarded.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(backend = %self.pool.name, "instance discarded");
-            self.pool.replenish();
-        }
     }
 }

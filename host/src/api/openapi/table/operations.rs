@@ -1,0 +1,232 @@
+//! The table itself: every route `/openapi.json` documents, built with the helpers of
+//! `table` (the host's own API, MCP, the admin routes, then the compatibility API).
+
+use super::shared::{
+    ACQUIRE, CALL, FILE_PATH, FILES, MCP, MCP_POST_HEADERS, MCP_SESSION, RELEASE, SESSION_ROWS,
+    WORKER_QUERY,
+};
+use super::{Body, Operation, Reply, body, delete, get, param, post, put};
+use crate::api::compat::{BatchBody, CreateBody, ExecuteBody, ListBody, WorkerBody, WorkerOnly};
+use crate::api::session_reply::{SessionList, SessionReply};
+use crate::config::TokenScope::{Admin, Call, Read};
+use crate::error_code::Code::*;
+use crate::front_door::{CallRequest, SessionRequest};
+
+/// Every route.
+pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
+    get("/healthz", "Liveness"),
+    get(
+        "/readyz",
+        "Readiness: at least one backend loaded (else 5011)",
+    )
+    .codes(&[Success, BackendUnavailable]),
+    get("/metrics", "Prometheus metrics (OpenMetrics text)")
+        .scope(Read)
+        .reply(Reply::Metrics)
+        .codes(&[Success, Internal]),
+    get(
+        "/openapi.json",
+        "This document: the routes this host serves, as configured",
+    )
+    .reply(Reply::Document),
+    get("/v1/backends", "Loaded backends, versions, state, tools")
+        .scope(Read)
+        .codes(&[Success, Internal]),
+    get(
+        "/v1/quotas",
+        "The caller's quotas and use (admins: every tenant's)",
+    )
+    .scope(Read)
+    .codes(&[Success, DependencyFailure, Internal]),
+    get(
+        "/v1/tools",
+        "Every tool with its input schema, annotations and session need",
+    )
+    .scope(Read)
+    .codes(&[Success, Internal]),
+    post(
+        "/v1/sessions",
+        "Acquire the session of (token, backend, key): the same key gives the same session",
+    )
+    .scope(Call)
+    .body(body::<SessionRequest>(true))
+    .data::<SessionReply>()
+        .codes(ACQUIRE),
+    get("/v1/sessions", "Sessions of the caller")
+        .scope(Read)
+        .query(&[
+            param("backend", false, "Only this backend's sessions"),
+            param("key", false, "Only the session of this key"),
+        ])
+        .data::<SessionList>()
+        .codes(SESSION_ROWS),
+    get("/v1/sessions/{id}", "One session")
+        .scope(Read)
+        .data::<SessionReply>()
+        .codes(SESSION_ROWS),
+    delete(
+        "/v1/sessions/{id}",
+        "Release a session (cleanup); idempotent",
+    )
+    .scope(Call)
+    .codes(RELEASE),
+    post("/v1/sessions/{id}/refresh", "Extend the idle TTL")
+        .scope(Call)
+        .data::<SessionReply>()
+        .codes(SESSION_ROWS),
+    delete("/v1/sessions/{id}/claim", "Release your holder claim")
+        .scope(Call)
+        .query(&[param("holder", true, "The holder whose claim ends")])
+        .codes(SESSION_ROWS),
+    get(
+        "/v1/sessions/{id}/files",
+        "Stream a file out of a sandbox session",
+    )
+    .scope(Call)
+    .query(FILE_PATH)
+    .reply(Reply::Octets)
+    .codes(FILES),
+    put(
+        "/v1/sessions/{id}/files",
+        "Stream a file into a sandbox session",
+    )
+    .scope(Call)
+    .body(Body::Bytes)
+    .query(FILE_PATH)
+    .codes(FILES),
+    post("/v1/call", "Run a tool")
+        .scope(Call)
+        .body(body::<CallRequest>(true))
+        .codes(CALL),
+    post("/mcp", "MCP over streamable HTTP (JSON-RPC)")
+        .scope(Read)
+        .body(Body::JsonRpc)
+        .headers(MCP_POST_HEADERS)
+        .reply(Reply::Mcp)
+        .codes(MCP),
+    get("/mcp", "MCP server-to-client event stream")
+        .scope(Read)
+        .headers(MCP_SESSION)
+        .reply(Reply::Mcp)
+        .codes(MCP),
+    delete("/mcp", "End an MCP session")
+        .scope(Read)
+        .headers(MCP_SESSION)
+        .reply(Reply::Mcp)
+        .codes(MCP),
+    put(
+        "/v1/admin/backends/{name}",
+        "Load or replace a backend from a .wasm body (kept, and loaded again at start)",
+    )
+    .scope(Admin)
+    .body(Body::Bytes)
+    .query(&[param(
+        "sha256",
+        false,
+        "The upload's SHA-256 (hex): refused unless it matches",
+    )])
+    .codes(&[
+        Success,
+        InvalidInput,
+        InvalidRequest,
+        PayloadTooLarge,
+        Conflict,
+        DependencyFailure,
+        Internal,
+    ]),
+    delete("/v1/admin/backends/{name}", "Drain and unload a backend")
+        .scope(Admin)
+        .codes(&[Success, Internal]),
+    post(
+        "/v1/admin/backends/{name}/approve",
+        "Approve a pending upgrade",
+    )
+    .scope(Admin)
+    .codes(&[Success, InvalidRequest, Internal]),
+    get("/health", "Compatibility: liveness"),
+    get("/ready", "Compatibility: readiness").codes(&[Success, BackendUnavailable]),
+    post(
+        "/api/v1/session/create",
+        "Compatibility: create a worker's session",
+    )
+    .scope(Call)
+    .body(body::<CreateBody>(true))
+    .codes(ACQUIRE),
+    post(
+        "/api/v1/session/destroy",
+        "Compatibility: destroy a worker's session(s)",
+    )
+    .scope(Call)
+    .body(body::<WorkerBody>(true))
+    .codes(RELEASE),
+    post("/api/v1/session/list", "Compatibility: list sessions")
+        .scope(Read)
+        .body(body::<ListBody>(false))
+        .query(WORKER_QUERY)
+        .codes(SESSION_ROWS),
+    get("/api/v1/session/list", "Compatibility: list sessions")
+        .scope(Read)
+        .query(WORKER_QUERY)
+        .codes(SESSION_ROWS),
+    post(
+        "/api/v1/session/refresh",
+        "Compatibility: refresh a worker's session(s)",
+    )
+    .scope(Call)
+    .body(body::<WorkerBody>(true))
+    .codes(SESSION_ROWS),
+    post("/api/v1/execute", "Compatibility: run one action")
+        .scope(Call)
+        .body(body::<ExecuteBody>(true))
+        .codes(CALL),
+    post(
+        "/api/v1/execute/batch",
+        "Compatibility: run several actions (5009 when none succeeded, 5010 when some did not)",
+    )
+    .scope(Call)
+    .body(body::<BatchBody>(true))
+    .codes(&[
+        Success,
+        InvalidRequest,
+        MissingField,
+        InvalidType,
+        Forbidden,
+        BatchAllFailed,
+        BatchPartialFailure,
+        Internal,
+    ]),
+    get("/api/v1/tools", "Compatibility: list tools")
+        .scope(Read)
+        .query(&[param(
+            "include_hidden",
+            false,
+            "Accepted and ignored (the replaced server's client sends it): Wharf has no hidden tools",
+        )])
+        .codes(&[Success, Internal]),
+    get(
+        "/api/v1/tools/{name}/schema",
+        "Compatibility: one tool's schema",
+    )
+    .scope(Read)
+    .codes(&[
+        Success,
+        InvalidRequest,
+        Forbidden,
+        BackendUnavailable,
+        Internal,
+    ]),
+    post(
+        "/api/v1/lifecycle/heartbeat",
+        "Compatibility: keep a worker's sessions alive",
+    )
+    .scope(Call)
+    .body(body::<WorkerOnly>(true))
+    .codes(SESSION_ROWS),
+    post(
+        "/api/v1/worker/disconnect",
+        "Compatibility: destroy a worker's sessions",
+    )
+    .scope(Call)
+    .body(body::<WorkerOnly>(true))
+    .codes(RELEASE),
+];

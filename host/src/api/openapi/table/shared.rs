@@ -1,0 +1,119 @@
+//! The named code sets and parameter lists of the table, most shared by several routes:
+//! what a tool call, acquiring or releasing a session, the session rows, a file and MCP's
+//! transport can answer, and the parameters of MCP, a sandbox's files and the
+//! compatibility API's session lists.
+
+use super::{Param, param};
+use crate::error_code::Code::{self, *};
+
+/// A tool call: the host's refusals, the backend's own codes, and what running costs.
+pub(super) const CALL: &[Code] = &[
+    Success,
+    InvalidInput,
+    BusinessFailure,
+    InvalidRequest,
+    MissingField,
+    InvalidType,
+    NoResults,
+    SessionNotFound,
+    Forbidden,
+    RateLimited,
+    ExecutionError,
+    Timeout,
+    BackendUnavailable,
+    DependencyFailure,
+    Internal,
+];
+/// Acquiring a session: the backend's `initialize` runs, under the tenant's quotas.
+pub(super) const ACQUIRE: &[Code] = &[
+    Success,
+    InvalidInput,
+    BusinessFailure,
+    InvalidRequest,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    Conflict,
+    RateLimited,
+    ExecutionError,
+    Timeout,
+    BackendUnavailable,
+    DependencyFailure,
+    Internal,
+];
+/// Ending sessions: the backend's `cleanup` runs.
+pub(super) const RELEASE: &[Code] = &[
+    Success,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    ExecutionError,
+    Timeout,
+    DependencyFailure,
+    Internal,
+];
+/// Reading or touching session rows.
+pub(super) const SESSION_ROWS: &[Code] = &[
+    Success,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    DependencyFailure,
+    Internal,
+];
+/// A file moved in or out of a sandbox.
+pub(super) const FILES: &[Code] = &[
+    Success,
+    InvalidInput,
+    InvalidRequest,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    PayloadTooLarge,
+    ExecutionError,
+    Timeout,
+    BackendUnavailable,
+    DependencyFailure,
+    Internal,
+];
+
+/// MCP's transport: its own refusals in Wharf's codes (a bad message, an unknown MCP
+/// session or one another token opened, a failure inside the transport); 202, 405 and 406
+/// have no code and are added by the builder.
+pub(super) const MCP: &[Code] = &[
+    Success,
+    InvalidRequest,
+    SessionNotFound,
+    Forbidden,
+    Internal,
+];
+
+/// The MCP session a request belongs to, and the key of the Wharf sessions its tools use.
+pub(super) const MCP_POST_HEADERS: &[Param] = &[
+    param(
+        "Mcp-Session-Id",
+        false,
+        "The MCP session (from `initialize`'s answer); absent only on `initialize`",
+    ),
+    param(
+        "X-Wharf-Session-Key",
+        false,
+        "Key of the Wharf sessions the calls' tools use (else the MCP session)",
+    ),
+];
+pub(super) const MCP_SESSION: &[Param] = &[param(
+    "Mcp-Session-Id",
+    true,
+    "The MCP session (from `initialize`'s answer)",
+)];
+
+pub(super) const FILE_PATH: &[Param] = &[param("path", true, "The file in the sandbox")];
+
+pub(super) const WORKER_QUERY: &[Param] = &[
+    param("worker_id", false, "Only this worker's sessions"),
+    param("resource_type", false, "Only this backend's sessions"),
+];
