@@ -3,6 +3,7 @@
 //! [`Scrape`] the front door reads off the instance pools, the session store and Docker.
 //! The recorder sits at the bottom: it imports none of what it measures.
 
+mod labels;
 mod scrape;
 mod series_cache;
 mod tenants;
@@ -12,9 +13,12 @@ pub use scrape::{PoolCounts, Scrape};
 pub use tenants::TenantMetrics;
 pub use warm_pool::WarmPoolMetrics;
 
-use series_cache::{Labels, SeriesCache};
+use labels::{
+    BackendLabels, CompileLabels, ContractLabels, EventLabels, ImportLabels, StateLabels,
+    ToolCallLabels,
+};
+use series_cache::{CachedFamily, Labels};
 
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -26,48 +30,6 @@ use std::time::Duration;
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct BackendLabels {
-    backend: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ToolCallLabels {
-    backend: String,
-    tool: String,
-    code: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StateLabels {
-    backend: String,
-    state: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ContractLabels {
-    contract: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ImportLabels {
-    backend: String,
-    import: String,
-    outcome: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CompileLabels {
-    backend: String,
-    cache: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct EventLabels {
-    backend: String,
-    event: String,
-}
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
@@ -96,17 +58,15 @@ pub enum BackendEvent {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    tool_calls: Family<ToolCallLabels, Counter>,
-    tool_call_series: SeriesCache<Counter>,
-    call_duration: HistogramFamily<BackendLabels>,
-    call_duration_series: SeriesCache<Histogram>,
+    tool_calls: CachedFamily<ToolCallLabels, Counter>,
+    call_duration: CachedFamily<BackendLabels, Histogram>,
     instances: Family<StateLabels, Gauge>,
     discarded: Family<BackendLabels, Counter>,
     retired: Family<BackendLabels, Counter>,
     sessions: Family<StateLabels, Gauge>,
     containers: Family<BackendLabels, Gauge>,
     contracts: Family<ContractLabels, Gauge>,
-    imports: Family<ImportLabels, Counter>,
+    imports: CachedFamily<ImportLabels, Counter>,
     compile: HistogramFamily<CompileLabels>,
     events: Family<EventLabels, Counter>,
     audit_written: Counter,
@@ -127,18 +87,19 @@ impl Metrics {
     /// A registry with every series.
     pub fn new() -> Self {
         let mut registry = Registry::default();
-        let tool_calls = Family::default();
+        let tool_calls = CachedFamily::new(Family::default());
         registry.register(
             "wharf_tool_calls",
             "Tool calls by backend, tool and result code",
-            Family::clone(&tool_calls),
+            tool_calls.family(),
         );
-        let call_duration: HistogramFamily<BackendLabels> =
-            Family::new_with_constructor(call_histogram);
+        let call_duration = CachedFamily::new(Family::new_with_constructor(
+            call_histogram as fn() -> Histogram,
+        ));
         registry.register(
             "wharf_tool_call_duration_seconds",
             "Tool call duration",
-            call_duration.clone(),
+            call_duration.family(),
         );
         let instances = Family::default();
         registry.register(
@@ -176,11 +137,11 @@ impl Metrics {
             "Loaded backends by the contract version they were built against (older ones are deprecated)",
             Family::clone(&contracts),
         );
-        let imports = Family::default();
+        let imports = CachedFamily::new(Family::default());
         registry.register(
             "wharf_host_import_calls",
             "Host import calls by backend, import and outcome",
-            Family::clone(&imports),
+            imports.family(),
         );
         let compile: HistogramFamily<CompileLabels> =
             Family::new_with_constructor(compile_histogram);
@@ -213,9 +174,7 @@ impl Metrics {
             tenants,
             registry,
             tool_calls,
-            tool_call_series: SeriesCache::default(),
             call_duration,
-            call_duration_series: SeriesCache::default(),
             instances,
             discarded,
             retired,
@@ -239,22 +198,22 @@ impl Metrics {
 
     /// Records one tool call (`backend` and `tool` are `-` when unresolved).
     pub fn record_call(&self, backend: &str, tool: &str, code: u32, took: Duration) {
-        self.tool_call_series
-            .get(Labels(backend, tool, code), || {
-                self.tool_calls.get_or_create_owned(&ToolCallLabels {
-                    backend: backend.to_string(),
-                    tool: tool.to_string(),
-                    code: code.to_string(),
-                })
-            })
-            .inc();
-        self.call_duration_series
-            .get(Labels(backend, "", 0), || {
-                self.call_duration.get_or_create_owned(&BackendLabels {
-                    backend: backend.to_string(),
-                })
-            })
-            .observe(took.as_secs_f64());
+        self.tool_calls.with(
+            Labels(backend, tool, code),
+            || ToolCallLabels {
+                backend: backend.to_string(),
+                tool: tool.to_string(),
+                code: code.to_string(),
+            },
+            |calls| calls.inc(),
+        );
+        self.call_duration.with(
+            Labels(backend, "", 0),
+            || BackendLabels {
+                backend: backend.to_string(),
+            },
+            |duration| duration.observe(took.as_secs_f64()),
+        );
     }
 
     /// Records one host import call and passes its answer through (a trap or a guest
@@ -271,13 +230,16 @@ impl Metrics {
 
     /// Records one host import call.
     pub fn record_import(&self, backend: &str, import: &str, ok: bool) {
-        self.imports
-            .get_or_create(&ImportLabels {
+        let outcome = if ok { "ok" } else { "error" };
+        self.imports.with(
+            Labels(backend, import, u32::from(ok)),
+            || ImportLabels {
                 backend: backend.to_string(),
                 import: import.to_string(),
-                outcome: if ok { "ok" } else { "error" }.to_string(),
-            })
-            .inc();
+                outcome: outcome.to_string(),
+            },
+            |calls| calls.inc(),
+        );
     }
 
     /// Records a backend event.
@@ -379,5 +341,59 @@ impl Metrics {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Metrics, Scrape};
+    use std::time::Duration;
+
+    fn line_value(text: &str, series: &str) -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+    }
+
+    #[test]
+    fn cached_series_are_the_ones_a_scrape_reads() {
+        let m = Metrics::new();
+        for _ in 0..3 {
+            m.record_import("probe", "kv.set", true);
+        }
+        m.record_import("probe", "kv.set", false);
+        m.record_call("echo", "ping", 0, Duration::from_millis(2));
+        m.record_call("echo", "ping", 4002, Duration::from_millis(2));
+        m.record_call("echo", "ping", 0, Duration::from_millis(2));
+        m.tenants.record_refusal("alice", "calls_per_second");
+        m.tenants.record_refusal("alice", "calls_per_second");
+        m.tenants.record_refusal("alice", "sessions");
+        let text = m.render(Scrape::default()).unwrap();
+        let at = |series: &str| line_value(&text, series);
+        let import = |outcome: &str| {
+            at(&format!(
+                r#"wharf_host_import_calls_total{{backend="probe",import="kv.set",outcome="{outcome}"}}"#
+            ))
+        };
+        assert_eq!(import("ok"), Some(3), "{text}");
+        assert_eq!(import("error"), Some(1), "{text}");
+        let calls = |code: &str| {
+            at(&format!(
+                r#"wharf_tool_calls_total{{backend="echo",tool="ping",code="{code}"}}"#
+            ))
+        };
+        assert_eq!(calls("0"), Some(2), "{text}");
+        assert_eq!(calls("4002"), Some(1), "{text}");
+        assert_eq!(
+            at(r#"wharf_tool_call_duration_seconds_count{backend="echo"}"#),
+            Some(3),
+            "{text}"
+        );
+        let refusals = |limit: &str| {
+            at(&format!(
+                r#"wharf_tenant_refusals_total{{tenant="alice",limit="{limit}"}}"#
+            ))
+        };
+        assert_eq!(refusals("calls_per_second"), Some(2), "{text}");
+        assert_eq!(refusals("sessions"), Some(1), "{text}");
     }
 }

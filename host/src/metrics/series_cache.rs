@@ -4,6 +4,7 @@
 //! one call"). The family still owns every series; this holds a second handle to each.
 
 use hashbrown::{Equivalent, HashMap};
+use prometheus_client::metrics::family::{Family, MetricConstructor};
 use std::hash::{Hash, Hasher};
 use std::sync::RwLock;
 
@@ -53,13 +54,19 @@ impl<M> Default for SeriesCache<M> {
 }
 
 impl<M: Clone> SeriesCache<M> {
-    /// The series of `labels`, made by `create` (which asks the family for it) the first
-    /// time.
-    pub(super) fn get(&self, labels: Labels<'_>, create: impl FnOnce() -> M) -> M {
+    /// Runs `record` on the series of `labels`, made by `create` (which asks the family for
+    /// it) the first time. A known series is used under the read lock, with no handle
+    /// cloned.
+    pub(super) fn with<R>(
+        &self,
+        labels: Labels<'_>,
+        create: impl FnOnce() -> M,
+        record: impl FnOnce(&M) -> R,
+    ) -> R {
         if let Ok(series) = self.series.read()
             && let Some(handle) = series.get(&labels)
         {
-            return handle.clone();
+            return record(handle);
         }
         let handle = create();
         if let Ok(mut series) = self.series.write() {
@@ -67,13 +74,55 @@ impl<M: Clone> SeriesCache<M> {
                 .entry(OwnedLabels(labels.0.into(), labels.1.into(), labels.2))
                 .or_insert_with(|| handle.clone());
         }
-        handle
+        record(&handle)
+    }
+}
+
+/// A metric family with its [`SeriesCache`]: a recorder passes the label values it has as
+/// [`Labels`], and the owned label set (for the family, the first time only) as a closure.
+#[derive(Debug)]
+pub(super) struct CachedFamily<L, M, C = fn() -> M> {
+    family: Family<L, M, C>,
+    cache: SeriesCache<M>,
+}
+
+impl<L, M, C> CachedFamily<L, M, C>
+where
+    L: Clone + Hash + Eq,
+    M: Clone,
+    C: MetricConstructor<M> + Clone,
+{
+    /// The family, cached.
+    pub(super) fn new(family: Family<L, M, C>) -> Self {
+        Self {
+            family,
+            cache: SeriesCache::default(),
+        }
+    }
+
+    /// A handle to the family, to register it.
+    pub(super) fn family(&self) -> Family<L, M, C> {
+        self.family.clone()
+    }
+
+    /// Runs `record` on the series of `labels`; `owned` builds the family's label set for
+    /// the same values the first time they are seen.
+    pub(super) fn with<R>(
+        &self,
+        labels: Labels<'_>,
+        owned: impl FnOnce() -> L,
+        record: impl FnOnce(&M) -> R,
+    ) -> R {
+        self.cache
+            .with(labels, || self.family.get_or_create_owned(&owned()), record)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Labels, SeriesCache};
+    use super::{CachedFamily, Labels, SeriesCache};
+    use prometheus_client::metrics::counter::Counter;
+    use prometheus_client::metrics::family::Family;
     use std::cell::Cell;
 
     #[test]
@@ -84,13 +133,28 @@ mod tests {
             created.set(created.get() + 1);
             n
         };
-        assert_eq!(cache.get(Labels("echo", "ping", 0), || make(1)), 1);
+        let get = |labels, n| cache.with(labels, || make(n), |m| *m);
+        assert_eq!(get(Labels("echo", "ping", 0), 1), 1);
         let backend = String::from("echo");
-        assert_eq!(cache.get(Labels(&backend, "ping", 0), || make(2)), 1);
-        assert_eq!(cache.get(Labels("echo", "ping", 4000), || make(3)), 3);
+        assert_eq!(get(Labels(&backend, "ping", 0), 2), 1);
+        assert_eq!(get(Labels("echo", "ping", 4000), 3), 3);
         // The split between the two names is part of the key.
-        assert_eq!(cache.get(Labels("echop", "ing", 0), || make(4)), 4);
-        assert_eq!(cache.get(Labels("echo", "", 0), || make(5)), 5);
+        assert_eq!(get(Labels("echop", "ing", 0), 4), 4);
+        assert_eq!(get(Labels("echo", "", 0), 5), 5);
         assert_eq!(created.get(), 4);
+    }
+
+    #[test]
+    fn a_cached_family_records_into_the_familys_own_series() {
+        let cached: CachedFamily<Vec<(String, String)>, Counter> =
+            CachedFamily::new(Family::default());
+        let owned = |b: &str| vec![("backend".to_string(), b.to_string())];
+        for _ in 0..3 {
+            cached.with(Labels("echo", "", 0), || owned("echo"), |c| c.inc());
+        }
+        cached.with(Labels("other", "", 0), || owned("other"), |c| c.inc());
+        // The family (what a scrape reads) holds the same series the cache found.
+        assert_eq!(cached.family().get_or_create(&owned("echo")).get(), 3);
+        assert_eq!(cached.family().get_or_create(&owned("other")).get(), 1);
     }
 }

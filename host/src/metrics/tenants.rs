@@ -1,7 +1,7 @@
 //! Per-tenant series for `GET /metrics`: calls, refusals (4290 and quota 4030s), time
 //! waited for an instance, and (at scrape time) sessions and containers.
 
-use super::series_cache::{Labels, SeriesCache};
+use super::series_cache::{CachedFamily, Labels};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -30,11 +30,9 @@ fn wait_histogram() -> Histogram {
 /// The per-tenant series.
 #[derive(Debug)]
 pub struct TenantMetrics {
-    calls: Family<TenantLabels, Counter>,
-    call_series: SeriesCache<Counter>,
-    refusals: Family<RefusalLabels, Counter>,
-    queue_wait: Family<TenantLabels, Histogram, fn() -> Histogram>,
-    queue_wait_series: SeriesCache<Histogram>,
+    calls: CachedFamily<TenantLabels, Counter>,
+    refusals: CachedFamily<RefusalLabels, Counter>,
+    queue_wait: CachedFamily<TenantLabels, Histogram>,
     sessions: Family<TenantLabels, Gauge>,
     containers: Family<TenantLabels, Gauge>,
 }
@@ -43,28 +41,28 @@ impl TenantMetrics {
     /// Registers the series into `registry`.
     pub fn register(registry: &mut Registry) -> Self {
         let me = Self {
-            calls: Family::default(),
-            call_series: SeriesCache::default(),
-            refusals: Family::default(),
-            queue_wait: Family::new_with_constructor(wait_histogram),
-            queue_wait_series: SeriesCache::default(),
+            calls: CachedFamily::new(Family::default()),
+            refusals: CachedFamily::new(Family::default()),
+            queue_wait: CachedFamily::new(Family::new_with_constructor(
+                wait_histogram as fn() -> Histogram,
+            )),
             sessions: Family::default(),
             containers: Family::default(),
         };
         registry.register(
             "wharf_tenant_calls",
             "Tool calls by tenant",
-            me.calls.clone(),
+            me.calls.family(),
         );
         registry.register(
             "wharf_tenant_refusals",
             "Calls and creations refused by a quota (4290, or 4030 for a count), by tenant and limit",
-            me.refusals.clone(),
+            me.refusals.family(),
         );
         registry.register(
             "wharf_tenant_queue_wait_seconds",
             "Time a call waited for a backend instance, by tenant",
-            me.queue_wait.clone(),
+            me.queue_wait.family(),
         );
         registry.register(
             "wharf_tenant_sessions",
@@ -87,30 +85,32 @@ impl TenantMetrics {
 
     /// One tool call of `tenant`.
     pub fn record_call(&self, tenant: &str) {
-        self.call_series
-            .get(Labels(tenant, "", 0), || {
-                self.calls.get_or_create_owned(&Self::labels(tenant))
-            })
-            .inc();
+        self.calls.with(
+            Labels(tenant, "", 0),
+            || Self::labels(tenant),
+            |calls| calls.inc(),
+        );
     }
 
     /// One refusal of `tenant` by `limit`.
     pub fn record_refusal(&self, tenant: &str, limit: &str) {
-        self.refusals
-            .get_or_create(&RefusalLabels {
+        self.refusals.with(
+            Labels(tenant, limit, 0),
+            || RefusalLabels {
                 tenant: tenant.to_string(),
                 limit: limit.to_string(),
-            })
-            .inc();
+            },
+            |refusals| refusals.inc(),
+        );
     }
 
     /// How long one call of `tenant` waited for an instance.
     pub fn record_queue_wait(&self, tenant: &str, waited: Duration) {
-        self.queue_wait_series
-            .get(Labels(tenant, "", 0), || {
-                self.queue_wait.get_or_create_owned(&Self::labels(tenant))
-            })
-            .observe(waited.as_secs_f64());
+        self.queue_wait.with(
+            Labels(tenant, "", 0),
+            || Self::labels(tenant),
+            |wait| wait.observe(waited.as_secs_f64()),
+        );
     }
 
     /// Sets the session gauges from one tenant name per session.
