@@ -1,7 +1,8 @@
 //! The benchmark: one table of figures and ratios, on this machine, in one run.
 //!
 //! - trivial tool calls over REST (`echo:ping`) at concurrency 1 and 32 for 10 s each, and a
-//!   bare axum route served the same way in the same run (wrk drives both);
+//!   bare axum route (`tests/bare-axum`, its own process at the host's optimisation level)
+//!   served the same way in the same run (wrk drives both);
 //! - in-process instance checkout + call, and instantiating per call for comparison;
 //! - resident memory of `wharf serve` with 3 backends loaded and idle;
 //! - start-up time with a cold and a warm compile cache;
@@ -147,20 +148,29 @@ fn wrk(url: &str, body: &str, connections: u32, seconds: u32) -> (f64, f64, f64)
     (v[0], v[1], v[2])
 }
 
-/// A bare axum route: the same JSON-in, JSON-out shape as a tool call, no Wasm.
-async fn bare_axum(port: u16) {
-    use axum::routing::{get, post};
-    let app = axum::Router::new().route("/readyz", get(|| async { "ok" })).route(
-        "/v1/call",
-        post(|body: axum::body::Bytes| async move {
-            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            axum::Json(json!({"code": 0, "message": "ok", "data": {"result": "pong", "tool": v["tool"]}}))
-        }),
+/// The baseline: the `bare-axum` binary (`tests/bare-axum`), one axum route with the same
+/// JSON-in, JSON-out shape as a tool call and no Wasm, in its own process and built at the
+/// host crate's optimisation level. `cargo build --workspace --bins` (`scripts/bench`)
+/// builds it.
+fn start_bare_axum(port: u16) -> Proc {
+    start_baseline(&bin_dir().join("bare-axum"), port)
+}
+
+/// Starts the baseline binary `bin` on `port` and waits until it answers.
+fn start_baseline(bin: &Path, port: u16) -> Proc {
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace --bins` (scripts/bench does)",
+        bin.display()
     );
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .unwrap();
-    axum::serve(listener, app).await.unwrap();
+    let child = Command::new(bin)
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bare-axum starts");
+    wait_ready(&format!("http://127.0.0.1:{port}/readyz"));
+    Proc(child)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -309,8 +319,7 @@ fn main() {
 
     // REST: Wharf vs bare axum, same machine, same client, same run.
     let bare_port = free_port();
-    rt.spawn(bare_axum(bare_port));
-    wait_ready(&format!("http://127.0.0.1:{bare_port}/readyz"));
+    let _bare = start_bare_axum(bare_port);
     let body = r#"{"tool":"echo:ping","args":{}}"#;
     let mut ratio32 = 0.0;
     for c in [1, 32] {
@@ -338,19 +347,21 @@ fn main() {
             ratio32 = ratio;
         }
     }
-    // The release profile beside the dev one, when `cargo build --release -p wharf` has
-    // built it: the same requests, the same bare axum, the same run.
-    let release_bin = bin_dir()
-        .parent()
-        .map(|target| target.join("release").join("wharf"))
-        .filter(|bin| bin.exists());
-    if let Some(bin) = release_bin {
+    // The release profile beside the dev one, when `cargo build --release -p wharf -p
+    // bare-axum` has built both: the same requests against the baseline's release build.
+    let release_dir = bin_dir().parent().map(|target| target.join("release"));
+    let release_bins = release_dir
+        .map(|dir| (dir.join("wharf"), dir.join("bare-axum")))
+        .filter(|(wharf, bare)| wharf.exists() && bare.exists());
+    if let Some((bin, bare_bin)) = release_bins {
         let release_data = tempfile::tempdir().unwrap();
         let (release, release_url, _) = start_wharf(release_data.path(), &bin);
+        let release_bare_port = free_port();
+        let release_bare = start_baseline(&bare_bin, release_bare_port);
         for c in [1, 32] {
             let (r_rps, r50, r99) = wrk(&format!("{release_url}/v1/call"), body, c, seconds);
             let (b_rps, _, _) = wrk(
-                &format!("http://127.0.0.1:{bare_port}/v1/call"),
+                &format!("http://127.0.0.1:{release_bare_port}/v1/call"),
                 body,
                 c,
                 seconds,
@@ -360,14 +371,16 @@ fn main() {
                 format!("{r_rps:.0} calls/s, p50 {r50:.3} ms, p99 {r99:.3} ms"),
             ));
             rows.push((
-                format!("ratio Wharf release / bare axum, concurrency {c}"),
+                format!("ratio Wharf release / bare axum release, concurrency {c}"),
                 format!("{:.2}x (bare axum {b_rps:.0} calls/s)", r_rps / b_rps),
             ));
         }
+        drop(release_bare);
         drop(release);
     } else {
         println!(
-            "note: no target/release/wharf (cargo build --release -p wharf); release rows skipped\n"
+            "note: no target/release/wharf and target/release/bare-axum \
+             (cargo build --release -p wharf -p bare-axum); release rows skipped\n"
         );
     }
     if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("rest") {
