@@ -148,21 +148,16 @@ fn wrk(url: &str, body: &str, connections: u32, seconds: u32) -> (f64, f64, f64)
     (v[0], v[1], v[2])
 }
 
-/// The baseline: the `bare-axum` binary (`tests/bare-axum`), one axum route with the same
+/// The baseline: a `bare-axum` binary (`tests/bare-axum`), one axum route with the same
 /// JSON-in, JSON-out shape as a tool call and no Wasm, in its own process and built at the
-/// host crate's optimisation level. `cargo build --workspace --bins` (`scripts/bench`)
-/// builds it.
-fn start_bare_axum(port: u16) -> Proc {
-    start_baseline(&bin_dir().join("bare-axum"), port)
-}
-
-/// Starts the baseline binary `bin` on `port` and waits until it answers.
-fn start_baseline(bin: &Path, port: u16) -> Proc {
+/// host crate's optimisation level. Started on a free port; answers once it is ready.
+fn start_bare_axum(bin: &Path) -> (Proc, u16) {
     assert!(
         bin.exists(),
-        "{} is missing: run `cargo build --workspace --bins` (scripts/bench does)",
+        "{} is missing: `cargo build --workspace --bins` builds it (scripts/bench does)",
         bin.display()
     );
+    let port = free_port();
     let child = Command::new(bin)
         .arg(port.to_string())
         .stdout(Stdio::null())
@@ -170,7 +165,7 @@ fn start_baseline(bin: &Path, port: u16) -> Proc {
         .spawn()
         .expect("bare-axum starts");
     wait_ready(&format!("http://127.0.0.1:{port}/readyz"));
-    Proc(child)
+    (Proc(child), port)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -318,8 +313,7 @@ fn main() {
     ));
 
     // REST: Wharf vs bare axum, same machine, same client, same run.
-    let bare_port = free_port();
-    let _bare = start_bare_axum(bare_port);
+    let (_bare, bare_port) = start_bare_axum(&bin_dir().join("bare-axum"));
     let body = r#"{"tool":"echo:ping","args":{}}"#;
     let mut ratio32 = 0.0;
     for c in [1, 32] {
@@ -356,8 +350,7 @@ fn main() {
     if let Some((bin, bare_bin)) = release_bins {
         let release_data = tempfile::tempdir().unwrap();
         let (release, release_url, _) = start_wharf(release_data.path(), &bin);
-        let release_bare_port = free_port();
-        let release_bare = start_baseline(&bare_bin, release_bare_port);
+        let (release_bare, release_bare_port) = start_bare_axum(&bare_bin);
         for c in [1, 32] {
             let (r_rps, r50, r99) = wrk(&format!("{release_url}/v1/call"), body, c, seconds);
             let (b_rps, _, _) = wrk(
