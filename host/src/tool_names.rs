@@ -15,6 +15,12 @@ impl ToolName {
     pub fn canonical(&self) -> String {
         format!("{}:{}", self.backend, self.action)
     }
+    /// Whether `name` is this tool's canonical name, without building it.
+    pub fn is_canonical(&self, name: &str) -> bool {
+        name.strip_prefix(self.backend.as_str())
+            .and_then(|rest| rest.strip_prefix(':'))
+            .is_some_and(|action| action == self.action)
+    }
     /// A name matching `^[a-zA-Z0-9_-]{1,64}$`, for MCP clients.
     pub fn mcp_name(&self) -> String {
         let raw = format!("{}_{}", self.backend, self.action);
@@ -81,7 +87,7 @@ pub fn resolve<'a>(
     }
     let mut matches: Vec<&ToolName> = Vec::new();
     for tool in tools.clone() {
-        if tool.canonical() == requested {
+        if tool.is_canonical(requested) {
             return Resolution::Found(tool.clone());
         }
     }
@@ -166,6 +172,26 @@ mod tests {
         assert_eq!(resolve("b.ping", &tools), Resolution::Found(t("b", "ping")));
         assert_eq!(resolve("c:ping", &tools), Resolution::Unknown);
         assert_eq!(resolve("", &tools), Resolution::Unknown);
+    }
+
+    #[test]
+    fn canonical_names_are_recognised_without_building_them() {
+        let tool = t("echo", "say");
+        assert!(tool.is_canonical("echo:say"));
+        for other in [
+            "echo:sa",
+            "echo:sayy",
+            "echo_say",
+            "echosay",
+            "ech:say",
+            ":say",
+            "echo:",
+        ] {
+            assert!(!tool.is_canonical(other), "{other}");
+        }
+        // A backend whose name holds a `:`-free prefix of another's must not match it.
+        assert!(!t("echo", "x:say").is_canonical("echo:say"));
+        assert!(t("echo", "x:say").is_canonical("echo:x:say"));
     }
 
     #[test]

@@ -312,6 +312,15 @@ fn main() {
         format!("{:.1} MiB", rss as f64 / 1024.0),
     ));
 
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("mcp") {
+        // Only the MCP rows (they measure REST with the same client themselves).
+        let (mcp_rows, _, _) = rt.block_on(mcp::run(&url, seconds));
+        for (k, v) in &mcp_rows {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
+
     // REST: Wharf vs bare axum, same machine, same client, same run.
     let (_bare, bare_port) = start_bare_axum(&bin_dir().join("bare-axum"));
     let body = r#"{"tool":"echo:ping","args":{}}"#;

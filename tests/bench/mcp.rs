@@ -197,59 +197,97 @@ fn row(rows: &mut Vec<(String, String)>, what: String, (rps, p50): (f64, f64)) {
     rows.push((what, format!("{rps:.0} calls/s, p50 {p50:.3} ms")));
 }
 
+/// How many turns the one-session rows take.
+const ROUNDS: usize = 3;
+
+/// The median of `xs` (the upper one of an even count).
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 /// The MCP rows against the Wharf at `url`; returns the rows and the targets' ratios
 /// (MCP / Python per session, MCP / REST per session).
+///
+/// One session: Wharf's MCP, the same client over REST and the Python SDK's server take
+/// turns, [`ROUNDS`] times, each for `seconds`. This VM's speed drifts by tens of percent
+/// within a minute, so each round's ratios compare neighbours; the rows give the medians.
 pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, f64, f64) {
     let mut rows = Vec::new();
     let mcp_url = format!("{url}/mcp");
-    let mut one = (0.0, 0.0);
-    let mut rest_one = (0.0, 0.0);
-    for clients in [1, 8] {
-        let m = mcp(&mcp_url, clients, seconds).await;
-        let r = rest(url, clients, seconds).await;
-        row(
-            &mut rows,
-            format!("MCP tools/call echo_say, keep-alive, {clients} session(s)"),
-            m,
-        );
-        row(
-            &mut rows,
-            format!("REST echo:say, same client, {clients} connection(s)"),
-            r,
-        );
-        rows.push((
-            format!("ratio MCP / REST, {clients} session(s)"),
-            format!("{:.2}x", m.0 / r.0),
-        ));
-        if clients == 1 {
-            (one, rest_one) = (m, r);
-        }
-    }
-    let mut vs_python = f64::NAN;
-    match std::env::var("WHARF_BENCH_MCP_PYTHON")
+    let python = std::env::var("WHARF_BENCH_MCP_PYTHON")
         .ok()
-        .and_then(|python| start_python(&python))
-    {
-        Some((_python, py_url)) => {
-            for clients in [1, 8] {
-                let p = mcp(&py_url, clients, seconds).await;
-                row(
-                    &mut rows,
-                    format!("Python SDK MCP server, same tool, {clients} session(s)"),
-                    p,
-                );
-                if clients == 1 {
-                    vs_python = one.0 / p.0;
-                    rows.push((
-                        "ratio Wharf MCP / Python SDK MCP, 1 session".into(),
-                        format!("{vs_python:.1}x"),
-                    ));
-                }
-            }
-        }
-        None => println!(
+        .and_then(|python| start_python(&python));
+    if python.is_none() {
+        println!(
             "note: no Python SDK MCP server (WHARF_BENCH_MCP_PYTHON unset or it did not start); its rows are skipped\n"
-        ),
+        );
     }
-    (rows, vs_python, one.0 / rest_one.0)
+    let (mut m, mut r, mut p) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        m.push(mcp(&mcp_url, 1, seconds).await);
+        r.push(rest(url, 1, seconds).await);
+        if let Some((_, py_url)) = &python {
+            p.push(mcp(py_url, 1, seconds).await);
+        }
+    }
+    let rate = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.0).collect());
+    let p50 = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.1).collect());
+    let per_round = |a: &[(f64, f64)], b: &[(f64, f64)]| {
+        median(a.iter().zip(b).map(|(a, b)| a.0 / b.0).collect())
+    };
+    row(
+        &mut rows,
+        format!("MCP tools/call echo_say, keep-alive, 1 session (median of {ROUNDS} turns)"),
+        (rate(&m), p50(&m)),
+    );
+    row(
+        &mut rows,
+        "REST echo:say, same client, 1 connection".into(),
+        (rate(&r), p50(&r)),
+    );
+    let vs_rest = per_round(&m, &r);
+    rows.push((
+        "ratio MCP / REST, 1 session (median of the turns' ratios)".into(),
+        format!("{vs_rest:.2}x"),
+    ));
+    let mut vs_python = f64::NAN;
+    if !p.is_empty() {
+        row(
+            &mut rows,
+            "Python SDK MCP server, same tool, 1 session".into(),
+            (rate(&p), p50(&p)),
+        );
+        vs_python = per_round(&m, &p);
+        rows.push((
+            "ratio Wharf MCP / Python SDK MCP, 1 session (median of the turns' ratios)".into(),
+            format!("{vs_python:.1}x"),
+        ));
+    }
+
+    let m8 = mcp(&mcp_url, 8, seconds).await;
+    let r8 = rest(url, 8, seconds).await;
+    row(
+        &mut rows,
+        "MCP tools/call echo_say, keep-alive, 8 sessions".into(),
+        m8,
+    );
+    row(
+        &mut rows,
+        "REST echo:say, same client, 8 connections".into(),
+        r8,
+    );
+    rows.push((
+        "ratio MCP / REST, 8 sessions".into(),
+        format!("{:.2}x", m8.0 / r8.0),
+    ));
+    if let Some((_, py_url)) = &python {
+        let p8 = mcp(py_url, 8, seconds).await;
+        row(
+            &mut rows,
+            "Python SDK MCP server, same tool, 8 sessions".into(),
+            p8,
+        );
+    }
+    (rows, vs_python, vs_rest)
 }

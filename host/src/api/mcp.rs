@@ -7,6 +7,7 @@
 //! protocol versions offered stop at the newest one that still has `initialize`.
 
 pub mod call;
+pub mod direct_call;
 pub mod json_reply;
 pub mod owners;
 pub mod plain_errors;
@@ -14,6 +15,8 @@ pub mod plain_errors;
 use crate::front_door::Wharf;
 use crate::tool::ToolDescription;
 use crate::tool_names::ToolName;
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
@@ -25,10 +28,30 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::convert::Infallible;
 use std::sync::Arc;
+use std::task::Poll;
 
-/// The tower service mounted at `/mcp`.
-pub type McpService = StreamableHttpService<WharfMcp, LocalSessionManager>;
+/// The tower service mounted at `/mcp`: rmcp's transport behind an `Arc`. Every layer in
+/// front of it clones its inner service per request; rmcp's own clone copies its whole
+/// config (vectors and all), this one is a reference count.
+#[derive(Clone)]
+pub struct McpService(Arc<StreamableHttpService<WharfMcp, LocalSessionManager>>);
+
+impl tower::Service<http::Request<axum::body::Body>> for McpService {
+    type Response = http::Response<BoxBody<Bytes, Infallible>>;
+    type Error = Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<axum::body::Body>) -> Self::Future {
+        let transport = self.0.clone();
+        Box::pin(async move { Ok(transport.handle(request).await) })
+    }
+}
 
 /// The MCP service over `wharf`: one [`WharfMcp`] handler per MCP session, request bodies
 /// capped at the server's `max_body_bytes`. The `Host` and `Origin` checks are the whole
@@ -39,7 +62,11 @@ pub fn service(wharf: Arc<Wharf>, sessions: Arc<LocalSessionManager>) -> McpServ
         .with_max_request_body_bytes(server.max_body_bytes)
         .with_cancellation_token(wharf.shutdown_token().child_token())
         .disable_allowed_hosts();
-    StreamableHttpService::new(move || Ok(WharfMcp::new(wharf.clone())), sessions, config)
+    McpService(Arc::new(StreamableHttpService::new(
+        move || Ok(WharfMcp::new(wharf.clone())),
+        sessions,
+        config,
+    )))
 }
 
 /// The MCP handler of one MCP session.
@@ -110,7 +137,8 @@ impl ServerHandler for WharfMcp {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let caller = call::caller_of(&self.wharf, &context)
+        let parts = context.extensions.get::<http::request::Parts>();
+        let caller = call::caller_of(&self.wharf, parts)
             .map_err(|e| ErrorData::invalid_request(e.message, None))?;
         let tools = self
             .wharf

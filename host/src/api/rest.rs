@@ -43,6 +43,10 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
     let mcp_owners = Arc::new(crate::api::mcp::owners::McpOwners::new(
         mcp_sessions.clone(),
     ));
+    let mcp_direct = Arc::new(crate::api::mcp::direct_call::DirectCalls::new(
+        wharf.clone(),
+        mcp_sessions.clone(),
+    ));
     let json_routes = Router::new()
         .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
@@ -59,6 +63,10 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
                 .layer(from_fn_with_state(
                     mcp_owners,
                     crate::api::mcp::owners::guard,
+                ))
+                .layer(from_fn_with_state(
+                    mcp_direct,
+                    crate::api::mcp::direct_call::answer,
                 ))
                 .layer(from_fn(crate::api::mcp::json_reply::one_message))
                 .layer(from_fn(crate::api::mcp::plain_errors::as_envelopes))

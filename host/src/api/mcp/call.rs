@@ -21,6 +21,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// The HTTP header naming the session key.
@@ -32,21 +33,50 @@ const MCP_SESSION_HEADER: &str = "mcp-session-id";
 /// How often a running call reports progress (the first report comes after this long).
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
-/// Runs one `tools/call`. Tool failures come back as results with `isError`; a tool that
-/// does not resolve is a JSON-RPC invalid-params error.
+/// Runs one `tools/call` that came through rmcp's session worker. Tool failures come back
+/// as results with `isError`; a tool that does not resolve is a JSON-RPC invalid-params
+/// error.
 pub async fn call_tool(
     wharf: &Arc<Wharf>,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
-    let caller =
-        match caller_of(wharf, &context).and_then(|c| c.require(TokenScope::Call).map(|()| c)) {
-            Ok(c) => c,
-            Err(e) => return Ok(failure(&e)),
-        };
+    let parts = context.extensions.get::<http::request::Parts>();
+    let caller = caller_of(wharf, parts);
+    let key = session_key(parts, &context.meta);
+    let progress = context.meta.get_progress_token().map(|token| Progress {
+        token,
+        peer: &context.peer,
+    });
+    run(wharf, caller, key, request, &context.ct, progress).await
+}
+
+/// Where a running call reports progress: the client's token and the MCP session's peer.
+pub struct Progress<'a> {
+    /// The token the client sent in `_meta.progressToken`.
+    pub token: ProgressToken,
+    /// The MCP session the reports go to.
+    pub peer: &'a rmcp::Peer<RoleServer>,
+}
+
+/// Runs one `tools/call` for `caller` under the session `key`, until it ends or `cancel`
+/// fires (then `work` is dropped, which discards its Wasm instance and kills its exec),
+/// reporting `progress` about once a second when there is a token to report to.
+pub async fn run(
+    wharf: &Arc<Wharf>,
+    caller: Result<Caller, WharfError>,
+    key: Option<String>,
+    request: CallToolRequestParams,
+    cancel: &CancellationToken,
+    progress: Option<Progress<'_>>,
+) -> Result<CallToolResult, ErrorData> {
+    let caller = match caller.and_then(|c| c.require(TokenScope::Call).map(|()| c)) {
+        Ok(c) => c,
+        Err(e) => return Ok(failure(&e)),
+    };
     let (span, trace_id) = crate::telemetry::request_span("mcp.tools/call", &caller.name);
     let invocation = Invocation {
-        session: session_key(&context).map_or(SessionChoice::None, |key| SessionChoice::Key {
+        session: key.map_or(SessionChoice::None, |key| SessionChoice::Key {
             key,
             missing: WhenMissing::Create,
         }),
@@ -58,16 +88,17 @@ pub async fn call_tool(
             Value::Object(request.arguments.unwrap_or_default()),
         )
     };
-    let progress = context.meta.get_progress_token();
-    let work = wharf.invoke(invocation).instrument(span);
-    match drive(work, &context, progress).await {
+    // Boxed: the front door's future is about 4 KB, and an async fn keeps both its argument
+    // and the pinned local, so inline it would be copied into every future up the stack.
+    let work = Box::pin(wharf.invoke(invocation).instrument(span));
+    match drive(work, cancel, progress).await {
         Some(Ok(outcome)) => Ok(success(outcome)),
         // A name that resolves to no tool is the request's fault, not the tool's.
         Some(Err((e, place))) if place.tool.is_none() && e.code == Code::InvalidRequest => {
             Err(ErrorData::invalid_params(e.message, e.data))
         }
         Some(Err((e, _))) => Ok(failure(&e)),
-        // rmcp sends nothing for a request the client cancelled; this is never seen.
+        // Nothing is sent for a request the client cancelled; this is never seen.
         None => Err(ErrorData::new(
             ErrorCode::INTERNAL_ERROR,
             "the call was cancelled",
@@ -87,9 +118,8 @@ fn missing_session(tool: &str) -> WharfError {
 /// it be missing) the bearer token authenticated here.
 pub fn caller_of(
     wharf: &Wharf,
-    context: &RequestContext<RoleServer>,
+    parts: Option<&http::request::Parts>,
 ) -> Result<Caller, WharfError> {
-    let parts = context.extensions.get::<http::request::Parts>();
     if let Some(caller) = parts.and_then(|p| p.extensions.get::<Caller>()) {
         return Ok(caller.clone());
     }
@@ -100,8 +130,7 @@ pub fn caller_of(
 }
 
 /// The caller's session key: header, then `_meta`, then the MCP session id.
-fn session_key(context: &RequestContext<RoleServer>) -> Option<String> {
-    let parts = context.extensions.get::<http::request::Parts>();
+pub fn session_key(parts: Option<&http::request::Parts>, meta: &MetaObject) -> Option<String> {
     let header = |name: &str| {
         parts
             .and_then(|p| p.headers.get(name))
@@ -111,9 +140,7 @@ fn session_key(context: &RequestContext<RoleServer>) -> Option<String> {
             .map(str::to_string)
     };
     let meta = || {
-        context
-            .meta
-            .get(SESSION_KEY_META)
+        meta.get(SESSION_KEY_META)
             .and_then(Value::as_str)
             .filter(|v| !v.is_empty())
             .map(str::to_string)
@@ -124,12 +151,12 @@ fn session_key(context: &RequestContext<RoleServer>) -> Option<String> {
 }
 
 /// Polls `work` to the end, sending `notifications/progress` about once a second while it
-/// runs (when the client asked with a progress token). `None` when the client cancelled:
-/// `work` is dropped on the spot, which discards its Wasm instance and kills its exec.
+/// runs (when the client asked with a progress token). `None` when `cancel` fired: `work`
+/// is dropped on the spot.
 async fn drive<T>(
     work: impl Future<Output = T>,
-    context: &RequestContext<RoleServer>,
-    progress: Option<ProgressToken>,
+    cancel: &CancellationToken,
+    progress: Option<Progress<'_>>,
 ) -> Option<T> {
     let mut work = std::pin::pin!(work);
     let started = tokio::time::Instant::now();
@@ -138,14 +165,16 @@ async fn drive<T>(
     loop {
         tokio::select! {
             biased;
-            _ = context.ct.cancelled() => return None,
+            _ = cancel.cancelled() => return None,
             out = &mut work => return Some(out),
             _ = ticks.tick(), if progress.is_some() => {
-                if let Some(token) = &progress {
+                if let Some(Progress { token, peer }) = &progress {
                     let seconds = started.elapsed().as_secs();
                     let report = ProgressNotificationParam::new(token.clone(), seconds as f64)
                         .with_message(format!("running for {seconds} s"));
-                    if let Err(e) = context.peer.notify_progress(report).await {
+                    // Boxed: rmcp's send future is KBs, and inline it would be part of
+                    // every call's future, progress or not.
+                    if let Err(e) = Box::pin(peer.notify_progress(report)).await {
                         tracing::debug!("progress notification not sent: {e}");
                     }
                 }

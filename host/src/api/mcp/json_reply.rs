@@ -18,7 +18,8 @@ use serde::Deserialize;
 
 /// The middleware: see the module doc.
 pub async fn one_message(request: Request, next: Next) -> Response {
-    let wants_json = request.method() == Method::POST && accepts_json(request.headers());
+    let wants_json =
+        request.method() == Method::POST && accepts(request.headers(), "application/json");
     let response = next.run(request).await;
     if !wants_json || !is_event_stream(response.headers()) {
         return response;
@@ -49,15 +50,23 @@ pub async fn one_message(request: Request, next: Next) -> Response {
     Response::from_parts(parts, Body::from_stream(rest))
 }
 
-fn accepts_json(headers: &HeaderMap) -> bool {
+/// Whether the `Accept` headers list `media` with a weight above zero.
+pub(super) fn accepts(headers: &HeaderMap, media: &str) -> bool {
     headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|v| {
-            let media = v.split(';').next().unwrap_or("").trim();
-            media.eq_ignore_ascii_case("application/json")
+        .any(|entry| {
+            let mut fields = entry.split(';');
+            let essence = fields.next().unwrap_or("").trim();
+            let refused = fields.any(|p| {
+                p.split_once('=').is_some_and(|(name, weight)| {
+                    name.trim().eq_ignore_ascii_case("q")
+                        && weight.trim().parse::<f32>().is_ok_and(|w| w <= 0.0)
+                })
+            });
+            essence.eq_ignore_ascii_case(media) && !refused
         })
 }
 
@@ -162,11 +171,17 @@ mod tests {
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream, application/json;q=0.9"),
         );
-        assert!(accepts_json(&h));
+        assert!(accepts(&h, "application/json"));
         h.insert(
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        assert!(!accepts_json(&h));
+        assert!(!accepts(&h, "application/json"));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json;q=0, text/event-stream"),
+        );
+        assert!(!accepts(&h, "application/json"));
+        assert!(accepts(&h, "text/event-stream"));
     }
 }
