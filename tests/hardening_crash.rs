@@ -187,8 +187,11 @@ async fn assert_swept(store: &StateStore, dead_node: &str, killed: &[String], ta
             .into_iter()
             .filter(|c| !container_session(c).is_some_and(|s| ready.contains(s.as_str())))
             .collect();
+        // A create can finish between the last look and the signal landing: that session
+        // is ready and keeps its container; every other one caught by the kill has none.
         let killed_alive: Vec<&String> = killed
             .iter()
+            .filter(|id| !ready.contains(id.as_str()))
             .filter(|id| !containers_labelled("wharf.session", id).is_empty())
             .collect();
         if stuck.is_empty() && leaked.is_empty() && killed_alive.is_empty() {
