@@ -1,7 +1,7 @@
 //! A plain MCP `tools/call` answered without rmcp's session worker (`api/mcp/direct_call`),
 //! with a raw keep-alive HTTP client as agents' own clients send it: the answer is the one
 //! rmcp gives for the same call, one JSON body; `notifications/cancelled` still drops a
-//! running call; a client that hangs up drops it too.
+//! running call; a client that hangs up drops it too, and so does ending the MCP session.
 
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -228,4 +228,34 @@ async fn a_client_that_hangs_up_drops_its_direct_call() {
     drop(s);
     let discarded = async || h.backend_info("bad").await["instances"]["discarded"] != 0;
     eventually(10, "the call outlived its client", discarded).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ending_the_mcp_session_drops_its_direct_calls() {
+    let h = start(vec![("bad", bundled("misbehaving"))]).await;
+    let s = std::sync::Arc::new(Session::open(&h).await);
+    let spinning = tokio::spawn({
+        let s = s.clone();
+        async move { s.call(1, "bad_spin", json!({}), None).await }
+    });
+    let busy = async || h.backend_info("bad").await["instances"]["busy"] == 1;
+    eventually(10, "the spin never started", busy).await;
+    let ended = s
+        .client
+        .delete(&s.url)
+        .header("mcp-session-id", &s.id)
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let (status, kind, body) = tokio::time::timeout(Duration::from_secs(10), spinning)
+        .await
+        .expect("the ended session's call still runs")
+        .unwrap();
+    assert_eq!(
+        (status, kind.as_str(), body.as_str()),
+        (200, "text/event-stream", "")
+    );
+    let discarded = h.backend_info("bad").await["instances"]["discarded"].clone();
+    assert_ne!(discarded, 0, "the spinning instance was kept");
 }

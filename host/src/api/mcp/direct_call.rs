@@ -15,7 +15,8 @@
 //! Cancelling works as through rmcp: a `notifications/cancelled` naming the call's request
 //! id in the same MCP session drops the call (its instance is discarded, its exec killed)
 //! and the POST ends with an empty event stream, no response, as rmcp ends it. The
-//! notification still goes on to rmcp, which accepts it.
+//! notification still goes on to rmcp, which accepts it. Ending the MCP session (`DELETE`)
+//! drops its direct calls, as rmcp drops the calls of a session it ends.
 
 use super::call;
 use super::json_reply::accepts;
@@ -82,6 +83,34 @@ impl DirectCalls {
             cancel.cancel();
         }
     }
+
+    /// Cancels every direct call of the MCP session `id`, as rmcp cancels the calls of a
+    /// session it ends.
+    fn cancel_session(&self, id: &str) {
+        if let Ok(running) = self.running.lock() {
+            running
+                .iter()
+                .filter(|((session, _), _)| &**session == id)
+                .for_each(|(_, cancel)| cancel.cancel());
+        }
+    }
+}
+
+/// A `DELETE` goes on to rmcp; once it has ended the session, so do the session's direct
+/// calls.
+async fn end_session(calls: &DirectCalls, request: Request, next: Next) -> Response {
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let response = next.run(request).await;
+    if let Some(id) = session
+        && response.status().is_success()
+    {
+        calls.cancel_session(&id);
+    }
+    response
 }
 
 /// A registered call; unregistered when dropped (ended, or its HTTP request went away).
@@ -116,6 +145,9 @@ pub async fn answer(
     request: Request,
     next: Next,
 ) -> Response {
+    if request.method() == Method::DELETE {
+        return end_session(&calls, request, next).await;
+    }
     if request.method() != Method::POST {
         return next.run(request).await;
     }
