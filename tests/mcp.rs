@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use wharf_integration_tests::{
-    TestHost, bundled, containers_labelled, docker_provider, docker_ready, start,
+    TestHost, bundled, containers_labelled, docker_provider, docker_ready, eventually, start,
 };
 
 /// Records what the server pushes.
@@ -85,15 +85,6 @@ fn text(r: &CallToolResult) -> String {
 async fn has_tool(client: &Client, name: &str) -> bool {
     let tools = client.list_all_tools().await.unwrap();
     tools.iter().any(|t| t.name == name)
-}
-
-/// Polls `check` every 100 ms until it holds; fails after `secs` seconds.
-async fn eventually(secs: u64, what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn notes(client: &Client) -> Value {

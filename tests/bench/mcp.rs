@@ -10,8 +10,7 @@ use super::Proc;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const PROTOCOL: &str = "2025-06-18";
+use wharf_integration_tests::raw_mcp::{RawMcpSession, keep_alive_client};
 
 /// The Python SDK's server: one tool, `echo_say`, like Wharf's `echo:say`.
 const PYTHON_SERVER: &str = r#"
@@ -29,80 +28,15 @@ def echo_say(text: str, times: int = 1) -> str:
 app.run(transport="streamable-http", host="127.0.0.1", port=port)
 "#;
 
-/// Keep-alive, one connection: what a raw client does.
-fn one_connection() -> reqwest::Client {
-    reqwest::Client::builder()
-        .http1_only()
-        .pool_max_idle_per_host(1)
-        .build()
-        .unwrap()
-}
-
-/// An MCP session on its own kept-alive connection.
-struct Session {
-    client: reqwest::Client,
-    url: String,
-    id: String,
-}
-
-impl Session {
-    async fn open(url: &str) -> Session {
-        let client = one_connection();
-        let init = client
-            .post(url)
-            .header("accept", "application/json, text/event-stream")
-            .json(
-                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": PROTOCOL, "capabilities": {},
-                "clientInfo": {"name": "wharf-bench", "version": "0"}}}),
-            )
-            .send()
-            .await
-            .unwrap();
-        assert!(init.status().is_success(), "initialize: {}", init.status());
-        let id = init
-            .headers()
-            .get("mcp-session-id")
-            .expect("a session id")
-            .to_str()
-            .unwrap()
-            .to_string();
-        let _ = init.bytes().await.unwrap();
-        let session = Session {
-            client,
-            url: url.to_string(),
-            id,
-        };
-        let initialized = session
-            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        assert!(initialized.status().is_success());
-        session
-    }
-
-    async fn post(&self, body: Value) -> reqwest::Response {
-        self.client
-            .post(&self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.id)
-            .header("mcp-protocol-version", PROTOCOL)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-    }
-
-    async fn call(&self, n: u64) {
-        let reply = self
-            .post(json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                "params": {"name": "echo_say", "arguments": {"text": "hi"}}}))
-            .await;
-        let text = reply.text().await.unwrap();
-        assert!(
-            text.contains(r#""isError":false"#) || !text.contains("isError"),
-            "{text}"
-        );
-    }
+/// One `echo_say` call of `session`, which must not fail.
+async fn call(session: &RawMcpSession, n: u64) {
+    let (_, _, text) = session
+        .call(n, "echo_say", json!({"text": "hi"}), None)
+        .await;
+    assert!(
+        text.contains(r#""isError":false"#) || !text.contains("isError"),
+        "{text}"
+    );
 }
 
 /// Calls/s over all clients and the median latency, `clients` at once for `seconds`.
@@ -140,10 +74,10 @@ type CallFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>
 
 async fn mcp(url: &str, clients: usize, seconds: u32) -> (f64, f64) {
     drive(clients, seconds, move || async move {
-        let session = std::sync::Arc::new(Session::open(url).await);
+        let session = std::sync::Arc::new(RawMcpSession::open(url).await);
         Box::new(move |n| {
             let session = session.clone();
-            Box::pin(async move { session.call(n).await }) as CallFuture
+            Box::pin(async move { call(&session, n).await }) as CallFuture
         }) as Box<dyn FnMut(u64) -> CallFuture + Send>
     })
     .await
@@ -151,7 +85,7 @@ async fn mcp(url: &str, clients: usize, seconds: u32) -> (f64, f64) {
 
 async fn rest(url: &str, clients: usize, seconds: u32) -> (f64, f64) {
     drive(clients, seconds, move || async move {
-        let (client, url) = (one_connection(), format!("{url}/v1/call"));
+        let (client, url) = (keep_alive_client(), format!("{url}/v1/call"));
         Box::new(move |_| {
             let (client, url) = (client.clone(), url.clone());
             Box::pin(async move {

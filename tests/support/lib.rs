@@ -5,6 +5,7 @@ pub mod collector;
 pub mod processes;
 pub mod provisioner;
 pub mod python;
+pub mod raw_mcp;
 pub mod registry;
 
 use serde_json::{Value, json};
@@ -208,4 +209,13 @@ pub fn docker_provider() -> BackendConfig {
     cfg.grants.images = vec!["wharf-sandbox:test".into()];
     cfg.grants.networks = vec!["bridge".into()];
     cfg
+}
+
+/// Polls `check` every 100 ms until it holds; fails with `what` after `secs` seconds.
+pub async fn eventually(secs: u64, what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !check().await {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

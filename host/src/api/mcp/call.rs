@@ -29,7 +29,7 @@ pub const SESSION_KEY_HEADER: &str = "x-wharf-session-key";
 /// The `_meta` entry of a call naming the session key.
 pub const SESSION_KEY_META: &str = "wharf/session_key";
 /// The HTTP header carrying the MCP session id.
-const MCP_SESSION_HEADER: &str = "mcp-session-id";
+pub const MCP_SESSION_HEADER: &str = "mcp-session-id";
 /// How often a running call reports progress (the first report comes after this long).
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
@@ -48,7 +48,16 @@ pub async fn call_tool(
         token,
         peer: &context.peer,
     });
-    run(wharf, caller, key, request, &context.ct, progress).await
+    // rmcp sends nothing for a request the client cancelled; this error is never seen.
+    run(wharf, caller, key, request, &context.ct, progress)
+        .await
+        .unwrap_or_else(|| {
+            Err(ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                "the call was cancelled",
+                None,
+            ))
+        })
 }
 
 /// Where a running call reports progress: the client's token and the MCP session's peer.
@@ -60,8 +69,8 @@ pub struct Progress<'a> {
 }
 
 /// Runs one `tools/call` for `caller` under the session `key`, until it ends or `cancel`
-/// fires (then `work` is dropped, which discards its Wasm instance and kills its exec),
-/// reporting `progress` about once a second when there is a token to report to.
+/// fires (then `None`: the call is dropped, which discards its Wasm instance and kills its
+/// exec), reporting `progress` about once a second when there is a token to report to.
 pub async fn run(
     wharf: &Arc<Wharf>,
     caller: Result<Caller, WharfError>,
@@ -69,10 +78,10 @@ pub async fn run(
     request: CallToolRequestParams,
     cancel: &CancellationToken,
     progress: Option<Progress<'_>>,
-) -> Result<CallToolResult, ErrorData> {
+) -> Option<Result<CallToolResult, ErrorData>> {
     let caller = match caller.and_then(|c| c.require(TokenScope::Call).map(|()| c)) {
         Ok(c) => c,
-        Err(e) => return Ok(failure(&e)),
+        Err(e) => return Some(Ok(failure(&e))),
     };
     let (span, trace_id) = crate::telemetry::request_span("mcp.tools/call", &caller.name);
     let invocation = Invocation {
@@ -91,20 +100,15 @@ pub async fn run(
     // Boxed: the front door's future is about 4 KB, and an async fn keeps both its argument
     // and the pinned local, so inline it would be copied into every future up the stack.
     let work = Box::pin(wharf.invoke(invocation).instrument(span));
-    match drive(work, cancel, progress).await {
-        Some(Ok(outcome)) => Ok(success(outcome)),
+    let outcome = drive(work, cancel, progress).await?;
+    Some(match outcome {
+        Ok(outcome) => Ok(success(outcome)),
         // A name that resolves to no tool is the request's fault, not the tool's.
-        Some(Err((e, place))) if place.tool.is_none() && e.code == Code::InvalidRequest => {
+        Err((e, place)) if place.tool.is_none() && e.code == Code::InvalidRequest => {
             Err(ErrorData::invalid_params(e.message, e.data))
         }
-        Some(Err((e, _))) => Ok(failure(&e)),
-        // Nothing is sent for a request the client cancelled; this is never seen.
-        None => Err(ErrorData::new(
-            ErrorCode::INTERNAL_ERROR,
-            "the call was cancelled",
-            None,
-        )),
-    }
+        Err((e, _)) => Ok(failure(&e)),
+    })
 }
 
 /// The refusal of a tool that needs a session when the call names none.

@@ -18,7 +18,7 @@
 //! notification still goes on to rmcp, which accepts it. Ending the MCP session (`DELETE`)
 //! drops its direct calls, as rmcp drops the calls of a session it ends.
 
-use super::call;
+use super::call::{self, MCP_SESSION_HEADER};
 use super::json_reply::accepts;
 use crate::api::envelope::{Envelope, Meta};
 use crate::error_code::WharfError;
@@ -39,7 +39,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
-const SESSION_HEADER: &str = "mcp-session-id";
 const PROTOCOL_HEADER: &str = "mcp-protocol-version";
 /// The `_meta` keys that only rmcp's own handling honours.
 const RMCP_META: [&str; 2] = ["progressToken", "io.modelcontextprotocol/protocolVersion"];
@@ -65,11 +64,11 @@ impl DirectCalls {
     /// Registers a call; `None` when one with that id already runs in that session (the
     /// client's mistake, which rmcp then answers).
     fn start(self: &Arc<Self>, key: (Arc<str>, RequestId)) -> Option<Running> {
-        let cancel = self.wharf.shutdown_token().child_token();
         let mut running = self.running.lock().ok()?;
         if running.contains_key(&key) {
             return None;
         }
+        let cancel = self.wharf.shutdown_token().child_token();
         running.insert(key.clone(), cancel.clone());
         Some(Running {
             calls: self.clone(),
@@ -101,7 +100,7 @@ impl DirectCalls {
 async fn end_session(calls: &DirectCalls, request: Request, next: Next) -> Response {
     let session = request
         .headers()
-        .get(SESSION_HEADER)
+        .get(MCP_SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let response = next.run(request).await;
@@ -153,7 +152,7 @@ pub async fn answer(
     }
     let Some(session) = request
         .headers()
-        .get(SESSION_HEADER)
+        .get(MCP_SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(Arc::<str>::from)
     else {
@@ -242,11 +241,7 @@ fn plain_call(params: &CallToolRequestParams) -> bool {
 
 /// Whether the transport still has the MCP session `id`.
 async fn live(calls: &DirectCalls, id: &Arc<str>) -> bool {
-    calls
-        .sessions
-        .has_session(&id.clone())
-        .await
-        .unwrap_or(false)
+    calls.sessions.has_session(id).await.unwrap_or(false)
 }
 
 /// Runs the call and answers it as one JSON-RPC message.
@@ -260,10 +255,10 @@ async fn run(
     let meta = params.meta.take().unwrap_or_default();
     let caller = call::caller_of(&calls.wharf, Some(parts));
     let key = call::session_key(Some(parts), &meta);
-    let outcome = call::run(&calls.wharf, caller, key, params, &running.cancel, None).await;
-    if running.cancel.is_cancelled() {
+    let Some(outcome) = call::run(&calls.wharf, caller, key, params, &running.cancel, None).await
+    else {
         return event_stream_without_messages();
-    }
+    };
     drop(running);
     let message = match outcome {
         Ok(result) => {

@@ -3,6 +3,7 @@
 //! with another token (or presents an id this host never handed out) answers 4007, as if
 //! the session did not exist.
 
+use super::call::MCP_SESSION_HEADER;
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
 use crate::error_code::WharfError;
@@ -12,9 +13,6 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-
-/// The HTTP header carrying the MCP session id.
-const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Which token opened each live MCP session.
 pub struct McpOwners {
@@ -78,7 +76,7 @@ pub async fn guard(State(owners): State<Arc<McpOwners>>, request: Request, next:
     };
     let presented = request
         .headers()
-        .get(SESSION_HEADER)
+        .get(MCP_SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     if let Some(id) = &presented
@@ -97,7 +95,7 @@ pub async fn guard(State(owners): State<Arc<McpOwners>>, request: Request, next:
         None => {
             let opened = response
                 .headers()
-                .get(SESSION_HEADER)
+                .get(MCP_SESSION_HEADER)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
             if let Some(id) = opened {
