@@ -112,34 +112,46 @@ pub fn digest(bytes: &[u8]) -> Value {
 /// content key ([`CONTENT_KEYS`]) and every string longer than [`AUDIT_STRING_MAX`]
 /// replaced by its [`digest`]. Paths, names and small numbers stay readable.
 pub fn for_audit(args: &Value) -> Value {
-    fn walk(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| {
-                        let content = CONTENT_KEYS.contains(&k.to_ascii_lowercase().as_str());
-                        let v = match v {
-                            Value::String(s) if content => digest(s.as_bytes()),
-                            Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
-                            _ if content => digest(v.to_string().as_bytes()),
-                            _ => walk(v),
-                        };
-                        (k.clone(), v)
-                    })
-                    .collect::<Map<_, _>>(),
-            ),
-            Value::Array(items) => Value::Array(items.iter().map(walk).collect()),
-            Value::String(s) if s.len() > AUDIT_STRING_MAX => digest(s.as_bytes()),
-            other => other.clone(),
+    // One walk that redacts and digests as it copies (the same as digesting a [`redact`]ed
+    // copy, without the second copy): this runs on every call's audit line.
+    match args {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let content = CONTENT_KEYS.iter().any(|c| c.eq_ignore_ascii_case(k));
+                    let v = match v {
+                        _ if looks_secret(k) && content => digest(b"***"),
+                        _ if looks_secret(k) => Value::String("***".into()),
+                        Value::String(s) if content => digest(url_credentials(s).as_bytes()),
+                        Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+                        _ if content => digest(redact(v).to_string().as_bytes()),
+                        _ => for_audit(v),
+                    };
+                    (k.clone(), v)
+                })
+                .collect::<Map<_, _>>(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(for_audit).collect()),
+        Value::String(s) => {
+            let s = url_credentials(s);
+            if s.len() > AUDIT_STRING_MAX {
+                digest(s.as_bytes())
+            } else {
+                Value::String(s)
+            }
         }
+        other => other.clone(),
     }
-    walk(&redact(args))
 }
 
 /// `text` on one line: control characters (`\n`, `\r`, ESC, …), Unicode line and
 /// paragraph separators and bidi overrides written as escapes, so text from a guest or a
 /// request cannot pass for another line of the host's log.
 pub fn one_line(text: &str) -> String {
+    // The usual case (JSON of plain arguments) is printable ASCII: nothing to look at.
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         let hidden = c.is_control()
@@ -210,6 +222,56 @@ mod tests {
         assert_eq!(audited["argv"][2]["len"], AUDIT_STRING_MAX + 1);
     }
 
+    /// What `for_audit` did before it was one walk: digest a redacted copy.
+    fn digest_of_redacted(args: &Value) -> Value {
+        fn walk(value: &Value) -> Value {
+            match value {
+                Value::Object(map) => Value::Object(
+                    map.iter()
+                        .map(|(k, v)| {
+                            let content = CONTENT_KEYS.contains(&k.to_ascii_lowercase().as_str());
+                            let v = match v {
+                                Value::String(s) if content => digest(s.as_bytes()),
+                                Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+                                _ if content => digest(v.to_string().as_bytes()),
+                                _ => walk(v),
+                            };
+                            (k.clone(), v)
+                        })
+                        .collect::<Map<_, _>>(),
+                ),
+                Value::Array(items) => Value::Array(items.iter().map(walk).collect()),
+                Value::String(s) if s.len() > AUDIT_STRING_MAX => digest(s.as_bytes()),
+                other => other.clone(),
+            }
+        }
+        walk(&redact(args))
+    }
+
+    #[test]
+    fn one_walk_is_the_digest_of_the_redacted_copy() {
+        let long = format!("https://u:hunter2@h/{}", "y".repeat(AUDIT_STRING_MAX));
+        let cases = [
+            json!({}),
+            json!("https://u:pw@host/x"),
+            json!([long, "short", 1, null, {"token": "t"}]),
+            json!({
+                "Content": {"url": "https://u:pw@h", "n": [1, 2]},
+                "DATA": ["https://t@h", {"password": "p"}],
+                "stdin": "https://u:pw@h/in",
+                "payload": 7,
+                "api_key": {"nested": "x"},
+                "db": {"password": "c", "script": ["a", "b"], "url": "ftp://a:b@c/d"},
+                "list": [{"cmd": "rm -rf /"}, {"auth": null}, "x".repeat(AUDIT_STRING_MAX + 1)],
+                "keyboard": "k",
+                "times": 3.5,
+            }),
+        ];
+        for args in cases {
+            assert_eq!(for_audit(&args), digest_of_redacted(&args), "{args}");
+        }
+    }
+
     #[test]
     fn a_message_stays_on_one_line() {
         let forged = "ok\n2026-01-01T00:00:00Z INFO wharf::audit: event=\"tool_call\"\r\x1b[2K\u{2028}\u{202E}é";
@@ -222,5 +284,7 @@ mod tests {
         );
         assert!(shown.starts_with("ok\\n2026"), "{shown}");
         assert!(shown.ends_with('é'), "{shown}");
+        assert_eq!(one_line("plain {\"a\":1} ~"), "plain {\"a\":1} ~");
+        assert_eq!(one_line("del\x7f"), "del\\u{7f}");
     }
 }

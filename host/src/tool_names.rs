@@ -52,7 +52,9 @@ pub enum Resolution {
 #[derive(Debug, Default, Clone)]
 pub struct ToolIndex {
     names: Vec<ToolName>,
-    exact: std::collections::HashMap<String, usize>,
+    /// Filled from the loaded backends only (a caller's name is only looked up), so
+    /// foldhash rather than SipHash on this per-call lookup.
+    exact: hashbrown::HashMap<String, usize>,
 }
 
 impl ToolIndex {

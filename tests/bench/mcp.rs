@@ -7,6 +7,7 @@
 //! without it its rows are skipped.
 
 use super::Proc;
+use super::wrk_session::{self, Target};
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -146,7 +147,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 /// One session: Wharf's MCP, the same client over REST and the Python SDK's server take
 /// turns, [`ROUNDS`] times, each for `seconds`. This VM's speed drifts by tens of percent
 /// within a minute, so each round's ratios compare neighbours; the rows give the medians.
-pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, f64, f64) {
+pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, Ratios) {
     let mut rows = Vec::new();
     let mcp_url = format!("{url}/mcp");
     let python = std::env::var("WHARF_BENCH_MCP_PYTHON")
@@ -158,11 +159,17 @@ pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, f64, f64) {
         );
     }
     let (mut m, mut r, mut p) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut wm, mut wr, mut wp) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         m.push(mcp(&mcp_url, 1, seconds).await);
         r.push(rest(url, 1, seconds).await);
         if let Some((_, py_url)) = &python {
             p.push(mcp(py_url, 1, seconds).await);
+        }
+        wm.push(wrk_mcp(&mcp_url, seconds).await);
+        wr.push(wrk_session::drive(&Target::Rest { url }, seconds));
+        if let Some((_, py_url)) = &python {
+            wp.push(wrk_mcp(py_url, seconds).await);
         }
     }
     let rate = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.0).collect());
@@ -199,6 +206,34 @@ pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, f64, f64) {
         ));
     }
 
+    row(
+        &mut rows,
+        format!("MCP tools/call echo_say, wrk, 1 session (median of {ROUNDS} turns)"),
+        (rate(&wm), p50(&wm)),
+    );
+    row(
+        &mut rows,
+        "REST echo:say, wrk, 1 connection".into(),
+        (rate(&wr), p50(&wr)),
+    );
+    rows.push((
+        "ratio MCP / REST, wrk, 1 session (median of the turns' ratios)".into(),
+        format!("{:.2}x", per_round(&wm, &wr)),
+    ));
+    let mut wrk_vs_python = f64::NAN;
+    if !wp.is_empty() {
+        row(
+            &mut rows,
+            "Python SDK MCP server, same tool, wrk, 1 session".into(),
+            (rate(&wp), p50(&wp)),
+        );
+        wrk_vs_python = per_round(&wm, &wp);
+        rows.push((
+            "ratio Wharf MCP / Python SDK MCP, wrk, 1 session (median of the turns' ratios)".into(),
+            format!("{wrk_vs_python:.1}x"),
+        ));
+    }
+
     let m8 = mcp(&mcp_url, 8, seconds).await;
     let r8 = rest(url, 8, seconds).await;
     row(
@@ -223,5 +258,33 @@ pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, f64, f64) {
             p8,
         );
     }
-    (rows, vs_python, vs_rest)
+    (
+        rows,
+        Ratios {
+            vs_python,
+            wrk_vs_python,
+            vs_rest,
+        },
+    )
+}
+
+/// The one-session ratios the targets name (NaN where the Python server did not run).
+pub struct Ratios {
+    /// Wharf's MCP / the Python SDK's server, the reqwest client.
+    pub vs_python: f64,
+    /// The same, wrk as the client.
+    pub wrk_vs_python: f64,
+    /// Wharf's MCP / Wharf's REST, the reqwest client.
+    pub vs_rest: f64,
+}
+
+/// wrk on one connection in a fresh MCP session at `mcp_url` (opened and initialized by
+/// the raw client, whose own connection then idles).
+async fn wrk_mcp(mcp_url: &str, seconds: u32) -> (f64, f64) {
+    let session = RawMcpSession::open(mcp_url).await;
+    let target = Target::Mcp {
+        url: mcp_url,
+        session: &session.id,
+    };
+    wrk_session::drive(&target, seconds)
 }

@@ -65,11 +65,11 @@ impl DirectCalls {
     /// client's mistake, which rmcp then answers).
     fn start(self: &Arc<Self>, key: (Arc<str>, RequestId)) -> Option<Running> {
         let mut running = self.running.lock().ok()?;
-        if running.contains_key(&key) {
+        let std::collections::hash_map::Entry::Vacant(slot) = running.entry(key.clone()) else {
             return None;
-        }
+        };
         let cancel = self.wharf.shutdown_token().child_token();
-        running.insert(key.clone(), cancel.clone());
+        slot.insert(cancel.clone());
         Some(Running {
             calls: self.clone(),
             key,
@@ -222,10 +222,22 @@ fn plain_headers(headers: &HeaderMap, limit: usize) -> bool {
     };
     declared.is_some_and(|n| n <= limit)
         && version_ok
-        && accepts(headers, "application/json")
-        && accepts(headers, "text/event-stream")
+        && accepts_json_and_events(headers)
         && crate::api::json_body::check_media_type(headers, true, &["application/json"], false)
             .is_ok()
+}
+
+/// Whether the client accepts both a JSON body and an event stream. The value the MCP
+/// specification gives clients is matched as bytes; any other is parsed.
+fn accepts_json_and_events(headers: &HeaderMap) -> bool {
+    const USUAL: &[u8] = b"application/json, text/event-stream";
+    let mut values = headers.get_all(header::ACCEPT).iter();
+    if let (Some(only), None) = (values.next(), values.next())
+        && only.as_bytes() == USUAL
+    {
+        return true;
+    }
+    accepts(headers, "application/json") && accepts(headers, "text/event-stream")
 }
 
 /// Whether this module may answer a `tools/call` with these params.
@@ -350,6 +362,16 @@ mod tests {
             1000
         ));
         assert!(!plain_headers(&with("content-type", "text/plain"), 1000));
+        // Other spellings of the usual value are parsed, not matched as bytes.
+        assert!(plain_headers(
+            &with("accept", "Text/Event-Stream;q=0.5,application/json"),
+            1000
+        ));
+        let mut split = without("accept");
+        split.append("accept", HeaderValue::from_static("application/json"));
+        assert!(!plain_headers(&split, 1000), "one of the two");
+        split.append("accept", HeaderValue::from_static("text/event-stream"));
+        assert!(plain_headers(&split, 1000), "over two header lines");
     }
 
     /// Whether a `tools/call` with these params is answered here.

@@ -3,7 +3,10 @@
 //! the waiters' senders it keeps.
 
 use super::{Fairness, GatePermit};
-use std::collections::{HashMap, VecDeque};
+// Keyed by configured tenants, looked up several times per call: foldhash, not SipHash
+// (ARCHITECTURE.md, "The path of one call").
+use hashbrown::HashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
