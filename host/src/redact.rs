@@ -119,9 +119,10 @@ pub fn for_audit(args: &Value) -> Value {
             map.iter()
                 .map(|(k, v)| {
                     let content = CONTENT_KEYS.iter().any(|c| c.eq_ignore_ascii_case(k));
+                    let secret = looks_secret(k);
                     let v = match v {
-                        _ if looks_secret(k) && content => digest(b"***"),
-                        _ if looks_secret(k) => Value::String("***".into()),
+                        _ if secret && content => digest(b"***"),
+                        _ if secret => Value::String("***".into()),
                         Value::String(s) if content => digest(url_credentials(s).as_bytes()),
                         Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
                         _ if content => digest(redact(v).to_string().as_bytes()),

@@ -112,38 +112,13 @@ fn rss_kib(pid: u32) -> u64 {
 
 /// Runs wrk and returns (requests/s, p50 ms, p99 ms).
 fn wrk(url: &str, body: &str, connections: u32, seconds: u32) -> (f64, f64, f64) {
-    let script = std::env::temp_dir().join(format!("wharf-bench-{}.lua", std::process::id()));
-    std::fs::write(
-        &script,
-        format!(
-            "wrk.method = \"POST\"\nwrk.body = '{body}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
-             done = function(summary, latency, requests)\n  io.write(string.format(\"WHARF %f %f %f %d %d\\n\", \
-             summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000, \
-             summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))\nend\n"
-        ),
-    )
-    .unwrap();
-    let out = Command::new("wrk")
-        .args([
-            "-t1",
-            &format!("-c{connections}"),
-            &format!("-d{seconds}s"),
-            "-s",
-        ])
-        .arg(&script)
-        .arg(url)
-        .output()
-        .expect("wrk runs (apt-get install wrk)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("WHARF "))
-        .unwrap_or_else(|| panic!("wrk said: {text}"));
-    let v: Vec<f64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let lua = format!(
+        "wrk.method = \"POST\"\nwrk.body = '{body}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
+         done = function(summary, latency, requests)\n  io.write(string.format(\"WHARF %f %f %f %d %d\\n\", \
+         summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000, \
+         summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))\nend\n"
+    );
+    let (v, text) = wharf_integration_tests::wrk::run(&lua, url, connections, seconds);
     assert_eq!(v[3], 0.0, "non-2xx replies during the run: {text}");
     assert_eq!(v[4], 0.0, "socket errors during the run: {text}");
     (v[0], v[1], v[2])

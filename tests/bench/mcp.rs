@@ -158,92 +158,33 @@ pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, Ratios) {
             "note: no Python SDK MCP server (WHARF_BENCH_MCP_PYTHON unset or it did not start); its rows are skipped\n"
         );
     }
-    let (mut m, mut r, mut p) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut wm, mut wr, mut wp) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut reqwest, mut wrk) = (Turns::default(), Turns::default());
     for _ in 0..ROUNDS {
-        m.push(mcp(&mcp_url, 1, seconds).await);
-        r.push(rest(url, 1, seconds).await);
+        reqwest.mcp.push(mcp(&mcp_url, 1, seconds).await);
+        reqwest.rest.push(rest(url, 1, seconds).await);
         if let Some((_, py_url)) = &python {
-            p.push(mcp(py_url, 1, seconds).await);
+            reqwest.python.push(mcp(py_url, 1, seconds).await);
         }
-        wm.push(wrk_mcp(&mcp_url, seconds).await);
-        wr.push(wrk_session::drive(&Target::Rest { url }, seconds));
+        wrk.mcp.push(wrk_mcp(&mcp_url, seconds).await);
+        wrk.rest
+            .push(wrk_session::drive(&Target::Rest { url }, seconds));
         if let Some((_, py_url)) = &python {
-            wp.push(wrk_mcp(py_url, seconds).await);
+            wrk.python.push(wrk_mcp(py_url, seconds).await);
         }
     }
-    let rate = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.0).collect());
-    let p50 = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.1).collect());
-    let per_round = |a: &[(f64, f64)], b: &[(f64, f64)]| {
-        median(a.iter().zip(b).map(|(a, b)| a.0 / b.0).collect())
-    };
-    row(
-        &mut rows,
-        format!("MCP tools/call echo_say, keep-alive, 1 session (median of {ROUNDS} turns)"),
-        (rate(&m), p50(&m)),
-    );
-    row(
-        &mut rows,
-        "REST echo:say, same client, 1 connection".into(),
-        (rate(&r), p50(&r)),
-    );
-    let vs_rest = per_round(&m, &r);
-    rows.push((
-        "ratio MCP / REST, 1 session (median of the turns' ratios)".into(),
-        format!("{vs_rest:.2}x"),
-    ));
-    let mut vs_python = f64::NAN;
-    if !p.is_empty() {
-        row(
-            &mut rows,
-            "Python SDK MCP server, same tool, 1 session".into(),
-            (rate(&p), p50(&p)),
-        );
-        vs_python = per_round(&m, &p);
-        rows.push((
-            "ratio Wharf MCP / Python SDK MCP, 1 session (median of the turns' ratios)".into(),
-            format!("{vs_python:.1}x"),
-        ));
-    }
-
-    row(
-        &mut rows,
-        format!("MCP tools/call echo_say, wrk, 1 session (median of {ROUNDS} turns)"),
-        (rate(&wm), p50(&wm)),
-    );
-    row(
-        &mut rows,
-        "REST echo:say, wrk, 1 connection".into(),
-        (rate(&wr), p50(&wr)),
-    );
-    rows.push((
-        "ratio MCP / REST, wrk, 1 session (median of the turns' ratios)".into(),
-        format!("{:.2}x", per_round(&wm, &wr)),
-    ));
-    let mut wrk_vs_python = f64::NAN;
-    if !wp.is_empty() {
-        row(
-            &mut rows,
-            "Python SDK MCP server, same tool, wrk, 1 session".into(),
-            (rate(&wp), p50(&wp)),
-        );
-        wrk_vs_python = per_round(&wm, &wp);
-        rows.push((
-            "ratio Wharf MCP / Python SDK MCP, wrk, 1 session (median of the turns' ratios)".into(),
-            format!("{wrk_vs_python:.1}x"),
-        ));
-    }
+    let (vs_rest, vs_python) = one_session_rows(&mut rows, "reqwest", &reqwest);
+    let (_, wrk_vs_python) = one_session_rows(&mut rows, "wrk", &wrk);
 
     let m8 = mcp(&mcp_url, 8, seconds).await;
     let r8 = rest(url, 8, seconds).await;
     row(
         &mut rows,
-        "MCP tools/call echo_say, keep-alive, 8 sessions".into(),
+        "MCP tools/call echo_say, reqwest, 8 sessions".into(),
         m8,
     );
     row(
         &mut rows,
-        "REST echo:say, same client, 8 connections".into(),
+        "REST echo:say, reqwest, 8 connections".into(),
         r8,
     );
     rows.push((
@@ -254,7 +195,7 @@ pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, Ratios) {
         let p8 = mcp(py_url, 8, seconds).await;
         row(
             &mut rows,
-            "Python SDK MCP server, same tool, 8 sessions".into(),
+            "Python SDK MCP server, same tool, reqwest, 8 sessions".into(),
             p8,
         );
     }
@@ -266,6 +207,58 @@ pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, Ratios) {
             vs_rest,
         },
     )
+}
+
+/// One client's one-session figures, one per turn: Wharf's MCP, Wharf's REST and the
+/// Python SDK's server (empty when it did not start).
+#[derive(Default)]
+struct Turns {
+    mcp: Vec<(f64, f64)>,
+    rest: Vec<(f64, f64)>,
+    python: Vec<(f64, f64)>,
+}
+
+/// The one-session rows of the client named `client`: the medians of its turns, and the
+/// ratios MCP / REST and MCP / Python (NaN without Python), each the median of the turns'
+/// own ratios.
+fn one_session_rows(rows: &mut Vec<(String, String)>, client: &str, turns: &Turns) -> (f64, f64) {
+    let rate = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.0).collect());
+    let p50 = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.1).collect());
+    let per_round = |a: &[(f64, f64)], b: &[(f64, f64)]| {
+        median(a.iter().zip(b).map(|(a, b)| a.0 / b.0).collect())
+    };
+    let Turns { mcp, rest, python } = turns;
+    row(
+        rows,
+        format!("MCP tools/call echo_say, {client}, 1 session (median of {ROUNDS} turns)"),
+        (rate(mcp), p50(mcp)),
+    );
+    row(
+        rows,
+        format!("REST echo:say, {client}, 1 connection"),
+        (rate(rest), p50(rest)),
+    );
+    let vs_rest = per_round(mcp, rest);
+    rows.push((
+        format!("ratio MCP / REST, {client}, 1 session (median of the turns' ratios)"),
+        format!("{vs_rest:.2}x"),
+    ));
+    if python.is_empty() {
+        return (vs_rest, f64::NAN);
+    }
+    row(
+        rows,
+        format!("Python SDK MCP server, same tool, {client}, 1 session"),
+        (rate(python), p50(python)),
+    );
+    let vs_python = per_round(mcp, python);
+    rows.push((
+        format!(
+            "ratio Wharf MCP / Python SDK MCP, {client}, 1 session (median of the turns' ratios)"
+        ),
+        format!("{vs_python:.1}x"),
+    ));
+    (vs_rest, vs_python)
 }
 
 /// The one-session ratios the targets name (NaN where the Python server did not run).

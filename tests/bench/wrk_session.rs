@@ -1,10 +1,8 @@
 //! One kept-alive connection driven by wrk (`-t1 -c1`), the client the MCP issue measured
 //! with: sequential calls, each answer checked in wrk's Lua `response` hook (status 200,
 //! the request's own JSON-RPC id, the echoed text, no `isError`), so a fast wrong answer
-//! fails the run instead of counting. wrk costs a fraction of reqwest per call, so these
-//! rows measure the servers more than the client.
-
-use std::process::Command;
+//! fails the run instead of counting. wrk costs less per call than the reqwest client (the
+//! same route answers it faster), so these rows measure the servers more than the client.
 
 /// What one wrk run drives.
 pub enum Target<'a> {
@@ -61,27 +59,9 @@ fn script(target: &Target<'_>) -> (String, String) {
 /// when any answer was wrong or any request failed.
 pub fn drive(target: &Target<'_>, seconds: u32) -> (f64, f64) {
     let (url, lua) = script(target);
-    let path = std::env::temp_dir().join(format!("wharf-bench-session-{}.lua", std::process::id()));
-    std::fs::write(&path, lua).unwrap();
-    let out = Command::new("wrk")
-        .args(["-t1", "-c1", &format!("-d{seconds}s"), "-s"])
-        .arg(&path)
-        .arg(&url)
-        .output()
-        .expect("wrk runs (apt-get install wrk)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let errors = String::from_utf8_lossy(&out.stderr);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("WHARF "))
-        .unwrap_or_else(|| panic!("wrk said: {text}{errors}"));
-    let v: Vec<f64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let (v, text) = wharf_integration_tests::wrk::run(&lua, &url, 1, seconds);
     assert!(v[0] > 0.0, "no calls answered at {url}: {text}");
-    assert_eq!(v[2], 0.0, "wrong answers from {url}: {errors}");
+    assert_eq!(v[2], 0.0, "wrong answers from {url}: {text}");
     assert_eq!(v[3], 0.0, "non-2xx replies from {url}: {text}");
     assert_eq!(v[4], 0.0, "socket errors at {url}: {text}");
     (v[0], v[1])

@@ -12,7 +12,6 @@
 //! Run with `scripts/bench` (it installs wrk if missing).
 
 use serde_json::{Value, json};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -35,11 +34,6 @@ fn wrk_as(
     connections: u32,
     seconds: u32,
 ) -> (f64, f64, f64) {
-    let script = std::env::temp_dir().join(format!(
-        "wharf-bench-q-{}-{}.lua",
-        std::process::id(),
-        token.unwrap_or("-")
-    ));
     let auth = token.map_or(String::new(), |t| {
         format!("wrk.headers[\"Authorization\"] = \"Bearer {t}\"\n")
     });
@@ -48,28 +42,7 @@ fn wrk_as(
          done = function(summary, latency, requests)\n  io.write(string.format(\"WHARF %f %f %d\\n\", \
          summary.requests / (summary.duration / 1e6), latency:percentile(99) / 1000, summary.errors.status))\nend\n"
     );
-    std::fs::write(&script, lua).expect("wrk script");
-    let out = Command::new("wrk")
-        .args([
-            "-t1",
-            &format!("-c{connections}"),
-            &format!("-d{seconds}s"),
-            "-s",
-        ])
-        .arg(&script)
-        .arg(url)
-        .output()
-        .expect("wrk runs (apt-get install wrk)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("WHARF "))
-        .unwrap_or_else(|| panic!("wrk said: {text}"));
-    let v: Vec<f64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let (v, _) = wharf_integration_tests::wrk::run(&lua, url, connections, seconds);
     (v[0], v[1], v[2])
 }
 

@@ -7,6 +7,7 @@ pub mod provisioner;
 pub mod python;
 pub mod raw_mcp;
 pub mod registry;
+pub mod wrk;
 
 use serde_json::{Value, json};
 use std::net::SocketAddr;
