@@ -153,6 +153,13 @@ async fn a_guest_log_line_cannot_forge_another_line() {
         "the whole message stays on the guest's line: {}",
         guest[0]
     );
+    // The call's span is off at the default log level, so the line names its call itself.
+    let trace_id = reply["meta"]["trace_id"].as_str().unwrap_or_default();
+    assert!(
+        !trace_id.is_empty() && guest[0].contains("trace_id=") && guest[0].contains(trace_id),
+        "the guest's line carries the call's trace id {trace_id}: {}",
+        guest[0]
+    );
     let forged_lines: Vec<&str> = log
         .split(['\n', '\r', '\u{2028}'])
         .filter(|l| l.starts_with("FORGED"))

@@ -160,7 +160,9 @@ pub fn flush(timeout: Duration) {
 /// span's OpenTelemetry trace id while export is on (so an envelope's `trace_id` finds its
 /// trace in the operator's tool), else a fresh random id.
 pub fn request_span(protocol: &'static str, token: &str) -> (tracing::Span, String) {
-    let span = tracing::info_span!("request", otel.name = protocol, token = %token);
+    // Debug, like the guest call's span: a span some layer enables costs every call a slab
+    // entry and its formatted fields, so it exists only when it is exported or shown.
+    let span = tracing::debug_span!("request", otel.name = protocol, token = %token);
     let trace_id = if active() {
         let context = span.context();
         let ids = context.span().span_context().clone();

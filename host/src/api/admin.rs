@@ -37,9 +37,7 @@ pub fn router(wharf: &Wharf) -> Router<Arc<Wharf>> {
     Router::new()
         .route("/v1/admin/backends/{name}", put(upload).delete(unload))
         .route("/v1/admin/backends/{name}/approve", post(approve))
-        .route_layer(axum::middleware::from_fn(
-            crate::api::json_body::require_octets,
-        ))
+        .route_layer(crate::api::json_body::require_octets())
 }
 
 fn reply(clock: &RequestClock, backend: &str, result: Result<Value, WharfError>) -> Envelope {

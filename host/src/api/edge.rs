@@ -12,12 +12,11 @@
 use crate::api::envelope::{Envelope, Meta};
 use crate::config::ServerConfig;
 use crate::error_code::WharfError;
-use axum::extract::{Request, State};
-use axum::http::HeaderMap;
-use axum::middleware::Next;
+use axum::http::{HeaderMap, Request};
 use axum::response::{IntoResponse, Response};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use tower_http::validate_request::{ValidateRequest, ValidateRequestHeaderLayer};
 
 /// Who may reach the host, from the server settings.
 #[derive(Debug, Clone)]
@@ -112,15 +111,26 @@ fn host_name(host: &str) -> &str {
     host.rsplit_once(':').map_or(host, |(name, _)| name)
 }
 
-/// Middleware: answers 4030 for a request the [`EdgePolicy`] refuses.
-pub async fn guard(
-    State(policy): State<Arc<EdgePolicy>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    match policy.check(request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(e) => Envelope::error(e, Meta::default()).into_response(),
+/// The edge guard: answers 4030 for a request the [`EdgePolicy`] refuses. A plain
+/// synchronous check (`tower_http`'s `ValidateRequest`) rather than an `axum::middleware`
+/// function, which boxes a future and clones the route behind it on every request.
+#[derive(Debug, Clone)]
+pub struct EdgeGuard(Arc<EdgePolicy>);
+
+impl EdgeGuard {
+    /// The layer that puts `policy` in front of every route.
+    pub fn layer(policy: EdgePolicy) -> ValidateRequestHeaderLayer<Self> {
+        ValidateRequestHeaderLayer::custom(Self(Arc::new(policy)))
+    }
+}
+
+impl<B> ValidateRequest<B> for EdgeGuard {
+    type ResponseBody = axum::body::Body;
+
+    fn validate(&mut self, request: &mut Request<B>) -> Result<(), Response> {
+        self.0
+            .check(request.headers())
+            .map_err(|e| Envelope::error(e, Meta::default()).into_response())
     }
 }
 

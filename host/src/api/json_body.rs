@@ -5,13 +5,12 @@
 use crate::api::envelope::{Envelope, Meta};
 use crate::error_code::{Code, WharfError};
 use axum::body::{Bytes, HttpBody};
-use axum::extract::Request;
 use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
-use axum::middleware::Next;
+use axum::http::{HeaderMap, Request};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use tower_http::validate_request::{ValidateRequest, ValidateRequestHeaderLayer};
 
 /// What an empty body means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,31 +63,40 @@ pub fn check_media_type(
     ))
 }
 
-fn has_body(request: &Request) -> bool {
-    request.body().size_hint().exact() != Some(0)
+/// The media-type guard of a group of routes: a request with a body must carry one of
+/// `accepted` (or none, when `untyped`), else 4150. A synchronous check
+/// (`tower_http`'s `ValidateRequest`), like the edge guard (`api/edge`).
+#[derive(Debug, Clone, Copy)]
+pub struct MediaTypeGuard {
+    accepted: &'static [&'static str],
+    untyped: bool,
 }
 
-async fn media_type_guard(
-    request: Request,
-    next: Next,
-    accepted: &[&str],
-    untyped: bool,
-) -> Response {
-    match check_media_type(request.headers(), has_body(&request), accepted, untyped) {
-        Ok(()) => next.run(request).await,
-        Err(e) => Envelope::error(e, Meta::default()).into_response(),
+impl<B: HttpBody> ValidateRequest<B> for MediaTypeGuard {
+    type ResponseBody = axum::body::Body;
+
+    fn validate(&mut self, request: &mut Request<B>) -> Result<(), Response> {
+        let has_body = request.body().size_hint().exact() != Some(0);
+        check_media_type(request.headers(), has_body, self.accepted, self.untyped)
+            .map_err(|e| Envelope::error(e, Meta::default()).into_response())
     }
 }
 
-/// Middleware for routes that take JSON: a body must be `application/json` (4150).
-pub async fn require_json(request: Request, next: Next) -> Response {
-    media_type_guard(request, next, &[JSON], false).await
+/// For routes that take JSON: a body must be `application/json` (4150).
+pub fn require_json() -> ValidateRequestHeaderLayer<MediaTypeGuard> {
+    ValidateRequestHeaderLayer::custom(MediaTypeGuard {
+        accepted: &[JSON],
+        untyped: false,
+    })
 }
 
-/// Middleware for raw uploads (files, components): a body must be
-/// `application/octet-stream`, `application/wasm` or untyped (4150).
-pub async fn require_octets(request: Request, next: Next) -> Response {
-    media_type_guard(request, next, &[OCTETS, "application/wasm"], true).await
+/// For raw uploads (files, components): a body must be `application/octet-stream`,
+/// `application/wasm` or untyped (4150).
+pub fn require_octets() -> ValidateRequestHeaderLayer<MediaTypeGuard> {
+    ValidateRequestHeaderLayer::custom(MediaTypeGuard {
+        accepted: &[OCTETS, "application/wasm"],
+        untyped: true,
+    })
 }
 
 /// Reads and parses a body into JSON.

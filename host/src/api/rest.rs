@@ -30,7 +30,7 @@ fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Resul
 pub fn router(wharf: Arc<Wharf>) -> Router {
     use axum::middleware::{from_fn, from_fn_with_state};
     let limit = wharf.server().max_body_bytes;
-    let edge = Arc::new(crate::api::edge::EdgePolicy::new(wharf.server()));
+    let edge = crate::api::edge::EdgePolicy::new(wharf.server());
     let read_scope = || {
         from_fn_with_state(
             (wharf.clone(), TokenScope::Read),
@@ -73,7 +73,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
                 .service(crate::api::mcp::service(wharf.clone(), mcp_sessions)),
         )
         .merge(crate::api::compat::router())
-        .route_layer(from_fn(json_body::require_json));
+        .route_layer(json_body::require_json());
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -89,14 +89,14 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
             "/v1/sessions/{id}/files",
             get(crate::api::files::download)
                 .put(crate::api::files::upload)
-                .route_layer(from_fn(json_body::require_octets)),
+                .route_layer(json_body::require_octets()),
         )
         .merge(json_routes)
         .merge(crate::api::admin::router(&wharf))
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(wharf)
-        .layer(from_fn_with_state(edge, crate::api::edge::guard))
+        .layer(crate::api::edge::EdgeGuard::layer(edge))
 }
 
 async fn no_route(uri: axum::http::Uri) -> Envelope {

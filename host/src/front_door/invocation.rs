@@ -105,8 +105,9 @@ impl Wharf {
             },
             timeout_ms: deadline.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX)),
         };
-        let args = request.args.clone();
-        self.audited(tenant, &args, trace_id.clone(), async {
+        let audit_args = Self::audit_args(&request.args);
+        let audit_trace_id = trace_id.clone();
+        let work = Box::pin(async {
             let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));
             let admitted = self
                 .admit(tenant, &request, resolved, permit)
@@ -120,8 +121,8 @@ impl Wharf {
                 temporary.destroy().await;
             }
             outcome
-        })
-        .await
+        });
+        self.audited(tenant, audit_args, audit_trace_id, work).await
     }
 
     /// The canonical name of a tool the caller named by its MCP name when the name

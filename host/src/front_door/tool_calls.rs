@@ -102,27 +102,22 @@ impl Wharf {
     /// Runs `work` (one call) as the tenant's, then writes the call's audit line and
     /// metrics, refusals included. The audit line never carries content or commands (only
     /// their length and sha256).
+    ///
+    /// `args` is [`Wharf::audit_args`] of the call's arguments. `work` comes boxed from
+    /// where it is made, so only a pointer moves through this and the tenant's scope.
     pub(super) async fn audited<F>(
         &self,
         tenant: &Tenant,
-        args: &Value,
+        args: String,
         trace_id: Option<String>,
-        work: F,
+        work: std::pin::Pin<Box<F>>,
     ) -> Result<CallOutcome, (WharfError, CallPlace)>
     where
         F: Future<Output = Result<CallOutcome, (WharfError, CallPlace)>>,
     {
         let started = std::time::Instant::now();
-        // Building the line copies the arguments, so only when it is written.
-        let args = tracing::enabled!(target: "wharf::audit", tracing::Level::INFO)
-            .then(|| {
-                let audited = crate::redact::for_audit(args);
-                crate::redact::one_line(&audited.to_string())
-            })
-            .unwrap_or_default();
         let who = quota_tenant(tenant);
-        // Boxed once here rather than moved by value through every wrapper above it.
-        let outcome = crate::quotas::as_tenant(who, Box::pin(work)).await;
+        let outcome = crate::quotas::as_tenant(who, work).await;
         let refused = self.record_tenant_call(who, &outcome);
         let (code, tool, backend, session) = match &outcome {
             Ok(o) => (
@@ -149,20 +144,28 @@ impl Wharf {
             session = session.unwrap_or("-"),
             duration_ms = elapsed.as_millis() as u64,
             code,
-            refused = %refused,
+            refused,
             trace_id = trace_id.as_deref().unwrap_or("-"),
-            %args,
+            args = args.as_str(),
         );
         self.metrics.record_call(backend, tool, code, elapsed);
         outcome
     }
 
+    /// The arguments as a call's audit line shows them (secrets and content replaced, on
+    /// one line), or nothing when no audit line is written: building it copies them.
+    pub(super) fn audit_args(args: &Value) -> String {
+        tracing::enabled!(target: "wharf::audit", tracing::Level::INFO)
+            .then(|| crate::redact::one_line(&crate::redact::for_audit(args).to_string()))
+            .unwrap_or_default()
+    }
+
     /// Counts a call for its tenant; the quota that refused it (for the audit line), or `-`.
-    fn record_tenant_call(
+    fn record_tenant_call<'a>(
         &self,
         who: &str,
-        outcome: &Result<CallOutcome, (WharfError, CallPlace)>,
-    ) -> String {
+        outcome: &'a Result<CallOutcome, (WharfError, CallPlace)>,
+    ) -> &'a str {
         let tenants = &self.metrics.tenants;
         tenants.record_call(who);
         let limit = match outcome {
@@ -178,9 +181,9 @@ impl Wharf {
                 if limit != "busy" {
                     tenants.record_refusal(who, limit);
                 }
-                limit.to_string()
+                limit
             }
-            None => "-".to_string(),
+            None => "-",
         }
     }
 

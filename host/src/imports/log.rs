@@ -28,12 +28,25 @@ impl Host for HostState {
         let message = crate::redact::one_line(&truncate(message));
         let backend = &*self.backend;
         let session = self.call.session_id.as_deref().unwrap_or("-");
+        // The call's span is off unless traces are exported (runtime/guest_call), so the
+        // line names its request itself.
+        let trace_id = self.call.trace_id.as_deref().unwrap_or("-");
         match level {
-            Level::Trace => tracing::trace!(target: "wharf::guest", backend, session, "{message}"),
-            Level::Debug => tracing::debug!(target: "wharf::guest", backend, session, "{message}"),
-            Level::Info => tracing::info!(target: "wharf::guest", backend, session, "{message}"),
-            Level::Warn => tracing::warn!(target: "wharf::guest", backend, session, "{message}"),
-            Level::Error => tracing::error!(target: "wharf::guest", backend, session, "{message}"),
+            Level::Trace => {
+                tracing::trace!(target: "wharf::guest", backend, session, trace_id, "{message}")
+            }
+            Level::Debug => {
+                tracing::debug!(target: "wharf::guest", backend, session, trace_id, "{message}")
+            }
+            Level::Info => {
+                tracing::info!(target: "wharf::guest", backend, session, trace_id, "{message}")
+            }
+            Level::Warn => {
+                tracing::warn!(target: "wharf::guest", backend, session, trace_id, "{message}")
+            }
+            Level::Error => {
+                tracing::error!(target: "wharf::guest", backend, session, trace_id, "{message}")
+            }
         }
         Ok(())
     }
@@ -41,7 +54,7 @@ impl Host for HostState {
     async fn panic(&mut self, message: String) -> wasmtime::Result<()> {
         let message = truncate(message);
         let shown = crate::redact::one_line(&message);
-        tracing::error!(target: "wharf::guest", backend = &*self.backend, session = self.call.session_id.as_deref().unwrap_or("-"), "panicked: {shown}");
+        tracing::error!(target: "wharf::guest", backend = &*self.backend, session = self.call.session_id.as_deref().unwrap_or("-"), trace_id = self.call.trace_id.as_deref().unwrap_or("-"), "panicked: {shown}");
         self.call.panic = Some(message);
         Ok(())
     }

@@ -60,9 +60,11 @@ where
 {
     let timeout = site.timeout;
     let deadline = Instant::now() + timeout;
-    // Host imports run inside this span, so their log and audit lines carry the backend,
-    // the session and the request's trace id.
-    let span = tracing::info_span!(
+    // Host imports run inside this span, so their exported spans nest under the guest call.
+    // At debug level: it is built only when traces are exported or the human log is at
+    // debug; the lines a call writes at info name their backend, session and trace id
+    // themselves (ARCHITECTURE.md, "The path of one call").
+    let span = tracing::debug_span!(
         "backend_call",
         backend = %backend,
         session = site.session_id.unwrap_or("-"),
