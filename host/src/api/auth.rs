@@ -14,6 +14,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use tower_http::validate_request::{ValidateRequest, ValidateRequestHeaderLayer};
 
 /// Who is calling: a [`Principal`] (tenant, view, allowlists) and the token's scopes.
 #[derive(Debug, Clone)]
@@ -124,26 +125,40 @@ impl FromRequestParts<Arc<Wharf>> for Caller {
     }
 }
 
-/// Middleware for routes that are not axum handlers (MCP): authenticates, checks `scope`,
-/// and puts the [`Caller`] into the request's extensions.
-pub async fn require_scope(
-    axum::extract::State((wharf, scope)): axum::extract::State<(Arc<Wharf>, TokenScope)>,
-    mut request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let header = request
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let caller = match authenticate(&wharf.server().auth, header)
-        .and_then(|c| c.require(scope).map(|()| c))
-    {
-        Ok(c) => c,
-        Err(e) => return Envelope::error(e, Meta::default()).into_response(),
-    };
-    request.extensions_mut().insert(caller);
-    next.run(request).await
+/// The check for routes that are not axum handlers (MCP, metrics): authenticates, checks
+/// the scope, and puts the [`Caller`] into the request's extensions. A synchronous
+/// `tower_http` `ValidateRequest`, like the edge guard (`api/edge`).
+#[derive(Clone)]
+pub struct ScopeGuard {
+    wharf: Arc<Wharf>,
+    scope: TokenScope,
+}
+
+impl ScopeGuard {
+    /// The layer that lets through only callers holding `scope`.
+    pub fn layer(wharf: Arc<Wharf>, scope: TokenScope) -> ValidateRequestHeaderLayer<Self> {
+        ValidateRequestHeaderLayer::custom(Self { wharf, scope })
+    }
+}
+
+impl<B> ValidateRequest<B> for ScopeGuard {
+    type ResponseBody = axum::body::Body;
+
+    fn validate(
+        &mut self,
+        request: &mut axum::http::Request<B>,
+    ) -> Result<(), axum::response::Response> {
+        use axum::response::IntoResponse;
+        let header = request
+            .headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let caller = authenticate(&self.wharf.server().auth, header)
+            .and_then(|c| c.require(self.scope).map(|()| c))
+            .map_err(|e| Envelope::error(e, Meta::default()).into_response())?;
+        request.extensions_mut().insert(caller);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -31,12 +31,7 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
     use axum::middleware::{from_fn, from_fn_with_state};
     let limit = wharf.server().max_body_bytes;
     let edge = crate::api::edge::EdgePolicy::new(wharf.server());
-    let read_scope = || {
-        from_fn_with_state(
-            (wharf.clone(), TokenScope::Read),
-            crate::api::auth::require_scope,
-        )
-    };
+    let read_scope = || crate::api::auth::ScopeGuard::layer(wharf.clone(), TokenScope::Read);
     let mcp_sessions = Arc::new(
         rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
     );
