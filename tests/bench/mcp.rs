@@ -227,17 +227,16 @@ fn one_session_rows(rows: &mut Vec<(String, String)>, client: &str, turns: &Turn
     let per_round = |a: &[(f64, f64)], b: &[(f64, f64)]| {
         median(a.iter().zip(b).map(|(a, b)| a.0 / b.0).collect())
     };
+    let measured = |rows: &mut Vec<(String, String)>, label: String, xs: &[(f64, f64)]| {
+        row(rows, label, (rate(xs), p50(xs)));
+    };
     let Turns { mcp, rest, python } = turns;
-    row(
+    measured(
         rows,
         format!("MCP tools/call echo_say, {client}, 1 session (median of {ROUNDS} turns)"),
-        (rate(mcp), p50(mcp)),
+        mcp,
     );
-    row(
-        rows,
-        format!("REST echo:say, {client}, 1 connection"),
-        (rate(rest), p50(rest)),
-    );
+    measured(rows, format!("REST echo:say, {client}, 1 connection"), rest);
     let vs_rest = per_round(mcp, rest);
     rows.push((
         format!("ratio MCP / REST, {client}, 1 session (median of the turns' ratios)"),
@@ -246,10 +245,10 @@ fn one_session_rows(rows: &mut Vec<(String, String)>, client: &str, turns: &Turn
     if python.is_empty() {
         return (vs_rest, f64::NAN);
     }
-    row(
+    measured(
         rows,
         format!("Python SDK MCP server, same tool, {client}, 1 session"),
-        (rate(python), p50(python)),
+        python,
     );
     let vs_python = per_round(mcp, python);
     rows.push((

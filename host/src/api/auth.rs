@@ -148,14 +148,13 @@ impl<B> ValidateRequest<B> for ScopeGuard {
         &mut self,
         request: &mut axum::http::Request<B>,
     ) -> Result<(), axum::response::Response> {
-        use axum::response::IntoResponse;
         let header = request
             .headers()
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         let caller = authenticate(&self.wharf.server().auth, header)
             .and_then(|c| c.require(self.scope).map(|()| c))
-            .map_err(|e| Envelope::error(e, Meta::default()).into_response())?;
+            .map_err(Envelope::refusal)?;
         request.extensions_mut().insert(caller);
         Ok(())
     }

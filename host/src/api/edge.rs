@@ -9,11 +9,11 @@
 //!
 //! Refusals answer 4030 before any route (or token check) runs.
 
-use crate::api::envelope::{Envelope, Meta};
+use crate::api::envelope::Envelope;
 use crate::config::ServerConfig;
 use crate::error_code::WharfError;
 use axum::http::{HeaderMap, Request};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use tower_http::validate_request::{ValidateRequest, ValidateRequestHeaderLayer};
@@ -128,9 +128,7 @@ impl<B> ValidateRequest<B> for EdgeGuard {
     type ResponseBody = axum::body::Body;
 
     fn validate(&mut self, request: &mut Request<B>) -> Result<(), Response> {
-        self.0
-            .check(request.headers())
-            .map_err(|e| Envelope::error(e, Meta::default()).into_response())
+        self.0.check(request.headers()).map_err(Envelope::refusal)
     }
 }
 

@@ -62,6 +62,11 @@ impl Envelope {
             meta,
         }
     }
+    /// The answer to a request refused before any call ran: the error's envelope with an
+    /// empty `meta`, as a response.
+    pub fn refusal(err: WharfError) -> Response {
+        Self::error(err, Meta::default()).into_response()
+    }
     /// Says in `meta` where the reply's call ran, or got to before it failed.
     pub fn at(mut self, place: crate::front_door::CallPlace) -> Self {
         self.meta.tool = place.tool;

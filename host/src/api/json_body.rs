@@ -2,12 +2,12 @@
 //! over the limit 4013, unreadable, malformed or not an object 4002, a missing field 4003,
 //! a wrong type 4004. Shared by the REST, the compatibility and the MCP routes.
 
-use crate::api::envelope::{Envelope, Meta};
+use crate::api::envelope::Envelope;
 use crate::error_code::{Code, WharfError};
 use axum::body::{Bytes, HttpBody};
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, Request};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tower_http::validate_request::{ValidateRequest, ValidateRequestHeaderLayer};
@@ -78,7 +78,7 @@ impl<B: HttpBody> ValidateRequest<B> for MediaTypeGuard {
     fn validate(&mut self, request: &mut Request<B>) -> Result<(), Response> {
         let has_body = request.body().size_hint().exact() != Some(0);
         check_media_type(request.headers(), has_body, self.accepted, self.untyped)
-            .map_err(|e| Envelope::error(e, Meta::default()).into_response())
+            .map_err(Envelope::refusal)
     }
 }
 

@@ -20,7 +20,7 @@
 
 use super::call::{self, MCP_SESSION_HEADER};
 use super::json_reply::accepts;
-use crate::api::envelope::{Envelope, Meta};
+use crate::api::envelope::Envelope;
 use crate::error_code::WharfError;
 use crate::front_door::Wharf;
 use axum::body::Body;
@@ -167,7 +167,7 @@ pub async fn answer(
         Ok(bytes) => bytes,
         Err(e) => {
             let e = WharfError::invalid_request(format!("the request body could not be read: {e}"));
-            return Envelope::error(e, Meta::default()).into_response();
+            return Envelope::refusal(e);
         }
     };
     if let Ok(Message {
@@ -294,7 +294,7 @@ async fn run(
             .into_response(),
         Err(e) => {
             let e = WharfError::internal(format!("the MCP answer did not serialize: {e}"));
-            Envelope::error(e, Meta::default()).into_response()
+            Envelope::refusal(e)
         }
     }
 }

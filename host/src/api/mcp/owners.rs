@@ -5,11 +5,11 @@
 
 use super::call::MCP_SESSION_HEADER;
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, Meta};
+use crate::api::envelope::Envelope;
 use crate::error_code::WharfError;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -72,7 +72,7 @@ pub async fn guard(State(owners): State<Arc<McpOwners>>, request: Request, next:
     }
     let Some(caller) = request.extensions().get::<Caller>().cloned() else {
         let e = WharfError::internal("the MCP route ran without authentication");
-        return Envelope::error(e, Meta::default()).into_response();
+        return Envelope::refusal(e);
     };
     let presented = request
         .headers()
@@ -87,7 +87,7 @@ pub async fn guard(State(owners): State<Arc<McpOwners>>, request: Request, next:
             "MCP session `{}` not found: initialize a session of your own",
             id.escape_debug()
         ));
-        return Envelope::error(e, Meta::default()).into_response();
+        return Envelope::refusal(e);
     }
     let deleting = request.method() == axum::http::Method::DELETE;
     let response = next.run(request).await;
