@@ -3,7 +3,9 @@
 //! separate from the human log (ARCHITECTURE.md, "The audit sink").
 //!
 //! A call never waits for the disk: the event becomes a line on the caller's thread and goes
-//! into a bounded queue. When the queue is full, `mode = "drop"` (the default) counts the
+//! into a bounded queue. A tool call's line, the one every call writes, is built by the
+//! writer instead ([`defer`]): the call queues what the line needs and the writer redacts
+//! the arguments and writes the JSON, off the request path. When the queue is full, `mode = "drop"` (the default) counts the
 //! line as dropped (`wharf_audit_lines_dropped` in `/metrics`, and a periodic warning) and
 //! `mode = "block"` waits for room, for operators who need every line.
 //!
@@ -25,6 +27,8 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterFn, LevelFilter, filter_fn};
 
 mod line;
+
+pub use line::LineBuilder;
 
 /// The tracing target of audit events.
 pub const TARGET: &str = "wharf::audit";
@@ -110,8 +114,17 @@ pub struct AuditStats {
     pub dropped: u64,
 }
 
+/// A line the writer builds itself: it owns what the line needs.
+pub type DeferredLine = Box<dyn FnOnce() -> Vec<u8> + Send>;
+
+/// What the queue carries: a line, or the means to build one.
+enum Queued {
+    Line(Vec<u8>),
+    Deferred(DeferredLine),
+}
+
 struct Sink {
-    queue: SyncSender<Vec<u8>>,
+    queue: SyncSender<Queued>,
     mode: AuditMode,
 }
 
@@ -195,15 +208,19 @@ fn batch_limit(max_bytes: u64) -> usize {
 /// The writer thread: takes whatever is queued, up to `limit` bytes, writes it as one piece
 /// (whole lines, so a rotation never splits one) and flushes it, then lets the next lines
 /// gather for [`GATHER`].
-fn write_lines(lines: &Receiver<Vec<u8>>, mut out: Box<dyn Write + Send>, limit: usize) {
+fn write_lines(lines: &Receiver<Queued>, mut out: Box<dyn Write + Send>, limit: usize) {
     let mut batch = Vec::with_capacity(limit);
-    while let Ok(line) = lines.recv() {
-        batch.extend_from_slice(&line);
+    let add = |batch: &mut Vec<u8>, queued: Queued| match queued {
+        Queued::Line(line) => batch.extend_from_slice(&line),
+        Queued::Deferred(build) => batch.extend_from_slice(&build()),
+    };
+    while let Ok(queued) = lines.recv() {
+        add(&mut batch, queued);
         let mut n = 1u64;
         while batch.len() < limit {
             match lines.try_recv() {
-                Ok(line) => {
-                    batch.extend_from_slice(&line);
+                Ok(queued) => {
+                    add(&mut batch, queued);
                     n += 1;
                 }
                 Err(_) => break,
@@ -251,8 +268,33 @@ pub fn flush(within: Duration) {
     }
 }
 
-fn active() -> bool {
+/// Whether the sink runs: audit lines go to it, not to the human log.
+pub fn active() -> bool {
     ACTIVE.load(Ordering::Acquire)
+}
+
+/// Queues a line the writer builds (with [`LineBuilder`]), under the sink's `mode` like
+/// any other line. Building a line (redacting arguments, escaping, formatting) is most of
+/// its cost, and here it is paid on the writer's thread rather than by the call. Returns
+/// `build` when the sink does not run, for the caller to log the event another way.
+pub fn defer(build: DeferredLine) -> Result<(), DeferredLine> {
+    let Some(sink) = SINK.get().filter(|_| active()) else {
+        return Err(build);
+    };
+    enqueue(sink, Queued::Deferred(build));
+    Ok(())
+}
+
+fn enqueue(sink: &Sink, queued: Queued) {
+    QUEUED.fetch_add(1, Ordering::AcqRel);
+    let sent = match sink.mode {
+        AuditMode::Drop => sink.queue.try_send(queued).is_ok(),
+        AuditMode::Block => sink.queue.send(queued).is_ok(),
+    };
+    if !sent {
+        QUEUED.fetch_sub(1, Ordering::AcqRel);
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 fn is_audit(meta: &tracing::Metadata<'_>) -> bool {
@@ -290,16 +332,7 @@ impl<S: tracing::Subscriber> Layer<S> for AuditLayer {
         _ctx: tracing_subscriber::layer::Context<'_, S>,
     ) {
         let Some(sink) = SINK.get() else { return };
-        let line = line::of_event(event);
-        QUEUED.fetch_add(1, Ordering::AcqRel);
-        let sent = match sink.mode {
-            AuditMode::Drop => sink.queue.try_send(line).is_ok(),
-            AuditMode::Block => sink.queue.send(line).is_ok(),
-        };
-        if !sent {
-            QUEUED.fetch_sub(1, Ordering::AcqRel);
-            DROPPED.fetch_add(1, Ordering::Relaxed);
-        }
+        enqueue(sink, Queued::Line(line::of_event(event)));
     }
 }
 

@@ -1,6 +1,7 @@
 //! One audit event as one JSON line: its fields written straight into one buffer (numbers
-//! and booleans stay typed), with no map and no intermediate strings: the line is built on
-//! the calling thread, once per call (ARCHITECTURE.md, "The audit sink").
+//! and booleans stay typed), with no map and no intermediate strings. A tracing event's
+//! line is built on the calling thread; a deferred line ([`LineBuilder`]) on the writer's
+//! (ARCHITECTURE.md, "The audit sink").
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -9,21 +10,65 @@ use tracing::field::{Field, Visit};
 
 /// `{"ts":"…",<the event's fields>}\n`.
 pub(super) fn of_event(event: &tracing::Event<'_>) -> Vec<u8> {
-    let mut line = Line(Vec::with_capacity(384));
-    line.0.extend_from_slice(b"{\"ts\":\"");
-    push_timestamp(&mut line.0);
-    line.0.push(b'"');
+    let mut line = LineBuilder::at(chrono::Utc::now());
     event.record(&mut line);
-    line.0.extend_from_slice(b"}\n");
-    line.0
+    line.finish()
 }
 
-struct Line(Vec<u8>);
+/// A line written field by field: `{"ts":"…"`, then each field, then `}` and a newline
+/// ([`LineBuilder::finish`]). Keys and strings are JSON-escaped.
+pub struct LineBuilder(Vec<u8>);
 
-impl Line {
+impl LineBuilder {
+    /// A line stamped `at` (UTC, milliseconds).
+    pub fn at(at: chrono::DateTime<chrono::Utc>) -> Self {
+        let mut line = Vec::with_capacity(384);
+        line.extend_from_slice(b"{\"ts\":\"");
+        push_timestamp(&mut line, at);
+        line.push(b'"');
+        Self(line)
+    }
+
+    /// Adds `"key":"text"`. `key` is a name of the host's own (letters, digits, `_`),
+    /// written as it is.
+    pub fn text(&mut self, key: &'static str, text: &str) -> &mut Self {
+        self.plain_key(key);
+        self.string(text);
+        self
+    }
+
+    /// Adds `"key":number`; `key` as for [`LineBuilder::text`].
+    pub fn number(&mut self, key: &'static str, number: u64) -> &mut Self {
+        self.plain_key(key);
+        self.0
+            .extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
+        self
+    }
+
+    /// The line: the closing brace and a newline.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.0.extend_from_slice(b"}\n");
+        self.0
+    }
+
     fn key(&mut self, field: &Field) {
+        self.key_named(field.name());
+    }
+
+    fn plain_key(&mut self, name: &'static str) {
+        if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            self.0.reserve(name.len() + 4);
+            self.0.extend_from_slice(b",\"");
+            self.0.extend_from_slice(name.as_bytes());
+            self.0.extend_from_slice(b"\":");
+        } else {
+            self.key_named(name);
+        }
+    }
+
+    fn key_named(&mut self, name: &str) {
         self.0.extend_from_slice(b",\"");
-        escape_into(&mut self.0, field.name());
+        escape_into(&mut self.0, name);
         self.0.extend_from_slice(b"\":");
     }
 
@@ -34,18 +79,20 @@ impl Line {
     }
 }
 
-impl Visit for Line {
+impl Visit for LineBuilder {
     fn record_str(&mut self, field: &Field, value: &str) {
         self.key(field);
         self.string(value);
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
         self.key(field);
-        let _ = write!(self.0, "{value}");
+        self.0
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
         self.key(field);
-        let _ = write!(self.0, "{value}");
+        self.0
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
         self.key(field);
@@ -84,15 +131,33 @@ const NEEDS_ESCAPE: [bool; 256] = {
     table
 };
 
+/// Whether any of the eight bytes of `word` is one [`NEEDS_ESCAPE`] names: below 0x20,
+/// `"` or `\` (the classic "has a zero byte" and "has a byte below n" bit tricks).
+fn word_needs_escape(word: u64) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    let quote = has_zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
+    below_space | quote | backslash != 0
+}
+
 /// Appends `text` as the inside of a JSON string: `"`, `\` and the control characters
-/// escaped, every other character as it is. A plain run is copied in one piece (a table
-/// lookup per byte: Wharf's own crates build at opt-level 1 for the tests, where an
-/// iterator chain per byte costs calls).
+/// escaped, every other character as it is. A plain run is copied in one piece, found
+/// eight bytes at a time where it can be, else by a table lookup per byte.
 fn escape_into(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
+        if let Some(chunk) = bytes.get(i..i + 8)
+            && let Ok(chunk) = <[u8; 8]>::try_from(chunk)
+            && !word_needs_escape(u64::from_ne_bytes(chunk))
+        {
+            i += 8;
+            continue;
+        }
         let byte = bytes[i];
         if !NEEDS_ESCAPE[usize::from(byte)] {
             i += 1;
@@ -121,9 +186,8 @@ thread_local! {
     static SECOND: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
 }
 
-/// Appends UTC now as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-fn push_timestamp(out: &mut Vec<u8>) {
-    let now = chrono::Utc::now();
+/// Appends `now` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn push_timestamp(out: &mut Vec<u8>, now: chrono::DateTime<chrono::Utc>) {
     let seconds = now.timestamp();
     // A leap second reports 1000..1999 ms; the line stays well-formed.
     let millis = now.timestamp_subsec_millis().min(999);
@@ -141,12 +205,57 @@ fn push_timestamp(out: &mut Vec<u8>) {
     if !cached {
         let _ = write!(out, "{}", now.format("%Y-%m-%dT%H:%M:%S"));
     }
-    let _ = write!(out, ".{millis:03}Z");
+    let digit = |n: u32| b'0' + u8::try_from(n % 10).unwrap_or(0);
+    out.extend_from_slice(&[
+        b'.',
+        digit(millis / 100),
+        digit(millis / 10),
+        digit(millis),
+        b'Z',
+    ]);
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{escape_into, push_timestamp};
+    use super::{LineBuilder, NEEDS_ESCAPE, escape_into, push_timestamp, word_needs_escape};
+
+    #[test]
+    fn the_word_test_agrees_with_the_byte_table() {
+        for fill in [b'a', b' ', b'~', 0x80, 0xe6, 0xff, b'!', b'#', b'[', b']'] {
+            for byte in 0..=255u8 {
+                for at in 0..8 {
+                    let mut word = [fill; 8];
+                    word[at] = byte;
+                    let expected =
+                        NEEDS_ESCAPE[usize::from(byte)] || NEEDS_ESCAPE[usize::from(fill)];
+                    assert_eq!(
+                        word_needs_escape(u64::from_ne_bytes(word)),
+                        expected,
+                        "{word:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_built_line_is_one_json_object_with_its_fields() {
+        let at = chrono::DateTime::parse_from_rfc3339("2026-12-02T16:00:01.234Z")
+            .unwrap()
+            .to_utc();
+        let mut line = LineBuilder::at(at);
+        line.text("event", "tool_call")
+            .text("args", "{\"q\":\"a\\\"b\nc\u{1}\"}")
+            .number("code", u64::MAX);
+        let bytes = line.finish();
+        assert_eq!(bytes.last(), Some(&b'\n'));
+        assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 1);
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["ts"], "2026-12-02T16:00:01.234Z");
+        assert_eq!(v["event"], "tool_call");
+        assert_eq!(v["args"], "{\"q\":\"a\\\"b\nc\u{1}\"}");
+        assert_eq!(v["code"], u64::MAX);
+    }
 
     #[test]
     fn escaped_text_reads_back_as_the_same_string() {
@@ -159,6 +268,8 @@ mod tests {
             &all_controls,
             "\u{7f} del, é, 日本, \u{2028}, 🦀",
             "\\u0000 looks escaped but is not",
+            "a run of plain text longer than a word, then \" and more plain text after it",
+            "ends in a control after a long plain run\u{1f}",
         ] {
             let mut out = b"\"".to_vec();
             escape_into(&mut out, text);
@@ -174,7 +285,7 @@ mod tests {
     fn a_timestamp_is_rfc3339_with_milliseconds_in_utc() {
         for _ in 0..3 {
             let mut out = Vec::new();
-            push_timestamp(&mut out);
+            push_timestamp(&mut out, chrono::Utc::now());
             let text = String::from_utf8(out).unwrap();
             assert_eq!(text.len(), "2026-12-01T22:40:00.123Z".len(), "{text}");
             let parsed = chrono::DateTime::parse_from_rfc3339(&text).unwrap();
