@@ -8,6 +8,7 @@
 //! `session_routes` acquires and releases sessions.
 
 mod backend_routes;
+mod call_audit;
 mod invocation;
 mod oci_load;
 mod quota_routes;

@@ -105,7 +105,7 @@ impl Wharf {
             },
             timeout_ms: deadline.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX)),
         };
-        let audit_args = Self::audit_args(&request.args);
+        let audit_args = super::call_audit::audit_args(&request.args);
         let audit_trace_id = trace_id.clone();
         let work = Box::pin(async {
             let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));

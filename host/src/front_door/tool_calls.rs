@@ -93,90 +93,6 @@ pub(super) struct AdmittedTool {
     pub session: SessionNeed,
 }
 
-/// A call's arguments as its audit line will show them ([`Wharf::audit_args`]).
-pub(super) enum AuditArgs {
-    /// A copy, redacted by the audit writer when it builds the line.
-    Deferred(Value),
-    /// Already redacted, for the human log (no audit sink runs).
-    Written(String),
-    /// No line is written.
-    None,
-}
-
-/// Arguments as an audit line shows them: secrets and content replaced, on one line.
-fn audit_text(args: &Value) -> String {
-    crate::redact::one_line(&crate::redact::for_audit(args).to_string())
-}
-
-/// A call's audit line, but for its arguments.
-struct CallLine<'a> {
-    tenant: &'a Tenant,
-    tool: &'a str,
-    backend: &'a str,
-    session: &'a str,
-    duration_ms: u64,
-    code: u32,
-    refused: &'a str,
-    trace_id: &'a str,
-}
-
-impl CallLine<'_> {
-    /// To the audit sink, built by its writer (the call pays for copies of the fields, not
-    /// for redacting and formatting them), or as a tracing event when no sink runs.
-    fn write(&self, args: AuditArgs) {
-        let args = match args {
-            AuditArgs::Deferred(args) => {
-                let at = chrono::Utc::now();
-                let owned = [
-                    self.tenant.to_string(),
-                    self.tool.to_string(),
-                    self.backend.to_string(),
-                    self.session.to_string(),
-                    self.refused.to_string(),
-                    self.trace_id.to_string(),
-                ];
-                let (duration_ms, code) = (self.duration_ms, self.code);
-                let build = Box::new(move || {
-                    let [tenant, tool, backend, session, refused, trace_id] = &owned;
-                    let mut line = crate::audit::LineBuilder::at(at);
-                    line.text("event", "tool_call")
-                        .text("tenant", tenant)
-                        .text("tool", tool)
-                        .text("backend", backend)
-                        .text("session", session)
-                        .number("duration_ms", duration_ms)
-                        .number("code", u64::from(code))
-                        .text("refused", refused)
-                        .text("trace_id", trace_id)
-                        .text("args", &audit_text(&args));
-                    line.finish()
-                });
-                // The sink never stops once started; were it gone, the line goes to the log.
-                if let Err(build) = crate::audit::defer(build) {
-                    let line = build();
-                    tracing::info!(target: "wharf::audit", "{}", String::from_utf8_lossy(&line).trim_end());
-                }
-                return;
-            }
-            AuditArgs::Written(text) => text,
-            AuditArgs::None => return,
-        };
-        tracing::info!(
-            target: "wharf::audit",
-            event = "tool_call",
-            tenant = %self.tenant,
-            tool = self.tool,
-            backend = self.backend,
-            session = self.session,
-            duration_ms = self.duration_ms,
-            code = self.code,
-            refused = self.refused,
-            trace_id = self.trace_id,
-            args = args.as_str(),
-        );
-    }
-}
-
 /// The name a caller's quotas and pool turns go by: its tenant, or one name for admins.
 fn quota_tenant(tenant: &Tenant) -> &str {
     tenant.only().unwrap_or(crate::quotas::ADMIN_TENANT)
@@ -187,12 +103,12 @@ impl Wharf {
     /// metrics, refusals included. The audit line never carries content or commands (only
     /// their length and sha256).
     ///
-    /// `args` is [`Wharf::audit_args`] of the call's arguments. `work` comes boxed from
+    /// `args` is [`super::call_audit::audit_args`] of the call's arguments. `work` comes boxed from
     /// where it is made, so only a pointer moves through this and the tenant's scope.
     pub(super) async fn audited<F>(
         &self,
         tenant: &Tenant,
-        args: AuditArgs,
+        args: super::call_audit::AuditArgs,
         trace_id: Option<String>,
         work: std::pin::Pin<Box<F>>,
     ) -> Result<CallOutcome, (WharfError, CallPlace)>
@@ -219,7 +135,7 @@ impl Wharf {
         };
         let (tool, backend) = (tool.unwrap_or("-"), backend.unwrap_or("-"));
         let elapsed = started.elapsed();
-        let line = CallLine {
+        let line = super::call_audit::CallLine {
             tenant,
             tool,
             backend,
@@ -232,19 +148,6 @@ impl Wharf {
         line.write(args);
         self.metrics.record_call(backend, tool, code, elapsed);
         outcome
-    }
-
-    /// The arguments as a call's audit line needs them, taken before the call consumes
-    /// them: a copy for the audit writer to redact, the redacted text for the human log
-    /// when no audit sink runs, or nothing when neither writes the line.
-    pub(super) fn audit_args(args: &Value) -> AuditArgs {
-        if crate::audit::active() {
-            AuditArgs::Deferred(args.clone())
-        } else if tracing::enabled!(target: "wharf::audit", tracing::Level::INFO) {
-            AuditArgs::Written(audit_text(args))
-        } else {
-            AuditArgs::None
-        }
     }
 
     /// Counts a call for its tenant; the quota that refused it (for the audit line), or `-`.
