@@ -191,3 +191,57 @@ async fn a_sink_that_cannot_keep_up_drops_and_counts_lines_without_holding_calls
         "800 calls, a 64 KiB pipe: {dropped}"
     );
 }
+
+/// Large arguments are redacted before the line is queued, small ones by the writer: both
+/// lines read the same way, content as its length and sha256, secrets hidden.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_and_small_arguments_are_redacted_alike() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("calls.jsonl");
+    let server = serve(dir.path(), &format!("path = \"{}\"", audit.display()));
+    let client = reqwest::Client::new();
+    let large = "L".repeat(3000);
+    let small = "s".repeat(200);
+    for text in [&large, &small] {
+        let refused = call(
+            &client,
+            &server.url,
+            json!({"text": text, "api_key": "hunter2"}),
+        )
+        .await;
+        assert_eq!(refused["code"], 4004, "{refused}");
+        let ok = call(&client, &server.url, json!({"text": text})).await;
+        assert_eq!(ok["code"], 0, "{ok}");
+    }
+    assert!(server.terminate(Duration::from_secs(40)), "clean exit");
+    let written = std::fs::read_to_string(&audit).unwrap();
+    assert!(
+        !written.contains("hunter2"),
+        "a secret argument was written"
+    );
+    let calls: Vec<Value> = written
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .filter(|l| l["event"] == "tool_call")
+        .collect();
+    assert_eq!(calls.len(), 4, "{written}");
+    for (line, text) in calls.iter().zip([&large, &large, &small, &small]) {
+        let args: Value = serde_json::from_str(line["args"].as_str().unwrap()).unwrap();
+        let sha256: String = Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            args["text"],
+            json!({"len": text.len(), "sha256": sha256}),
+            "{line}"
+        );
+        assert!(
+            !line["args"].as_str().unwrap().contains(text.as_str()),
+            "{line}"
+        );
+    }
+    assert_eq!(calls[0]["code"], 4004);
+    assert_eq!(calls[1]["code"], 0);
+}

@@ -3,17 +3,17 @@
 //! separate from the human log (ARCHITECTURE.md, "The audit sink").
 //!
 //! A call never waits for the disk: the event becomes a line on the caller's thread and goes
-//! into a bounded queue. A tool call's line, the one every call writes, is built by the
-//! writer instead ([`defer`]): the call queues what the line needs and the writer redacts
-//! the arguments and writes the JSON, off the request path. When the queue is full, `mode = "drop"` (the default) counts the
+//! into a bounded queue. When the queue is full, `mode = "drop"` (the default) counts the
 //! line as dropped (`wharf_audit_lines_dropped` in `/metrics`, and a periodic warning) and
 //! `mode = "block"` waits for room, for operators who need every line.
 //!
-//! The call sites stay `tracing::info!(target: "wharf::audit", …)`; [`layer`] picks those
-//! events up once [`start`] ran, and [`human_filter`] keeps them out of the human log from
-//! then on. Before [`start`] (in `wharf dev`, or a host embedded in tests) they stay in the
-//! human log. What goes into a line is already redacted at the call site
-//! (`redact::for_audit`, `redact::one_line`).
+//! The imports' call sites are `tracing::info!(target: "wharf::audit", …)` with fields
+//! already redacted; [`layer`] picks those events up once [`start`] ran, and
+//! [`human_filter`] keeps them out of the human log from then on. A tool call's line, the
+//! one every call writes, is built by the writer instead ([`defer`]): the call queues what
+//! the line needs and the writer redacts the arguments and writes the JSON, off the request
+//! path. Before [`start`] (in `wharf dev`, or a host embedded in tests) every audit event
+//! stays in the human log.
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;

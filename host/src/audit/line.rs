@@ -29,19 +29,17 @@ impl LineBuilder {
         Self(line)
     }
 
-    /// Adds `"key":"text"`. `key` is a name of the host's own (letters, digits, `_`),
-    /// written as it is.
-    pub fn text(&mut self, key: &'static str, text: &str) -> &mut Self {
-        self.plain_key(key);
+    /// Adds `"key":"text"`.
+    pub fn text(&mut self, key: &str, text: &str) -> &mut Self {
+        self.key_named(key);
         self.string(text);
         self
     }
 
-    /// Adds `"key":number`; `key` as for [`LineBuilder::text`].
-    pub fn number(&mut self, key: &'static str, number: u64) -> &mut Self {
-        self.plain_key(key);
-        self.0
-            .extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
+    /// Adds `"key":number`.
+    pub fn number(&mut self, key: &str, number: u64) -> &mut Self {
+        self.key_named(key);
+        self.digits(number);
         self
     }
 
@@ -55,15 +53,9 @@ impl LineBuilder {
         self.key_named(field.name());
     }
 
-    fn plain_key(&mut self, name: &'static str) {
-        if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            self.0.reserve(name.len() + 4);
-            self.0.extend_from_slice(b",\"");
-            self.0.extend_from_slice(name.as_bytes());
-            self.0.extend_from_slice(b"\":");
-        } else {
-            self.key_named(name);
-        }
+    fn digits(&mut self, number: impl itoa::Integer) {
+        self.0
+            .extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
     }
 
     fn key_named(&mut self, name: &str) {
@@ -86,13 +78,11 @@ impl Visit for LineBuilder {
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
         self.key(field);
-        self.0
-            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+        self.digits(value);
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
         self.key(field);
-        self.0
-            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+        self.digits(value);
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
         self.key(field);

@@ -103,8 +103,9 @@ impl Wharf {
     /// metrics, refusals included. The audit line never carries content or commands (only
     /// their length and sha256).
     ///
-    /// `args` is [`super::call_audit::audit_args`] of the call's arguments. `work` comes boxed from
-    /// where it is made, so only a pointer moves through this and the tenant's scope.
+    /// `args` is [`super::call_audit::audit_args`] of the call's arguments. `work` comes
+    /// boxed from where it is made, so only a pointer moves through this and the tenant's
+    /// scope.
     pub(super) async fn audited<F>(
         &self,
         tenant: &Tenant,
