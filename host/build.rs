@@ -12,6 +12,7 @@ const PLUGINS: &[&str] = &[
     "remote-provider",
     "docker-provider",
     "probe",
+    "backtracker",
 ];
 
 fn main() {

@@ -206,7 +206,9 @@ async fn batches_report_every_action() {
     let body = json!({"worker_id": "w-b", "actions": [fail, {"action": "nosuch:tool", "params": {}},
                       {"params": {}}], "parallel": true, "stop_on_error": false});
     let none = post(&h, "/api/v1/execute/batch", body).await;
-    assert_eq!((none.status, none.code()), (500, 5009), "{}", none.body);
+    // Every action failed on the caller's own error: the batch is the caller's error too
+    // (issue 33: never 500).
+    assert_eq!((none.status, none.code()), (400, 4000), "{}", none.body);
     assert_eq!(codes(&none), [4001, 4002, 4003]);
 }
 

@@ -10,6 +10,10 @@ use std::borrow::Cow;
 /// refused with 4004, never clamped: a client asking for more is confused, not served.
 pub const MAX_TTL_SECONDS: u64 = 10 * 366 * 24 * 3600;
 
+/// The largest component the host reads, bytes: a plugins-directory `.wasm` or an OCI
+/// layer.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+
 /// Latest instant, in ms since the epoch, a stored row may carry (the end of year 9999).
 pub const MAX_TIMESTAMP_MS: u64 = 253_402_300_799_999;
 

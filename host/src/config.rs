@@ -12,10 +12,12 @@ mod quotas;
 pub use quotas::{MAX_POOL_RESERVE_MS, QuotaConfig, QuotaLimits};
 mod auth;
 mod backend;
+mod connections;
 mod oci;
 mod telemetry;
 pub use auth::{AuthConfig, RESERVED_TOKEN_NAMES, TokenConfig, TokenScope};
 pub use backend::{BackendConfig, Limits, SessionLimits, WarmPoolConfig};
+pub use connections::ConnectionLimits;
 pub use oci::{OciSettings, OciSource, RegistryCredentials};
 pub use telemetry::TelemetryConfig;
 
@@ -97,12 +99,18 @@ pub struct ServerConfig {
     pub max_guest_buffer_bytes: u64,
     /// Largest upload on the files route, in bytes (4013 beyond).
     pub max_upload_bytes: u64,
-    /// Longest wait for the next piece of an upload's body, in ms (5006 beyond).
+    /// Longest wait for the next piece of an upload's body, in ms (5006 beyond); also how
+    /// long a download waits for its client to take the next slice before it ends and
+    /// gives the session back.
     pub upload_read_timeout_ms: u64,
+    /// Bytes one tenant's uploads may have spooled to disk at once (4290 beyond).
+    pub max_spooled_bytes_per_tenant: u64,
     /// Per-tenant quotas (`[quotas]` at the top level is the same table).
     pub quotas: QuotaConfig,
     /// OCI registries (`[oci]`, or `[server.oci]`).
     pub oci: OciSettings,
+    /// What the listener and the MCP transport hold for callers (`[server.connections]`).
+    pub connections: ConnectionLimits,
 }
 
 /// The bounds of `lease_seconds` and `sweep_interval_seconds`.
@@ -143,8 +151,10 @@ impl Default for ServerConfig {
             max_guest_buffer_bytes: crate::bounded::DEFAULT_GUEST_BUFFER_BYTES,
             max_upload_bytes: 1 << 30,
             upload_read_timeout_ms: 30_000,
+            max_spooled_bytes_per_tenant: 2 << 30,
             quotas: QuotaConfig::default(),
             oci: OciSettings::default(),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -189,6 +199,7 @@ impl WharfConfig {
             config.server.oci = config.oci.clone();
         }
         config.server.auth.validate()?;
+        config.server.connections.validate()?;
         config.audit.validate()?;
         config.telemetry.validate()?;
         if config.server.quotas.is_empty() {
@@ -222,11 +233,7 @@ impl WharfConfig {
             }
         }
         for (name, backend) in &config.backends {
-            if backend.limits.pool_max == 0 || backend.limits.pool_min > backend.limits.pool_max {
-                bail!("backend `{name}`: limits need 1 <= pool_max and pool_min <= pool_max");
-            }
             backend
-                .grants
                 .validate()
                 .map_err(|e| anyhow::anyhow!("backend `{name}`: {e}"))?;
         }
@@ -312,6 +319,21 @@ mod tests {
         assert_eq!(cfg["lit"], "${TOKEN}");
         let err = WharfConfig::parse("[backends.echo]\npath = \"${NOPE}\"\n", env).unwrap_err();
         assert!(format!("{err:#}").contains("`NOPE` is not set"), "{err:#}");
+    }
+
+    #[test]
+    fn a_warm_pool_past_the_container_grant_is_refused() {
+        let err = WharfConfig::parse(
+            "[backends.x]\npath = \"x.wasm\"\nwarm_pool = { size = 300000 }\ngrants = { max_containers = 2 }\n",
+            env,
+        )
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("max_containers = 2"), "{err:#}");
+        WharfConfig::parse(
+            "[backends.x]\npath = \"x.wasm\"\nwarm_pool = { size = 2 }\ngrants = { max_containers = 2 }\n",
+            env,
+        )
+        .unwrap();
     }
 
     #[test]

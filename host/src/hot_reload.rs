@@ -140,10 +140,17 @@ fn not_plain(file: &str) -> String {
     )
 }
 
+/// The largest `NAME.toml` sidecar read, bytes.
+const MAX_SIDECAR_BYTES: u64 = 1 << 20;
+
+/// The largest `NAME.wasm` read, bytes (the same bound as a component pulled from OCI).
+const MAX_WASM_BYTES: u64 = crate::bounded::MAX_COMPONENT_BYTES;
+
 /// Reads a file of the plugins directory without following a symbolic link (which could
 /// point anywhere on the host) and without blocking on a FIFO; anything but a regular
-/// file is refused.
-async fn read_plain_file(path: PathBuf) -> std::io::Result<Vec<u8>> {
+/// file, or a file over `limit` bytes (checked while reading: a sparse file's size says
+/// nothing about what it costs to read), is refused.
+async fn read_plain_file(path: PathBuf, limit: u64) -> std::io::Result<Vec<u8>> {
     tokio::task::spawn_blocking(move || {
         use std::io::Read;
         let mut options = std::fs::OpenOptions::new();
@@ -153,15 +160,27 @@ async fn read_plain_file(path: PathBuf) -> std::io::Result<Vec<u8>> {
             use std::os::unix::fs::OpenOptionsExt;
             options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
         }
-        let mut file = options.open(&path)?;
+        let file = options.open(&path)?;
         if !file.metadata()?.is_file() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 NOT_PLAIN,
             ));
         }
+        let too_large = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the file is over {limit} bytes"),
+            )
+        };
+        if file.metadata()?.len() > limit {
+            return Err(too_large());
+        }
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
+        file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > limit {
+            return Err(too_large());
+        }
         Ok(bytes)
     })
     .await
@@ -239,7 +258,9 @@ impl DirState {
     /// A `NAME.toml` alone naming an `oci://` path: pulls and deploys it when the sidecar
     /// changed. False when there is no such sidecar (the caller unloads).
     async fn sync_reference(&mut self, wharf: &Wharf, name: &str) -> bool {
-        let Ok(bytes) = read_plain_file(self.dir.join(format!("{name}.toml"))).await else {
+        let Ok(bytes) =
+            read_plain_file(self.dir.join(format!("{name}.toml")), MAX_SIDECAR_BYTES).await
+        else {
             return false;
         };
         let Ok(text) = String::from_utf8(bytes) else {
@@ -286,7 +307,7 @@ impl DirState {
     /// Brings `name` in line with the directory: load, replace, or unload.
     async fn sync(&mut self, wharf: &Wharf, name: &str) {
         let wasm_path = self.dir.join(format!("{name}.wasm"));
-        let wasm = match read_plain_file(wasm_path.clone()).await {
+        let wasm = match read_plain_file(wasm_path.clone(), MAX_WASM_BYTES).await {
             Ok(wasm) => wasm,
             Err(e) if is_not_plain(&e) => {
                 wharf.record_rejection(name, String::new(), not_plain(&format!("{name}.wasm")));
@@ -310,25 +331,26 @@ impl DirState {
             }
         };
         let sha256 = hex::encode(Sha256::digest(&wasm));
-        let sidecar = match read_plain_file(self.dir.join(format!("{name}.toml"))).await {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => Some(text),
-                Err(_) => {
-                    let reason = format!("{name}.toml is not UTF-8 text");
-                    wharf.record_rejection(name, sha256, reason);
+        let sidecar =
+            match read_plain_file(self.dir.join(format!("{name}.toml")), MAX_SIDECAR_BYTES).await {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => Some(text),
+                    Err(_) => {
+                        let reason = format!("{name}.toml is not UTF-8 text");
+                        wharf.record_rejection(name, sha256, reason);
+                        return;
+                    }
+                },
+                Err(e) if is_not_found(&e) => None,
+                Err(e) if is_not_plain(&e) => {
+                    wharf.record_rejection(name, sha256, not_plain(&format!("{name}.toml")));
                     return;
                 }
-            },
-            Err(e) if is_not_found(&e) => None,
-            Err(e) if is_not_plain(&e) => {
-                wharf.record_rejection(name, sha256, not_plain(&format!("{name}.toml")));
-                return;
-            }
-            Err(e) => {
-                wharf.record_rejection(name, sha256, format!("reading {name}.toml: {e}"));
-                return;
-            }
-        };
+                Err(e) => {
+                    wharf.record_rejection(name, sha256, format!("reading {name}.toml: {e}"));
+                    return;
+                }
+            };
         let applied = Applied {
             sha256: sha256.clone(),
             sidecar: sidecar.clone(),

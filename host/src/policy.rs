@@ -46,6 +46,11 @@ pub struct Grants {
     pub max_http_response_bytes: u64,
     /// Connect + first-byte timeout, ms.
     pub http_timeout_ms: u64,
+    /// Outbound requests of all the backend's instances in flight at once (each holds a
+    /// socket until its answer is read or dropped); one more is refused.
+    pub max_http_in_flight: u32,
+    /// Outbound requests one call (one instance) may have in flight at once.
+    pub max_http_in_flight_per_call: u32,
 }
 
 impl Default for Grants {
@@ -64,6 +69,8 @@ impl Default for Grants {
             max_http_request_bytes: 16 << 20,
             max_http_response_bytes: 64 << 20,
             http_timeout_ms: 30_000,
+            max_http_in_flight: 64,
+            max_http_in_flight_per_call: 16,
         }
     }
 }
@@ -219,6 +226,19 @@ impl Grants {
         for cidr in &self.http_private_cidrs {
             cidr.parse::<IpNet>()
                 .map_err(|e| Denial(format!("grants.http_private_cidrs: `{cidr}`: {e}")))?;
+        }
+        for (key, value) in [
+            ("max_http_in_flight", self.max_http_in_flight),
+            (
+                "max_http_in_flight_per_call",
+                self.max_http_in_flight_per_call,
+            ),
+        ] {
+            if !(1..=4096).contains(&value) {
+                return Err(Denial(format!(
+                    "grants.{key} = {value}: must be between 1 and 4096"
+                )));
+            }
         }
         Ok(())
     }

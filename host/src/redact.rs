@@ -28,6 +28,8 @@ const SECRET_WORDS: &[&str] = &[
     "auth",
     "authorization",
     "cookie",
+    "bearer",
+    "jwt",
 ];
 
 /// Argument keys whose values are content (files, commands, payloads): the audit line
@@ -40,12 +42,40 @@ const CONTENT_KEYS: &[&str] = &[
 /// `{len, sha256}`.
 pub const AUDIT_STRING_MAX: usize = 128;
 
-/// Whether a config key names a secret.
+/// Whether a config key names a secret: a secret part anywhere in it, or a secret word
+/// among its words, split at `_`, `-`, `.` and the like and where a lower-case letter or
+/// digit meets an upper-case one (`masterKey`, `authKey` and `sessionKey` are secrets).
 pub fn looks_secret(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    SECRET_PARTS.iter().any(|part| k.contains(part))
-        || k.split(|c: char| !c.is_ascii_alphanumeric())
-            .any(|word| SECRET_WORDS.contains(&word))
+    if SECRET_PARTS.iter().any(|part| k.contains(part)) {
+        return true;
+    }
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in key.chars() {
+        let boundary = !c.is_ascii_alphanumeric() || (previous_lower && c.is_ascii_uppercase());
+        if boundary {
+            if SECRET_WORDS.contains(&word.as_str()) {
+                return true;
+            }
+            word.clear();
+        }
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_lowercase());
+        }
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+    }
+    SECRET_WORDS.contains(&word.as_str()) || SECRET_WORDS.contains(&k.as_str())
+}
+
+/// An outbound request's path as the audit line carries it: its length and sha256, never
+/// the text (a path may carry a token, e.g. `/bot<token>/send`); `/` as it is.
+pub fn url_path(path: &str) -> String {
+    if path.is_empty() || path == "/" {
+        return "/".into();
+    }
+    let digest = Sha256::digest(path.as_bytes());
+    format!("len {} sha256 {}", path.len(), &hex::encode(digest)[..16])
 }
 
 /// A copy of `value` where every secret-looking key's whole value (nested tables
@@ -287,5 +317,43 @@ mod tests {
         assert!(shown.ends_with('é'), "{shown}");
         assert_eq!(one_line("plain {\"a\":1} ~"), "plain {\"a\":1} ~");
         assert_eq!(one_line("del\x7f"), "del\\u{7f}");
+    }
+
+    #[test]
+    fn camel_case_and_token_words_are_secrets() {
+        for key in [
+            "masterKey",
+            "encryptionKey",
+            "authKey",
+            "sessionKey",
+            "bearer",
+            "jwt",
+            "APIKey",
+            "x-api-key",
+            "github_token",
+            "Authorization",
+            "myJwt",
+            "accessKey",
+        ] {
+            assert!(looks_secret(key), "{key}");
+        }
+        for key in [
+            "keyboard",
+            "monkey",
+            "session_id",
+            "author",
+            "path",
+            "tokenizer_name",
+        ] {
+            assert_eq!(looks_secret(key), key.contains("token"), "{key}");
+        }
+    }
+
+    #[test]
+    fn an_outbound_path_is_digested() {
+        let p = url_path("/bot123456:AAE-secret/sendMessage");
+        assert!(!p.contains("secret"), "{p}");
+        assert!(p.starts_with("len 33 sha256 "), "{p}");
+        assert_eq!(url_path("/"), "/");
     }
 }

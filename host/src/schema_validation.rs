@@ -1,5 +1,11 @@
 //! Tool arguments checked against the tool's JSON Schema before a backend runs: a missing
 //! required field is 4003, anything else that fails the schema is 4004.
+//!
+//! A schema comes from a guest, so its `pattern`s are hostile input: they are compiled
+//! with the `regex` crate's engine (no backtracking: matching is linear in the text),
+//! under size limits, never with the default backtracking engine, whose look-around and
+//! back-references let one pattern hold a worker for seconds per string. A schema whose
+//! pattern needs those features is refused when the backend loads.
 
 use crate::error_code::{Code, WharfError};
 use anyhow::{Result, anyhow};
@@ -14,10 +20,31 @@ pub struct ArgsValidator {
 /// At most this many problems are listed in one error message.
 const MAX_LISTED: usize = 5;
 
+/// The largest compiled pattern (the `regex` crate's approximate program size), bytes.
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// The largest lazy-DFA cache one pattern may keep, bytes.
+const PATTERN_DFA_LIMIT: usize = 1 << 20;
+
+/// Arguments with more than this many bytes of strings and keys (or this many values) are
+/// validated on a blocking thread under the call's deadline rather than on an async
+/// worker.
+pub const INLINE_VALIDATION_BUDGET: usize = 16 * 1024;
+
 impl ArgsValidator {
-    /// Compiles `schema`; external references are not fetched.
+    /// Compiles `schema` with the linear-time pattern engine; external references are not
+    /// fetched.
     pub fn new(schema: &Value) -> Result<Self> {
-        let validator = jsonschema::validator_for(schema).map_err(|e| anyhow!("{e}"))?;
+        let validator = jsonschema::options()
+            .with_pattern_options(
+                jsonschema::PatternOptions::regex()
+                    .size_limit(PATTERN_SIZE_LIMIT)
+                    .dfa_size_limit(PATTERN_DFA_LIMIT),
+            )
+            .build(schema)
+            .map_err(|e| {
+                anyhow!("{e} (patterns are matched without backtracking: look-around and back-references are not supported)")
+            })?;
         Ok(Self { validator })
     }
 
@@ -79,6 +106,34 @@ impl ArgsValidator {
     }
 }
 
+/// Whether `value` holds more than `budget` bytes of strings and keys, or more than
+/// `budget` values; stops walking as soon as it knows.
+pub fn exceeds(value: &Value, budget: usize) -> bool {
+    fn walk(value: &Value, left: &mut usize) -> bool {
+        let cost = match value {
+            Value::String(s) => s.len().max(1),
+            _ => 1,
+        };
+        if cost >= *left {
+            return true;
+        }
+        *left -= cost;
+        match value {
+            Value::Array(items) => items.iter().any(|v| walk(v, left)),
+            Value::Object(map) => map.iter().any(|(k, v)| {
+                if k.len() >= *left {
+                    return true;
+                }
+                *left -= k.len();
+                walk(v, left)
+            }),
+            _ => false,
+        }
+    }
+    let mut left = budget;
+    walk(value, &mut left)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +166,40 @@ mod tests {
             Code::InvalidType
         );
         assert_eq!(v.validate(&json!([1])).unwrap_err().code, Code::InvalidType);
+    }
+
+    #[test]
+    fn backtracking_patterns_are_refused_at_compile_time() {
+        for pattern in [r"^(a|aa)+(?!b)$", r"^(\w+)\1$", r"(?<=x)y"] {
+            let schema = json!({"type": "object", "properties": {"t": {"type": "string", "pattern": pattern}}});
+            let e = ArgsValidator::new(&schema)
+                .err()
+                .unwrap_or_else(|| panic!("{pattern} compiled"));
+            assert!(
+                format!("{e:#}").contains("backtracking"),
+                "{pattern}: {e:#}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pathological_pattern_is_linear_on_a_long_string() {
+        // Exponential for a backtracking engine on "aaaa…b"; linear here.
+        let schema = json!({"type": "object", "properties": {"t": {"type": "string", "pattern": "^(a|aa)+$"}}});
+        let v = ArgsValidator::new(&schema).unwrap();
+        let text = format!("{}b", "a".repeat(60_000));
+        assert_eq!(
+            v.validate(&json!({ "t": text })).unwrap_err().code,
+            Code::InvalidType
+        );
+        assert!(v.validate(&json!({ "t": "a".repeat(60_000) })).is_ok());
+    }
+
+    #[test]
+    fn exceeds_stops_at_the_budget() {
+        assert!(!exceeds(&json!({"a": "xy", "b": [1, 2]}), 100));
+        assert!(exceeds(&json!({"a": "x".repeat(200)}), 100));
+        assert!(exceeds(&json!((0..200).collect::<Vec<_>>()), 100));
+        assert!(exceeds(&json!({"k".repeat(200): 1}), 100));
     }
 }

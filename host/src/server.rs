@@ -1,9 +1,10 @@
 //! Running the HTTP server: bind, serve, and on SIGTERM/Ctrl-C stop accepting, finish
 //! in-flight requests, drain the backends.
 
+mod accept;
+
 use crate::Wharf;
 use anyhow::{Context, Result};
-use axum::serve::ListenerExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -34,18 +35,15 @@ impl BoundServer {
     /// Serves until `shutdown` resolves, then drains the backends.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         let app = crate::api::router(self.wharf.clone());
+        let limits = self.wharf.server().connections.clone();
         let token = self.wharf.shutdown_token().clone();
         let signalled = token.clone();
-        // Without TCP_NODELAY a reply written in several small pieces (an SSE event, a
-        // chunked body) waits for the client's delayed ACK: ~40 ms per call on a kept-alive
-        // connection (ARCHITECTURE.md, "The path of one call").
-        let listener = self.listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let stop = token.clone();
+        tokio::spawn(async move {
             shutdown.await;
             token.cancel();
         });
+        let serving = accept::serve(self.listener, app, limits, stop);
         // In-flight calls get a deadline to finish; then the process goes anyway (sessions
         // are durable, so nothing is lost).
         let deadline = async move {
@@ -53,7 +51,7 @@ impl BoundServer {
             tokio::time::sleep(DRAIN_DEADLINE).await;
         };
         tokio::select! {
-            served = serving => served?,
+            () = serving => {}
             () = deadline => tracing::warn!("in-flight requests did not finish within {DRAIN_DEADLINE:?}; exiting"),
         }
         self.wharf.shutdown().await;

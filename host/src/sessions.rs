@@ -74,6 +74,9 @@ fn forget_unused_lock<K: std::hash::Hash + Eq>(map: &LockMap<K>, key: &K) {
     }
 }
 
+/// The most session records one node caches.
+const MAX_CACHED_SESSIONS: usize = 10_000;
+
 /// Records this node has seen, by id and by identity; each is checked against the store's
 /// generation before it is trusted.
 #[derive(Default)]
@@ -138,6 +141,15 @@ impl SessionManager {
 
     fn cache_put(&self, record: &SessionRecord) {
         if let Ok(mut cache) = self.cache.lock() {
+            // Bounded: the cache is checked against the store's generation before it is
+            // trusted, so an entry let go costs one read of the store, never a wrong answer.
+            if cache.by_id.len() >= MAX_CACHED_SESSIONS
+                && !cache.by_id.contains_key(&record.id)
+                && let Some(evicted) = cache.by_id.keys().next().cloned()
+                && let Some(old) = cache.by_id.remove(&evicted)
+            {
+                cache.by_identity.remove(&old.identity());
+            }
             cache
                 .by_identity
                 .insert(record.identity(), record.id.clone());

@@ -118,6 +118,11 @@ impl WharfProcess {
         Some(WharfProcess { child, url })
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then waits for the exit; returns whether it exited cleanly in time.
     pub fn terminate(mut self, within: Duration) -> bool {
         let pid = self.child.id().to_string();

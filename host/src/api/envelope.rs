@@ -113,6 +113,31 @@ impl IntoResponse for Envelope {
     }
 }
 
+/// The longest trace id a client may send.
+pub const MAX_CLIENT_TRACE_ID: usize = 128;
+
+/// A client's `trace_id`, which is copied into every audit line and span of its request:
+/// refused (4004) unless it is 1 to [`MAX_CLIENT_TRACE_ID`] characters of letters, digits
+/// and `-_.:/`; absent or empty is none.
+pub fn client_trace_id(sent: Option<&str>) -> Result<Option<&str>, WharfError> {
+    let Some(t) = sent.filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let plain = t
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'/'));
+    if t.len() > MAX_CLIENT_TRACE_ID || !plain {
+        return Err(WharfError::new(
+            crate::error_code::Code::InvalidType,
+            format!(
+                "`trace_id` must be 1 to {MAX_CLIENT_TRACE_ID} letters, digits or `-_.:/` (got {} bytes)",
+                t.len()
+            ),
+        ));
+    }
+    Ok(Some(t))
+}
+
 /// Per-request timing and trace id (the client's `trace_id` when it sent one).
 pub struct RequestClock {
     started: std::time::Instant,

@@ -1,9 +1,14 @@
 //! `GET`/`PUT /v1/sessions/{id}/files?path=`: large files in and out of a sandbox session
 //! outside tool calls, streamed in slices (download) and chunks (upload). An upload is
-//! spooled to disk (capped in size, with a read timeout) before the session's turn is
-//! taken; a download stops as soon as the sandbox sends other than what it announced.
+//! spooled to disk (capped in size and, across a tenant's uploads at once, in total, with a
+//! read timeout) before the session's turn is taken, and only into a session that has a
+//! sandbox; a download stops as soon as the sandbox sends other than what it announced,
+//! when its client takes no slice for the read timeout, or when the session's lifetime
+//! ends, and gives the session's turn back then.
 
 mod spool;
+
+pub use spool::SpoolBudget;
 
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
@@ -39,6 +44,8 @@ fn failure(err: WharfError) -> Response {
 struct HeldSandbox {
     backend: Arc<crate::front_door::LoadedBackend>,
     session: SessionView,
+    /// The session's hard end, ms since the epoch.
+    ends_at_ms: Option<u64>,
     _turn: tokio::sync::OwnedMutexGuard<()>,
 }
 
@@ -77,6 +84,7 @@ async fn sandbox_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<HeldSan
     let (backend, record, turn) = wharf.sandbox_session(caller.session_tenant(), id).await?;
     Ok(HeldSandbox {
         backend,
+        ends_at_ms: record.max_expires_at_ms,
         session: record.view(),
         _turn: turn,
     })
@@ -106,27 +114,46 @@ pub async fn download(
     };
     let slices = size.div_ceil(SLICE_BYTES);
     let path = q.path.clone();
-    let stream = futures::stream::unfold((0u64, Some(held)), move |(index, held)| {
-        let path = path.clone();
-        async move {
-            let held = held?;
-            if index >= slices {
-                return None;
+    let stall = std::time::Duration::from_millis(wharf.server().upload_read_timeout_ms);
+    // The slices are read by a task of their own that holds the session's turn and hands
+    // each slice over only when the client takes it: a client that stops reading ends the
+    // task after `stall`, and the session's lifetime ends it in any case, so no transfer
+    // holds a session past either (SECURITY.md, "Resource ledger").
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+    let lifetime_left = held
+        .ends_at_ms
+        .map(|end| std::time::Duration::from_millis(end.saturating_sub(crate::clock::now_ms())));
+    tokio::spawn(async move {
+        let transfer = async {
+            for index in 0..slices {
+                // The reported size is the sandbox's word: a slice other than the one it
+                // announced ends the stream (and the session's turn) with an error.
+                let expected = (size - index * SLICE_BYTES).min(SLICE_BYTES);
+                let slice = match held.slice(&path, index).await {
+                    Ok(data) if data.len() as u64 == expected => Ok(bytes::Bytes::from(data)),
+                    Ok(data) => Err(std::io::Error::other(format!(
+                        "slice {index} of `{path}` is {} bytes, {expected} announced: the file changed",
+                        data.len()
+                    ))),
+                    Err(e) => Err(std::io::Error::other(e)),
+                };
+                let failed = slice.is_err();
+                if tx.send_timeout(slice, stall).await.is_err() || failed {
+                    return;
+                }
             }
-            // The reported size is the sandbox's word: a slice other than the one it
-            // announced ends the stream (and the session's turn) with an error.
-            let expected = (size - index * SLICE_BYTES).min(SLICE_BYTES);
-            let slice = match held.slice(&path, index).await {
-                Ok(data) if data.len() as u64 == expected => Ok(bytes::Bytes::from(data)),
-                Ok(data) => Err(std::io::Error::other(format!(
-                    "slice {index} of `{path}` is {} bytes, {expected} announced: the file changed",
-                    data.len()
-                ))),
-                Err(e) => Err(std::io::Error::other(e)),
-            };
-            let next = slice.is_ok().then_some(held);
-            Some((slice, (index + 1, next)))
+        };
+        match lifetime_left {
+            Some(left) => {
+                let _ = tokio::time::timeout(left, transfer).await;
+            }
+            None => transfer.await,
         }
+        drop(held);
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        let slice = rx.recv().await?;
+        Some((slice, rx))
     });
     Response::builder()
         .header(axum::http::header::CONTENT_TYPE, "application/octet-stream")
@@ -139,6 +166,7 @@ pub async fn download(
 /// then written in chunks under the session's turn.
 pub async fn upload(
     State(wharf): State<Arc<Wharf>>,
+    axum::Extension(budget): axum::Extension<Arc<SpoolBudget>>,
     caller: Caller,
     Path(id): Path<String>,
     query: Result<Query<FilePath>, QueryRejection>,
@@ -162,15 +190,20 @@ pub async fn upload(
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    // Who may upload, and into what, is settled before a byte is read.
+    // Who may upload, into what, and whether the tenant's uploads have room for it, is
+    // settled before a byte is read.
     let checked = async {
         caller.require(TokenScope::Call)?;
         spool::check_declared(declared, limits)?;
-        wharf.session(caller.session_tenant(), &id).await
+        wharf
+            .sandbox_session_exists(caller.session_tenant(), &id)
+            .await?;
+        budget.reserve(&caller.name, declared.unwrap_or(limits.max_bytes))
     };
-    if let Err(e) = checked.await {
-        return failure(e);
-    }
+    let _reservation = match checked.await {
+        Ok(reservation) => reservation,
+        Err(e) => return failure(e),
+    };
     let mut spooled = match spool::spool(body, &server.data_dir, limits).await {
         Ok(s) => s,
         Err(e) => return failure(e),

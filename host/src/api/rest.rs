@@ -32,11 +32,14 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
     let limit = wharf.server().max_body_bytes;
     let edge = crate::api::edge::EdgePolicy::new(wharf.server());
     let read_scope = || crate::api::auth::ScopeGuard::layer(wharf.clone(), TokenScope::Read);
-    let mcp_sessions = Arc::new(
-        rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
-    );
+    let connections = &wharf.server().connections;
+    let mut mcp_sessions =
+        rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default();
+    mcp_sessions.session_config.keep_alive = Some(connections.mcp_session_idle());
+    let mcp_sessions = Arc::new(mcp_sessions);
     let mcp_owners = Arc::new(crate::api::mcp::owners::McpOwners::new(
         mcp_sessions.clone(),
+        connections,
     ));
     let mcp_direct = Arc::new(crate::api::mcp::direct_call::DirectCalls::new(
         wharf.clone(),
@@ -84,7 +87,12 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
             "/v1/sessions/{id}/files",
             get(crate::api::files::download)
                 .put(crate::api::files::upload)
-                .route_layer(json_body::require_octets()),
+                .route_layer(json_body::require_octets())
+                .layer(axum::Extension(Arc::new(
+                    crate::api::files::SpoolBudget::new(
+                        wharf.server().max_spooled_bytes_per_tenant,
+                    ),
+                ))),
         )
         .merge(json_routes)
         .merge(crate::api::admin::router(&wharf))

@@ -115,14 +115,29 @@ impl BackendConfig {
             }
         }
         let config: BackendConfig = value.try_into().context("invalid backend settings")?;
-        if config.limits.pool_max == 0 || config.limits.pool_min > config.limits.pool_max {
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Refuses pool limits that cross, invalid grants, and a warm pool that would keep more
+    /// sandboxes than `grants.max_containers` allows.
+    pub fn validate(&self) -> Result<()> {
+        if self.limits.pool_max == 0 || self.limits.pool_min > self.limits.pool_max {
             bail!("limits need 1 <= pool_max and pool_min <= pool_max");
         }
-        config
-            .grants
-            .validate()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(config)
+        self.grants.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some(pool) = &self.warm_pool {
+            let shapes = u64::try_from(pool.shapes.len().max(1)).unwrap_or(u64::MAX);
+            let kept = u64::from(pool.size).saturating_mul(shapes);
+            let cap = u64::from(self.grants.max_containers);
+            if kept > cap {
+                bail!(
+                    "warm_pool keeps {kept} sandboxes ({} per shape x {shapes} shapes), above grants.max_containers = {cap}",
+                    pool.size
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Refuses `wasm` when a pinned `sha256` does not match it.

@@ -165,6 +165,24 @@ impl Wharf {
             .await
     }
 
+    /// Whether `id` is a session of `tenant` whose backend has a sandbox to move files in
+    /// and out of (4007, or 4002 naming the backend), without taking its turn.
+    pub async fn sandbox_session_exists(
+        &self,
+        tenant: &Tenant,
+        id: &str,
+    ) -> Result<(), WharfError> {
+        let record = self.session(tenant, id).await?;
+        let backend = self.backend(&record.backend)?;
+        if backend.behaviour().files().is_none() {
+            return Err(WharfError::invalid_request(format!(
+                "session `{id}` belongs to `{}`, which is not a sandbox provider",
+                record.backend
+            )));
+        }
+        Ok(())
+    }
+
     /// A provider session of `tenant` with its backend, and the session's call lock held
     /// (file transfers run one at a time with the session's calls).
     pub async fn sandbox_session(

@@ -250,12 +250,13 @@ impl Wharf {
         request: CallRequest,
         trace_id: Option<String>,
     ) -> Result<CallOutcome, WharfError> {
-        backend.validate_args(&tool.action, &request.args)?;
         let limit = backend.call_timeout();
         let timeout = request
             .timeout_ms
             .map(Duration::from_millis)
             .map_or(limit, |t| t.min(limit));
+        let mut request = request;
+        request.args = validated(backend, &tool.action, request.args, timeout).await?;
         let canonical = format!("{}:{}", backend.name, tool.action);
         // A stateless tool never receives the caller's session; if it then asks for one,
         // the fault is the declaration, and the answer says how to fix it.
@@ -325,5 +326,39 @@ impl Wharf {
             session_id: Some(session_id),
             result: result?,
         })
+    }
+}
+
+/// `args` checked against the tool's schema: small ones here, large ones on a blocking
+/// thread under the call's deadline, so a long validation never holds an async worker
+/// (SECURITY.md, "Resource ledger": validation CPU).
+async fn validated(
+    backend: &Arc<LoadedBackend>,
+    action: &str,
+    args: serde_json::Value,
+    timeout: Duration,
+) -> Result<serde_json::Value, WharfError> {
+    use crate::schema_validation::{INLINE_VALIDATION_BUDGET, exceeds};
+    if !exceeds(&args, INLINE_VALIDATION_BUDGET) {
+        backend.validate_args(action, &args)?;
+        return Ok(args);
+    }
+    let (backend, action) = (backend.clone(), action.to_string());
+    let work = tokio::task::spawn_blocking(move || {
+        let checked = backend.validate_args(&action, &args);
+        checked.map(|()| args)
+    });
+    match tokio::time::timeout(timeout, work).await {
+        Ok(Ok(checked)) => checked,
+        Ok(Err(e)) => Err(WharfError::internal(format!(
+            "validating the arguments failed: {e}"
+        ))),
+        Err(_) => Err(WharfError::new(
+            Code::Timeout,
+            format!(
+                "validating the arguments took longer than the call's {} ms",
+                timeout.as_millis()
+            ),
+        )),
     }
 }

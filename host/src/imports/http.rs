@@ -3,14 +3,22 @@
 //! is checked (loopback, private, link-local and metadata ranges need an explicit grant;
 //! IPv4-mapped IPv6 counts as IPv4), and the connection goes to a checked address while TLS
 //! keeps the host name for SNI. A denial is an error the guest sees, never a trap.
+//!
+//! Every request holds a place under two caps until its connection closes: the backend's
+//! (`grants.max_http_in_flight`, all its instances together) and the calling instance's
+//! (`grants.max_http_in_flight_per_call`); past either, the request fails at once with
+//! `connection-limit-reached`, so a guest that fires requests without awaiting them holds
+//! at most that many sockets (SECURITY.md, "Resource ledger").
 
 use crate::policy::Grants;
 use http_body_util::{BodyExt, Limited};
 use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::rustls;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi_http::{
@@ -26,21 +34,59 @@ pub fn add_to_linker<T: WasiHttpView + 'static>(
     Ok(())
 }
 
+/// The in-flight caps of every backend's outbound requests, by backend name (shared by
+/// all the backend's instances; a reload with another cap starts a new count).
+#[derive(Debug, Default)]
+pub struct EgressBudgets(Mutex<HashMap<Arc<str>, Budget>>);
+
+/// One backend's cap: its size, and the places.
+type Budget = (u32, Arc<Semaphore>);
+
+impl EgressBudgets {
+    /// The shared in-flight cap of `backend`, of `limit` places.
+    pub fn for_backend(&self, backend: &Arc<str>, limit: u32) -> Arc<Semaphore> {
+        let fresh = || Arc::new(Semaphore::new(limit as usize));
+        let Ok(mut budgets) = self.0.lock() else {
+            return fresh();
+        };
+        match budgets.get(backend) {
+            Some((cap, semaphore)) if *cap == limit => semaphore.clone(),
+            _ => {
+                let semaphore = fresh();
+                budgets.insert(backend.clone(), (limit, semaphore.clone()));
+                semaphore
+            }
+        }
+    }
+}
+
+/// A request's places under the backend's cap and its call's.
+struct InFlight {
+    _backend: OwnedSemaphorePermit,
+    _call: OwnedSemaphorePermit,
+}
+
 /// The egress policy of one backend's instances.
 #[derive(Debug, Clone)]
 pub struct EgressHooks {
     backend: Arc<str>,
     grants: Arc<Grants>,
     metrics: Option<Arc<crate::metrics::Metrics>>,
+    backend_in_flight: Arc<Semaphore>,
+    call_in_flight: Arc<Semaphore>,
 }
 
 impl EgressHooks {
-    /// Egress for `backend` under `grants`.
-    pub fn new(backend: Arc<str>, grants: Arc<Grants>) -> Self {
+    /// Egress for `backend` under `grants`, its requests counted against
+    /// `backend_in_flight` (the backend's shared cap) and a cap of this instance's own.
+    pub fn new(backend: Arc<str>, grants: Arc<Grants>, backend_in_flight: Arc<Semaphore>) -> Self {
+        let per_call = grants.max_http_in_flight_per_call as usize;
         Self {
             backend,
             grants,
             metrics: None,
+            backend_in_flight,
+            call_in_flight: Arc::new(Semaphore::new(per_call)),
         }
     }
 
@@ -52,11 +98,18 @@ impl EgressHooks {
 
     /// No egress at all.
     pub fn deny_all(backend: &str) -> Self {
-        Self {
-            backend: Arc::from(backend),
-            grants: Arc::new(Grants::default()),
-            metrics: None,
-        }
+        Self::new(
+            Arc::from(backend),
+            Arc::new(Grants::default()),
+            Arc::new(Semaphore::new(1)),
+        )
+    }
+
+    fn take_places(&self) -> Option<InFlight> {
+        Some(InFlight {
+            _backend: self.backend_in_flight.clone().try_acquire_owned().ok()?,
+            _call: self.call_in_flight.clone().try_acquire_owned().ok()?,
+        })
     }
 }
 
@@ -73,10 +126,12 @@ impl HttpCtx {
         backend: Arc<str>,
         grants: Arc<Grants>,
         metrics: Arc<crate::metrics::Metrics>,
+        budgets: &EgressBudgets,
     ) -> Self {
+        let shared = budgets.for_backend(&backend, grants.max_http_in_flight);
         Self {
             ctx: WasiHttpCtx::new(),
-            hooks: EgressHooks::new(backend, grants).with_metrics(metrics),
+            hooks: EgressHooks::new(backend, grants, shared).with_metrics(metrics),
         }
     }
 
@@ -105,9 +160,15 @@ impl WasiHttpHooks for EgressHooks {
         let grants = self.grants.clone();
         let metrics = self.metrics.clone();
         let (method, uri) = (request.method().clone(), request.uri().clone());
+        // Taken now, while the guest asks, not when the request's task first runs: a guest
+        // that never awaits its requests still meets the caps.
+        let places = self.take_places();
         Box::new(async move {
             let started = std::time::Instant::now();
-            let result = send(request, options, &grants).await;
+            let result = match places {
+                Some(places) => send(request, options, &grants, places).await,
+                None => Err(Error::ConnectionLimitReached),
+            };
             let outcome = match &result {
                 Ok((response, _)) => response.status().as_u16().to_string(),
                 Err(e) => e.to_string(),
@@ -118,7 +179,7 @@ impl WasiHttpHooks for EgressHooks {
                 backend = %backend,
                 %method,
                 host = uri.host().unwrap_or("-"),
-                path = uri.path(),
+                path = %crate::redact::url_path(uri.path()),
                 outcome,
                 duration_ms = started.elapsed().as_millis() as u64,
             );
@@ -186,6 +247,7 @@ async fn send(
     mut request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
     grants: &Grants,
+    places: InFlight,
 ) -> Result<(http::Response<WasiBody>, ConnFuture), Error> {
     let (tls, host, port) = target(request.uri())?;
     if !grants.http_host_allowed(&host, port) {
@@ -239,7 +301,9 @@ async fn send(
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(Error::from)?;
+    // The places go with the connection: its socket is open until this task ends.
     tokio::spawn(async move {
+        let _places = places;
         let _ = conn.await;
     });
     // The request carries scheme and authority; on the wire it is origin-form.

@@ -8,6 +8,7 @@ use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::kv::{Host, Scope};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
+use std::collections::HashMap;
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
 
@@ -121,9 +122,54 @@ fn check_key(key: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The writes of this node that are checking a scope's quota and writing, by backend and
+/// scope: a quota check and its write run one at a time per scope, so concurrent sets cannot
+/// each see room for themselves and together overshoot the scope's bytes (nodes sharing a
+/// store can still race each other by one write each).
+#[derive(Debug, Default)]
+pub struct ScopeWrites(std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+/// A scope's write turn; the scope's entry goes when the last holder lets go.
+struct ScopeWrite {
+    writes: Arc<crate::runtime::host_state::HostServices>,
+    key: String,
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Drop for ScopeWrite {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.writes.kv_writes.0.lock()
+            && map
+                .get(&self.key)
+                .is_some_and(|lock| Arc::strong_count(lock) == 1)
+        {
+            map.remove(&self.key);
+        }
+    }
+}
+
 /// The store as `kv_op` hands it to an operation (a named type: see
-/// `container::Engine`).
-struct Kv(Arc<dyn KvStore>);
+/// `container::Engine`), with the host's scope write turns.
+struct Kv(
+    Arc<dyn KvStore>,
+    Arc<crate::runtime::host_state::HostServices>,
+);
+
+impl Kv {
+    /// Waits for `scope`'s write turn.
+    async fn hold(&self, backend: &str, scope: &KvScope) -> ScopeWrite {
+        let key = format!("{backend}\u{0}{scope:?}");
+        let lock = match self.1.kv_writes.0.lock() {
+            Ok(mut map) => map.entry(key.clone()).or_default().clone(),
+            Err(_) => Arc::default(),
+        };
+        ScopeWrite {
+            writes: self.1.clone(),
+            key,
+            _turn: lock.lock_owned().await,
+        }
+    }
+}
 
 impl std::ops::Deref for Kv {
     type Target = dyn KvStore;
@@ -141,7 +187,7 @@ impl HostState {
         op: impl AsyncFnOnce(Kv, &str, KvScope) -> Result<T, Error>,
     ) -> wasmtime::Result<Result<T, Error>> {
         let answer = match self.kv(scope) {
-            Ok((store, scope)) => op(Kv(store), &self.backend, scope).await,
+            Ok((store, scope)) => op(Kv(store, self.services.clone()), &self.backend, scope).await,
             Err(e) => Err(e),
         };
         self.counted(import, answer)
@@ -167,6 +213,7 @@ impl Host for HostState {
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), Error>> {
         self.kv_op("kv.set", scope, async |store, backend, scope| {
+            let _turn = store.hold(backend, &scope).await;
             check_quota(&*store, backend, &scope, &key, &value).await?;
             store
                 .set(backend, &scope, &key, &value)
@@ -232,6 +279,7 @@ impl Host for HostState {
                     )
                 })?;
                 let text = next.to_string();
+                let _turn = store.hold(backend, &scope).await;
                 if compare_and_swap(
                     &*store,
                     backend,
@@ -267,6 +315,10 @@ impl Host for HostState {
             scope,
             async |store, backend, scope| {
                 check_key(&key)?;
+                let _turn = match &new {
+                    Some(_) => Some(store.hold(backend, &scope).await),
+                    None => None,
+                };
                 compare_and_swap(
                     &*store,
                     backend,

@@ -13,7 +13,7 @@ pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The OCI image manifest media type.
 pub const OCI_MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
 /// Largest component pulled (the admin upload's limit).
-pub const MAX_COMPONENT_BYTES: i64 = 256 << 20;
+pub const MAX_COMPONENT_BYTES: i64 = crate::bounded::MAX_COMPONENT_BYTES as i64;
 /// Largest manifest accepted.
 pub const MAX_MANIFEST_BYTES: usize = 4 << 20;
 

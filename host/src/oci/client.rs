@@ -26,6 +26,12 @@ pub struct Transport {
     http: OnceLock<Client>,
 }
 
+/// The longest a manifest may take to arrive, all of it.
+const MANIFEST_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The longest a component's layer may take to arrive, all of it.
+const BLOB_DEADLINE: Duration = Duration::from_secs(300);
+
 fn client(protocol: ClientProtocol) -> Client {
     Client::new(ClientConfig {
         protocol,
@@ -39,8 +45,35 @@ fn client(protocol: ClientProtocol) -> Client {
 
 /// Sorts a client error: absent (404), refused (integrity), or unreachable (the rest,
 /// retried later).
+/// What went wrong, in the host's words: a registry's own answer body never goes into a
+/// message (`/v1/backends` shows refusals to readers), only its status or error codes.
+fn describe(e: &OciDistributionError) -> String {
+    const MOST: usize = 200;
+    match e {
+        OciDistributionError::ServerError { code, .. } => {
+            format!("the registry answered HTTP {code}")
+        }
+        OciDistributionError::RegistryError { envelope, .. } => {
+            let codes: Vec<String> = envelope
+                .errors
+                .iter()
+                .take(5)
+                .map(|err| format!("{:?}", err.code))
+                .collect();
+            format!("the registry refused: {}", codes.join(", "))
+        }
+        other => {
+            let text = crate::redact::one_line(&other.to_string());
+            match text.char_indices().nth(MOST) {
+                Some((cut, _)) => format!("{}…", &text[..cut]),
+                None => text,
+            }
+        }
+    }
+}
+
 fn classify(reference: &OciRef, e: OciDistributionError) -> OciError {
-    let what = format!("{reference}: {e}");
+    let what = format!("{reference}: {}", describe(&e));
     match &e {
         OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound(what),
         OciDistributionError::ServerError { code: 404, .. } => OciError::NotFound(what),
@@ -118,8 +151,21 @@ impl Transport {
         client
     }
 
-    /// The raw manifest `reference` names (checked against its digest when it has one).
+    /// The raw manifest `reference` names (checked against its digest when it has one),
+    /// within [`MANIFEST_DEADLINE`] in all: a registry that trickles its answer (the
+    /// client's own timeout is per read) is unreachable, not waited for.
     pub async fn manifest(&self, reference: &OciRef) -> Result<Vec<u8>, OciError> {
+        tokio::time::timeout(MANIFEST_DEADLINE, self.manifest_now(reference))
+            .await
+            .unwrap_or_else(|_| {
+                Err(OciError::Unavailable(format!(
+                    "{reference}: the manifest did not arrive within {} s",
+                    MANIFEST_DEADLINE.as_secs()
+                )))
+            })
+    }
+
+    async fn manifest_now(&self, reference: &OciRef) -> Result<Vec<u8>, OciError> {
         let client = self.ready(reference).await;
         let (bytes, _) = client
             .pull_manifest_raw(
@@ -137,9 +183,26 @@ impl Transport {
         Ok(bytes.to_vec())
     }
 
-    /// The blob `descriptor` names, refusing more than `limit` bytes. Not yet checked
-    /// against its digest: the caller does that.
+    /// The blob `descriptor` names, refusing more than `limit` bytes, within
+    /// [`BLOB_DEADLINE`] in all. Not yet checked against its digest: the caller does that.
     pub async fn blob(
+        &self,
+        reference: &OciRef,
+        descriptor: &OciDescriptor,
+        limit: i64,
+    ) -> Result<Vec<u8>, OciError> {
+        tokio::time::timeout(BLOB_DEADLINE, self.blob_now(reference, descriptor, limit))
+            .await
+            .unwrap_or_else(|_| {
+                Err(OciError::Unavailable(format!(
+                    "{reference}: blob {} did not arrive within {} s",
+                    descriptor.digest,
+                    BLOB_DEADLINE.as_secs()
+                )))
+            })
+    }
+
+    async fn blob_now(
         &self,
         reference: &OciRef,
         descriptor: &OciDescriptor,

@@ -23,6 +23,17 @@ pub const DEFAULT_POOL_SHARE_PERCENT: u64 = 50;
 /// says otherwise: long enough to span an agent's pause between sequential calls.
 pub const DEFAULT_POOL_RESERVE_MS: u64 = 1_000;
 
+/// The idle-TTL ceiling when `[quotas]` sets none, s (a day): `ttl_seconds: 0` becomes
+/// this, so a host with no quotas holds no session forever.
+pub const DEFAULT_MAX_TTL_SECONDS: u64 = 86_400;
+
+/// The running-lifetime ceiling of a session when neither `[quotas]` nor the backend sets
+/// a shorter one, s (a day).
+pub const DEFAULT_MAX_LIFETIME_SECONDS: u64 = 86_400;
+
+/// The most actions in one compatibility batch when `[quotas]` sets no `batch_size`.
+pub const DEFAULT_BATCH_SIZE: u64 = 1_000;
+
 /// Resolved limits; `None` is no limit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Effective {
@@ -89,9 +100,10 @@ pub fn resolve(config: &QuotaConfig, tenant: &str, backend: Option<&str>) -> Eff
         containers: count(merged.containers)
             .map(|n| (n, scope(token.containers, of_backend.containers))),
         min_ttl_seconds: count(merged.min_ttl_seconds),
-        max_ttl_seconds: count(merged.max_ttl_seconds),
-        max_lifetime_seconds: count(merged.max_lifetime_seconds),
-        batch_size: count(merged.batch_size),
+        max_ttl_seconds: count(merged.max_ttl_seconds).or(Some(DEFAULT_MAX_TTL_SECONDS)),
+        max_lifetime_seconds: count(merged.max_lifetime_seconds)
+            .or(Some(DEFAULT_MAX_LIFETIME_SECONDS)),
+        batch_size: count(merged.batch_size).or(Some(DEFAULT_BATCH_SIZE)),
         pool_share_percent: count(merged.pool_share_percent)
             .unwrap_or(DEFAULT_POOL_SHARE_PERCENT)
             .clamp(1, 100),

@@ -99,6 +99,10 @@ pub struct HostServices {
     pub guest_buffer_cap: crate::bounded::GuestBufferCap,
     /// Per-tenant quotas (pool shares, container counts).
     pub quotas: Arc<crate::quotas::Quotas>,
+    /// Each backend's cap on outbound requests in flight (`http`).
+    pub egress_budgets: crate::imports::http::EgressBudgets,
+    /// The scopes whose quota check and write are under way on this node (`kv`).
+    pub kv_writes: crate::imports::kv::ScopeWrites,
 }
 
 impl Default for HostServices {
@@ -111,6 +115,8 @@ impl Default for HostServices {
             metrics: Default::default(),
             guest_buffer_cap: Default::default(),
             quotas: Default::default(),
+            egress_budgets: Default::default(),
+            kv_writes: Default::default(),
         }
     }
 }
@@ -144,6 +150,8 @@ impl HostServices {
             metrics,
             guest_buffer_cap: crate::bounded::GuestBufferCap(server.max_guest_buffer_bytes),
             quotas: Arc::new(crate::quotas::Quotas::new(server.quotas.clone())?),
+            egress_budgets: Default::default(),
+            kv_writes: Default::default(),
         })
     }
 
@@ -182,7 +190,12 @@ impl HostState {
         grants: Arc<crate::policy::Grants>,
         services: Arc<HostServices>,
     ) -> Self {
-        let http = HttpCtx::new(backend.clone(), grants.clone(), services.metrics.clone());
+        let http = HttpCtx::new(
+            backend.clone(),
+            grants.clone(),
+            services.metrics.clone(),
+            &services.egress_budgets,
+        );
         let wasi = WasiCtx::builder()
             .allow_tcp(false)
             .allow_udp(false)

@@ -8,7 +8,29 @@ use crate::runtime::guest_types::Discovery;
 use crate::runtime::loaded_backend::LoadedBackend;
 use serde_json::Value;
 
-/// Creates the session's resources; returns its data.
+/// The largest session data a backend may keep in a session, bytes of JSON: the data is
+/// stored in the session's row, cached on every node that sees it and sent with every
+/// listing, so its size is the host's to bound, not the guest's.
+pub const MAX_SESSION_DATA_BYTES: usize = 64 * 1024;
+
+/// The size of `data` when it is over [`MAX_SESSION_DATA_BYTES`].
+fn oversized(data: &Value) -> Option<usize> {
+    let len = serde_json::to_vec(data).map_or(usize::MAX, |bytes| bytes.len());
+    (len > MAX_SESSION_DATA_BYTES).then_some(len)
+}
+
+fn too_large(backend: &LoadedBackend, len: usize) -> WharfError {
+    WharfError::new(
+        crate::error_code::Code::ExecutionError,
+        format!(
+            "backend `{}` returned {len} bytes of session data; a session keeps at most {MAX_SESSION_DATA_BYTES} (keep large state in kv or the sandbox)",
+            backend.name
+        ),
+    )
+}
+
+/// Creates the session's resources; returns its data (at most
+/// [`MAX_SESSION_DATA_BYTES`]: past it the resources are cleaned up and the create fails).
 pub async fn initialize(
     backend: &LoadedBackend,
     record: &SessionRecord,
@@ -24,7 +46,15 @@ pub async fn initialize(
         max_lifetime_seconds,
         warm,
     };
-    backend.behaviour().initialize(start).await
+    let data = backend.behaviour().initialize(start).await?;
+    if let Some(len) = oversized(&data) {
+        // The cleanup gets the data as the backend made it: it names what to remove.
+        let mut made = record.clone();
+        made.data = data;
+        let _ = cleanup(backend, &made).await;
+        return Err(too_large(backend, len));
+    }
+    Ok(data)
 }
 
 /// Whether a stored session's resources still exist.
@@ -32,7 +62,13 @@ pub async fn discover(
     backend: &LoadedBackend,
     record: &SessionRecord,
 ) -> Result<Discovery, WharfError> {
-    backend.behaviour().discover(&record.view()).await
+    match backend.behaviour().discover(&record.view()).await? {
+        Discovery::AliveWith(data) => match oversized(&data) {
+            Some(len) => Err(too_large(backend, len)),
+            None => Ok(Discovery::AliveWith(data)),
+        },
+        other => Ok(other),
+    }
 }
 
 /// Releases the session's resources (must succeed when they are already gone).

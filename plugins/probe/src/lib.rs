@@ -98,6 +98,60 @@ struct Fetched {
     body: String,
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct FloodArgs {
+    /// `http://host:port/path` every request GETs.
+    url: String,
+    /// Requests fired before any is awaited (at most 5000).
+    count: u32,
+}
+
+/// Fires `count` GETs without awaiting any (as a hostile guest would), then waits for each
+/// and counts how they ended: what the host's in-flight caps are for.
+fn flood(a: &FloodArgs) -> Result<wharf_sdk::Value, ToolError> {
+    use wharf_sdk::bindings::backend_world::wasi::http::{outgoing_handler, types as wasi};
+    let rest = a
+        .url
+        .strip_prefix("http://")
+        .ok_or_else(|| ToolError::invalid_input("flood takes an http:// URL"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let mut pending = Vec::new();
+    let mut refused_at_once = 0u32;
+    for _ in 0..a.count.min(5000) {
+        let request = wasi::OutgoingRequest::new(wasi::Fields::new());
+        let _ = request.set_scheme(Some(&wasi::Scheme::Http));
+        let _ = request.set_authority(Some(authority));
+        let _ = request.set_path_with_query(Some(path));
+        let Ok(body) = request.body() else {
+            refused_at_once += 1;
+            continue;
+        };
+        match outgoing_handler::handle(request, None) {
+            Ok(future) => {
+                let _ = wasi::OutgoingBody::finish(body, None);
+                pending.push(future);
+            }
+            Err(_) => refused_at_once += 1,
+        }
+    }
+    let mut ok = 0u32;
+    let mut errors = std::collections::BTreeMap::<String, u32>::new();
+    for future in &pending {
+        future.subscribe().block();
+        match future.get() {
+            Some(Ok(Ok(_response))) => ok += 1,
+            Some(Ok(Err(e))) => *errors.entry(format!("{e:?}")).or_default() += 1,
+            _ => *errors.entry("no answer".into()).or_default() += 1,
+        }
+    }
+    Ok(wharf_sdk::json!({
+        "sent": pending.len(), "refused_at_once": refused_at_once, "ok": ok, "errors": errors,
+    }))
+}
+
 fn fetch(url: &str) -> Result<Fetched, ToolError> {
     let response = waki::Client::new().get(url).send().map_err(|e| {
         let text = format!("{e:?}");
@@ -193,6 +247,7 @@ impl Backend for Probe {
                 Ok(container::list_owned(None)?.into_iter().map(|c| c.id).collect::<Vec<_>>())
             })
             .tool("fetch", "GET a URL through wasi:http.", |_: &mut Self, a: FetchArgs, _: &mut Call| fetch(&a.url))
+            .tool("flood", "Fire `count` GETs of `url` before awaiting any; count how they ended.", |_: &mut Self, a: FloodArgs, _: &mut Call| flood(&a))
             .tool("kv", "Set (with `value`) or get a key; returns the value and the scope's keys.", |_: &mut Self, a: KvArgs, _: &mut Call| {
                 let s = scope(&a.scope)?;
                 if let Some(v) = &a.value {

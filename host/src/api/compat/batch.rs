@@ -8,7 +8,10 @@
 //! replaced server) runs nothing after the first failure: **the actions it did not run are
 //! reported with code 5010, message "skipped after an earlier failure (stop_on_error)" and
 //! `skipped: true`**, and count as not succeeded (so a batch whose first action failed and
-//! whose others were skipped is 5009). `stop_on_error` has no effect on a parallel batch:
+//! whose others were skipped is 5009). A batch none of whose actions succeeded because of
+//! the caller's own errors (every failure a 4xxx code) is 4000 (HTTP 400), not 5009: the
+//! host did nothing wrong. A batch is at most the tenant's `batch_size` actions (a
+//! default applies without `[quotas]`). `stop_on_error` has no effect on a parallel batch:
 //! every action has started before any has failed.
 
 use super::execute::{ActionSpec, Ctx, result_data, run_action};
@@ -55,6 +58,8 @@ struct Entry {
     value: Value,
     ok: bool,
     skipped: bool,
+    /// The failure was the caller's (a 4xxx code).
+    callers_fault: bool,
 }
 
 fn action_name(item: &Value) -> Value {
@@ -67,6 +72,7 @@ async fn run_entry(ctx: &Ctx<'_>, index: usize, item: Value) -> Entry {
         Ok(spec) => run_action(ctx, spec).await,
         Err(e) => Err((e, CallPlace::default())),
     };
+    let callers_fault = matches!(&outcome, Err((e, _)) if e.code.as_u32() < 5000);
     let (ok, value) = match outcome {
         Ok(o) => (
             true,
@@ -84,6 +90,7 @@ async fn run_entry(ctx: &Ctx<'_>, index: usize, item: Value) -> Entry {
         value,
         ok,
         skipped: false,
+        callers_fault,
     }
 }
 
@@ -95,6 +102,7 @@ fn skipped(index: usize, item: &Value) -> Entry {
                       "data": null, "skipped": true}),
         ok: false,
         skipped: true,
+        callers_fault: false,
     }
 }
 
@@ -112,8 +120,11 @@ pub(super) async fn batch(
         Ok(b) => b,
         Err(e) => return RequestClock::start().reply(Err(e)),
     };
-    let (span, clock) =
-        RequestClock::for_request("compat.batch", &caller.name, body.trace_id.as_deref());
+    let trace_id = match crate::api::envelope::client_trace_id(body.trace_id.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return RequestClock::start().reply(Err(e)),
+    };
+    let (span, clock) = RequestClock::for_request("compat.batch", &caller.name, trace_id);
     let Some(actions) = body.actions else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,
@@ -160,6 +171,7 @@ pub(super) async fn batch(
     let succeeded = entries.iter().filter(|e| e.ok).count();
     let not_run = entries.iter().filter(|e| e.skipped).count();
     let failed = total - succeeded - not_run;
+    let all_callers_faults = entries.iter().all(|e| e.ok || e.skipped || e.callers_fault);
     let data = json!({
         "worker_id": worker,
         "parallel": parallel,
@@ -179,7 +191,14 @@ pub(super) async fn batch(
     if succeeded == total {
         return Envelope::ok(data, meta);
     }
-    let error = if succeeded == 0 {
+    let error = if succeeded == 0 && all_callers_faults {
+        WharfError::new(
+            Code::InvalidInput,
+            format!(
+                "no action succeeded, each on the request's own error ({failed} failed, {not_run} skipped): see data.results"
+            ),
+        )
+    } else if succeeded == 0 {
         WharfError::new(
             Code::BatchAllFailed,
             format!("every action failed ({failed} failed, {not_run} skipped)"),

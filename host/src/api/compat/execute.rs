@@ -160,8 +160,11 @@ pub(super) async fn execute(
         Ok(b) => b,
         Err(e) => return RequestClock::start().reply(Err(e)),
     };
-    let (span, clock) =
-        RequestClock::for_request("compat.execute", &caller.name, body.trace_id.as_deref());
+    let trace_id = match crate::api::envelope::client_trace_id(body.trace_id.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return RequestClock::start().reply(Err(e)),
+    };
+    let (span, clock) = RequestClock::for_request("compat.execute", &caller.name, trace_id);
     let Some(action) = body.action.filter(|a| !a.is_empty()) else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,

@@ -5,7 +5,9 @@
 use crate::error_code::{Code, WharfError};
 use axum::body::Body;
 use futures::StreamExt;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
@@ -16,6 +18,69 @@ pub struct UploadLimits {
     pub max_bytes: u64,
     /// Longest wait for the next piece (5006 beyond).
     pub read_timeout: Duration,
+}
+
+/// The bytes each tenant's uploads may have spooled at once, all its uploads together
+/// (`[server] max_spooled_bytes_per_tenant`): an upload reserves its declared length (or
+/// the largest upload, when it declares none) before a byte is read.
+pub struct SpoolBudget {
+    per_tenant: u64,
+    reserved: Arc<Mutex<HashMap<String, u64>>>,
+}
+
+/// One upload's reservation; given back when dropped.
+pub struct Reservation {
+    reserved: Arc<Mutex<HashMap<String, u64>>>,
+    tenant: String,
+    bytes: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Ok(mut reserved) = self.reserved.lock()
+            && let Some(n) = reserved.get_mut(&self.tenant)
+        {
+            *n = n.saturating_sub(self.bytes);
+            if *n == 0 {
+                reserved.remove(&self.tenant);
+            }
+        }
+    }
+}
+
+impl SpoolBudget {
+    /// A budget of `per_tenant` bytes for each tenant.
+    pub fn new(per_tenant: u64) -> Self {
+        Self {
+            per_tenant,
+            reserved: Arc::default(),
+        }
+    }
+
+    /// Reserves `bytes` for `tenant`, or 4290 (retryable) past its budget.
+    pub fn reserve(&self, tenant: &str, bytes: u64) -> Result<Reservation, WharfError> {
+        let mut reserved = self
+            .reserved
+            .lock()
+            .map_err(|_| WharfError::internal("the upload budget is poisoned"))?;
+        let held = reserved.get(tenant).copied().unwrap_or(0);
+        if held.saturating_add(bytes) > self.per_tenant {
+            return Err(WharfError::new(
+                Code::RateLimited,
+                format!(
+                    "tenant `{tenant}`'s uploads in progress hold {held} bytes; this one needs {bytes} more, past the cap of {} (server.max_spooled_bytes_per_tenant): retry when one finishes",
+                    self.per_tenant
+                ),
+            )
+            .retryable(true));
+        }
+        reserved.insert(tenant.to_string(), held + bytes);
+        Ok(Reservation {
+            reserved: self.reserved.clone(),
+            tenant: tenant.to_string(),
+            bytes,
+        })
+    }
 }
 
 /// A body spooled to disk, ready to be read back in pieces.
@@ -119,6 +184,19 @@ mod tests {
         assert_eq!(s.next_piece(4).await.unwrap(), vec![7u8; 4]);
         assert_eq!(s.next_piece(100).await.unwrap(), vec![7u8; 6]);
         assert!(s.next_piece(100).await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_budget_counts_each_tenant_and_gives_back() {
+        let budget = SpoolBudget::new(100);
+        let a = budget.reserve("a", 60).unwrap();
+        assert_eq!(
+            budget.reserve("a", 41).err().unwrap().code,
+            Code::RateLimited
+        );
+        let _b = budget.reserve("b", 100).unwrap();
+        drop(a);
+        budget.reserve("a", 100).unwrap();
     }
 
     #[tokio::test]

@@ -181,12 +181,13 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
         .codes(CALL),
     post(
         "/api/v1/execute/batch",
-        "Compatibility: run several actions (5009 when none succeeded, 5010 when some did not)",
+        "Compatibility: run several actions (5010 when some did not succeed; when none did, 4000 if every failure was the caller's, else 5009)",
     )
     .scope(Call)
     .body(body::<BatchBody>(true))
     .codes(&[
         Success,
+        InvalidInput,
         InvalidRequest,
         MissingField,
         InvalidType,
