@@ -575,3 +575,37 @@ async fn concurrent_kv_sets_stay_within_the_scope_quota() {
     );
     assert_eq!(accepted, keys - 60, "every accepted set is stored");
 }
+
+/// Finding 13: a 1 GiB sparse `NAME.toml` beside a good `NAME.wasm` in the plugins
+/// directory is refused (and says why) without the host reading it whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_sparse_sidecar_is_refused_unread() {
+    let h = start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let echo = wharf::bundled::wasm("echo").unwrap();
+    let sidecar = std::fs::File::create(dir.path().join("big.toml")).unwrap();
+    sidecar.set_len(1 << 30).unwrap();
+    drop(sidecar);
+    std::fs::write(dir.path().join("big.wasm"), echo).unwrap();
+    let before = rss_kib();
+    let _watcher = wharf::hot_reload::watch(h.wharf.clone(), dir.path().to_path_buf())
+        .await
+        .unwrap();
+    let mut reason = String::new();
+    for _ in 0..100 {
+        let listed = h.get("/v1/backends").await;
+        if let Some(r) = listed.body["data"]["rejected"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["name"] == "big"))
+        {
+            reason = r["reason"].as_str().unwrap_or_default().to_string();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reason.contains("over 1048576 bytes"), "rejected: {reason:?}");
+    let grown_mib = rss_kib().saturating_sub(before) / 1024;
+    assert!(grown_mib < 256, "reading the sidecar grew the host by {grown_mib} MiB");
+    assert!(h.backend_info("big").await.is_null());
+    healthy_from(&h, "127.0.0.2").await;
+}
