@@ -603,9 +603,91 @@ async fn a_huge_sparse_sidecar_is_refused_unread() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(reason.contains("over 1048576 bytes"), "rejected: {reason:?}");
+    assert!(
+        reason.contains("over 1048576 bytes"),
+        "rejected: {reason:?}"
+    );
     let grown_mib = rss_kib().saturating_sub(before) / 1024;
-    assert!(grown_mib < 256, "reading the sidecar grew the host by {grown_mib} MiB");
+    assert!(
+        grown_mib < 256,
+        "reading the sidecar grew the host by {grown_mib} MiB"
+    );
     assert!(h.backend_info("big").await.is_null());
+    healthy_from(&h, "127.0.0.2").await;
+}
+
+/// Finding 11: a session's data is capped at 64 KiB: a write that would grow it past the
+/// cap fails and leaves the session as it was, so neither the row, the cache nor a listing
+/// holds what a guest chooses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_data_is_capped() {
+    let h = start(vec![("scratchpad", bundled("scratchpad"))]).await;
+    let s = h
+        .post("/v1/sessions", json!({"backend": "scratchpad"}))
+        .await;
+    let s = s.body["data"]["id"].as_str().unwrap().to_string();
+    let note = "n".repeat(40_000);
+    let first = h
+        .call_in(&s, "scratchpad:write", json!({"note": note}))
+        .await;
+    assert_eq!(first.code(), 0, "{}", first.body);
+    let second = h
+        .call_in(&s, "scratchpad:write", json!({"note": note}))
+        .await;
+    assert_eq!(second.code(), 5000, "{}", second.body);
+    assert!(
+        second.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("session data"),
+        "{}",
+        second.body
+    );
+    let read = h.call_in(&s, "scratchpad:read", json!({})).await;
+    assert_eq!(
+        read.body["data"]["result"]["notes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "the session is unchanged"
+    );
+    let listed = h.get("/v1/sessions").await;
+    assert!(listed.body.to_string().len() < 100_000);
+}
+
+/// Finding 13, the component: a 1 GiB sparse `NAME.wasm` is refused without being read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_sparse_component_is_refused_unread() {
+    let h = start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = std::fs::File::create(dir.path().join("huge.wasm")).unwrap();
+    wasm.set_len(1 << 30).unwrap();
+    drop(wasm);
+    let before = rss_kib();
+    let _watcher = wharf::hot_reload::watch(h.wharf.clone(), dir.path().to_path_buf())
+        .await
+        .unwrap();
+    let mut reason = String::new();
+    for _ in 0..100 {
+        let listed = h.get("/v1/backends").await;
+        if let Some(r) = listed.body["data"]["rejected"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["name"] == "huge"))
+        {
+            reason = r["reason"].as_str().unwrap_or_default().to_string();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        reason.contains("over 268435456 bytes"),
+        "rejected: {reason:?}"
+    );
+    let grown_mib = rss_kib().saturating_sub(before) / 1024;
+    assert!(
+        grown_mib < 256,
+        "reading the component grew the host by {grown_mib} MiB"
+    );
     healthy_from(&h, "127.0.0.2").await;
 }

@@ -14,6 +14,11 @@ pub const MAX_TTL_SECONDS: u64 = 10 * 366 * 24 * 3600;
 /// layer.
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 
+/// The largest session data a backend may keep in one session, bytes of JSON: the data is
+/// stored in the session's row, cached on every node that sees it and sent with every
+/// listing, so its size is the host's to bound, not the guest's.
+pub const MAX_SESSION_DATA_BYTES: usize = 64 * 1024;
+
 /// Latest instant, in ms since the epoch, a stored row may carry (the end of year 9999).
 pub const MAX_TIMESTAMP_MS: u64 = 253_402_300_799_999;
 

@@ -325,6 +325,10 @@ impl DirState {
                 }
                 return;
             }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                wharf.record_rejection(name, String::new(), format!("reading {name}.wasm: {e}"));
+                return;
+            }
             Err(e) => {
                 tracing::warn!(backend = name, "reading {}: {e}", wasm_path.display());
                 return;

@@ -80,6 +80,16 @@ impl Backend for ResourceComponent {
         })
         .await?;
         let session_data = match out.session_data {
+            Some(text) if text.len() > crate::bounded::MAX_SESSION_DATA_BYTES => {
+                return Err(WharfError::new(
+                    crate::error_code::Code::ExecutionError,
+                    format!(
+                        "the backend returned {} bytes of session data; a session keeps at most {} (keep large state in kv or a sandbox): the session is unchanged",
+                        text.len(),
+                        crate::bounded::MAX_SESSION_DATA_BYTES
+                    ),
+                ));
+            }
             Some(text) => Some(guest_json(&text, "the session data the backend returned")?),
             None => None,
         };

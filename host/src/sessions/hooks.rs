@@ -8,10 +8,7 @@ use crate::runtime::guest_types::Discovery;
 use crate::runtime::loaded_backend::LoadedBackend;
 use serde_json::Value;
 
-/// The largest session data a backend may keep in a session, bytes of JSON: the data is
-/// stored in the session's row, cached on every node that sees it and sent with every
-/// listing, so its size is the host's to bound, not the guest's.
-pub const MAX_SESSION_DATA_BYTES: usize = 64 * 1024;
+use crate::bounded::MAX_SESSION_DATA_BYTES;
 
 /// The size of `data` when it is over [`MAX_SESSION_DATA_BYTES`].
 fn oversized(data: &Value) -> Option<usize> {
