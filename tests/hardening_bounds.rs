@@ -691,3 +691,110 @@ async fn a_huge_sparse_component_is_refused_unread() {
     );
     healthy_from(&h, "127.0.0.2").await;
 }
+
+/// A hostile registry on loopback: `/v2/` answers 200 (no auth), and the manifest of tag
+/// `huge` is an endless stream, of `moved` a redirect to another address (with a body that
+/// must never be shown), of `slow` one byte a second.
+async fn hostile_registry() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut c, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match c.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let line = String::from_utf8_lossy(&head)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                let manifest = "content-type: application/vnd.oci.image.manifest.v1+json\r\n";
+                if line.contains("/manifests/huge") {
+                    let _ = c
+                        .write_all(
+                            format!("HTTP/1.1 200 OK\r\n{manifest}connection: close\r\n\r\n")
+                                .as_bytes(),
+                        )
+                        .await;
+                    let chunk = vec![b' '; 1 << 20];
+                    for _ in 0..1024 {
+                        if c.write_all(&chunk).await.is_err() {
+                            return;
+                        }
+                    }
+                } else if line.contains("/manifests/moved") {
+                    let body = "secret-body-from-the-registry";
+                    let _ = c
+                        .write_all(format!("HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.2:{port}/v2/evil/x/manifests/huge\r\ncontent-length: {}\r\n\r\n{body}", body.len()).as_bytes())
+                        .await;
+                } else if line.contains("/manifests/slow") {
+                    let _ = c
+                        .write_all(
+                            format!("HTTP/1.1 200 OK\r\n{manifest}content-length: 1000\r\n\r\n")
+                                .as_bytes(),
+                        )
+                        .await;
+                    for _ in 0..1000 {
+                        if c.write_all(b" ").await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                } else {
+                    let _ = c
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
+                        .await;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Findings 6, 7 and 8: a registry that sends an endless manifest, redirects it elsewhere
+/// or trickles it is refused within the manifest's cap and deadline, and nothing it wrote
+/// reaches the refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_registry_is_bounded() {
+    let port = hostile_registry().await;
+    let h = start(vec![]).await;
+    let load = |tag: &str| {
+        let wharf = h.wharf.clone();
+        let path = format!("oci://127.0.0.1:{port}/evil/x:{tag}");
+        async move {
+            match wharf
+                .load_backend("evil", wharf::config::BackendConfig::at(path))
+                .await
+            {
+                Ok(_) => panic!("a hostile registry's component loaded"),
+                Err(e) => format!("{e:#}"),
+            }
+        }
+    };
+    let before = rss_kib();
+    let huge = load("huge").await;
+    assert!(huge.contains("over 4194304 bytes"), "{huge}");
+    let grown_mib = rss_kib().saturating_sub(before) / 1024;
+    assert!(
+        grown_mib < 256,
+        "an endless manifest grew the host by {grown_mib} MiB"
+    );
+
+    let moved = load("moved").await;
+    assert!(moved.contains("redirected"), "{moved}");
+    assert!(!moved.contains("secret-body"), "{moved}");
+
+    let started = Instant::now();
+    let slow = tokio::time::timeout(Duration::from_secs(60), load("slow"))
+        .await
+        .expect("a trickling registry is given up on");
+    assert!(slow.contains("within 30 s"), "{slow}");
+    assert!(started.elapsed() < Duration::from_secs(45));
+    healthy_from(&h, "127.0.0.2").await;
+}

@@ -10,6 +10,7 @@
 mod artifact;
 mod cache;
 mod client;
+mod manifest_get;
 mod reference;
 pub mod signature;
 

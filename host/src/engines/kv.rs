@@ -158,3 +158,52 @@ mod tests {
         }
     }
 }
+
+/// The writes of this node that are checking a scope's quota and writing, by backend and
+/// scope: a quota check and its write run one at a time per scope, so concurrent sets cannot
+/// each see room for themselves and together overshoot the scope's bytes (nodes sharing a
+/// store can still race each other by one write each).
+#[derive(Debug, Default)]
+pub struct ScopeWrites(
+    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+);
+
+impl ScopeWrites {
+    /// The lock of the scope named `key`.
+    pub fn lock_for(&self, key: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+        match self.0.lock() {
+            Ok(mut map) => map.entry(key.to_string()).or_default().clone(),
+            Err(_) => std::sync::Arc::default(),
+        }
+    }
+
+    /// Forgets `key`'s lock once nobody holds or waits for it.
+    pub fn forget_unused(&self, key: &str) {
+        if let Ok(mut map) = self.0.lock()
+            && map
+                .get(key)
+                .is_some_and(|lock| std::sync::Arc::strong_count(lock) == 1)
+        {
+            map.remove(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod scope_write_tests {
+    use super::ScopeWrites;
+
+    #[test]
+    fn a_scope_lock_is_forgotten_only_when_unused() {
+        let writes = ScopeWrites::default();
+        let held = writes.lock_for("a");
+        writes.forget_unused("a");
+        assert!(
+            std::sync::Arc::ptr_eq(&held, &writes.lock_for("a")),
+            "kept while held"
+        );
+        drop(held);
+        writes.forget_unused("a");
+        assert_eq!(writes.0.lock().unwrap().len(), 0, "forgotten once unused");
+    }
+}

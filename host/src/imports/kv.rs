@@ -8,7 +8,6 @@ use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::kv::{Host, Scope};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
 use crate::runtime::host_state::HostState;
-use std::collections::HashMap;
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
 
@@ -122,29 +121,19 @@ fn check_key(key: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The writes of this node that are checking a scope's quota and writing, by backend and
-/// scope: a quota check and its write run one at a time per scope, so concurrent sets cannot
-/// each see room for themselves and together overshoot the scope's bytes (nodes sharing a
-/// store can still race each other by one write each).
-#[derive(Debug, Default)]
-pub struct ScopeWrites(std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
-
 /// A scope's write turn; the scope's entry goes when the last holder lets go.
 struct ScopeWrite {
     writes: Arc<crate::runtime::host_state::HostServices>,
     key: String,
-    _turn: tokio::sync::OwnedMutexGuard<()>,
+    turn: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl Drop for ScopeWrite {
     fn drop(&mut self) {
-        if let Ok(mut map) = self.writes.kv_writes.0.lock()
-            && map
-                .get(&self.key)
-                .is_some_and(|lock| Arc::strong_count(lock) == 1)
-        {
-            map.remove(&self.key);
-        }
+        // The turn goes first: the map's is then the scope lock's last reference unless
+        // another write waits for it.
+        self.turn = None;
+        self.writes.kv_writes.forget_unused(&self.key);
     }
 }
 
@@ -159,14 +148,11 @@ impl Kv {
     /// Waits for `scope`'s write turn.
     async fn hold(&self, backend: &str, scope: &KvScope) -> ScopeWrite {
         let key = format!("{backend}\u{0}{scope:?}");
-        let lock = match self.1.kv_writes.0.lock() {
-            Ok(mut map) => map.entry(key.clone()).or_default().clone(),
-            Err(_) => Arc::default(),
-        };
+        let lock = self.1.kv_writes.lock_for(&key);
         ScopeWrite {
             writes: self.1.clone(),
             key,
-            _turn: lock.lock_owned().await,
+            turn: Some(lock.lock_owned().await),
         }
     }
 }

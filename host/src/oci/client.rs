@@ -1,10 +1,12 @@
 //! Talking to registries through `oci-client`: one client for HTTPS and one for plain HTTP
 //! (loopback registries and the configured insecure ones only), credentials from the
 //! config or the Docker `config.json`, and the client's errors sorted into "not there",
-//! "not reachable" and "refused".
+//! "not reachable" and "refused". Manifests are read by the host itself
+//! ([`super::manifest_get`]), under their cap while they arrive.
 
 use super::OciError;
 use super::artifact::{MAX_MANIFEST_BYTES, OCI_MANIFEST_MEDIA_TYPE};
+use super::manifest_get::{self, Credentials};
 use super::reference::OciRef;
 use crate::config::OciSettings;
 use futures::StreamExt;
@@ -22,6 +24,7 @@ const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.ma
 /// Clients and credentials.
 pub struct Transport {
     settings: OciSettings,
+    manifests: OnceLock<reqwest::Client>,
     https: OnceLock<Client>,
     http: OnceLock<Client>,
 }
@@ -102,19 +105,24 @@ impl Transport {
     pub fn new(settings: OciSettings) -> Self {
         Self {
             settings,
+            manifests: OnceLock::new(),
             https: OnceLock::new(),
             http: OnceLock::new(),
         }
     }
 
-    fn client_for(&self, reference: &OciRef) -> &Client {
-        let plain = reference.is_loopback()
+    /// Whether `reference`'s registry is spoken to over plain HTTP.
+    fn plain(&self, reference: &OciRef) -> bool {
+        reference.is_loopback()
             || self
                 .settings
                 .insecure_registries
                 .iter()
-                .any(|r| r == reference.registry());
-        if plain {
+                .any(|r| r == reference.registry())
+    }
+
+    fn client_for(&self, reference: &OciRef) -> &Client {
+        if self.plain(reference) {
             self.http.get_or_init(|| client(ClientProtocol::Http))
         } else {
             self.https.get_or_init(|| client(ClientProtocol::Https))
@@ -166,21 +174,36 @@ impl Transport {
     }
 
     async fn manifest_now(&self, reference: &OciRef) -> Result<Vec<u8>, OciError> {
-        let client = self.ready(reference).await;
-        let (bytes, _) = client
-            .pull_manifest_raw(
+        let client = self.client_for(reference);
+        let auth = self.auth(reference).await;
+        let token = client
+            .auth(
                 reference.client_ref(),
-                &RegistryAuth::Anonymous,
-                &[OCI_MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE],
+                &auth,
+                oci_client::RegistryOperation::Pull,
             )
             .await
             .map_err(|e| classify(reference, e))?;
-        if bytes.len() > MAX_MANIFEST_BYTES {
-            return Err(OciError::Refused(format!(
-                "{reference}: the manifest is over {MAX_MANIFEST_BYTES} bytes"
-            )));
-        }
-        Ok(bytes.to_vec())
+        let credentials = match (token, auth) {
+            (Some(token), _) => Credentials::Bearer(token),
+            (None, RegistryAuth::Basic(user, password)) => Credentials::Basic(user, password),
+            (None, RegistryAuth::Bearer(token)) => Credentials::Bearer(token),
+            (None, _) => Credentials::Anonymous,
+        };
+        let scheme = if self.plain(reference) {
+            "http"
+        } else {
+            "https"
+        };
+        manifest_get::get(
+            self.manifests.get_or_init(manifest_get::http_client),
+            reference,
+            scheme,
+            credentials,
+            &format!("{OCI_MANIFEST_MEDIA_TYPE}, {DOCKER_MANIFEST_MEDIA_TYPE}"),
+            MAX_MANIFEST_BYTES,
+        )
+        .await
     }
 
     /// The blob `descriptor` names, refusing more than `limit` bytes, within
