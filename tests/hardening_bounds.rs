@@ -11,6 +11,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wharf_integration_tests::{TestHost, bundled, start, start_with};
 
+/// The tests here run one at a time: several measure the process's resident memory, which
+/// another test's allocations would blur.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// `/healthz` answers 200 within a second, asked from `from` (a loopback address other
 /// than the attacker's, as a well-behaved tenant's machine is another peer).
 async fn healthy_from(h: &TestHost, from: &str) {
@@ -71,6 +75,7 @@ async fn list_in(client: &reqwest::Client, url: &str, id: &str) -> u16 {
 /// oldest idle ones are ended to make room, the newest keep working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_initialize_flood_holds_at_most_the_per_token_cap() {
+    let _serial = SERIAL.lock().await;
     let h = start_with(vec![("echo", bundled("echo"))], |s| {
         s.connections.max_mcp_sessions = 16;
         s.connections.max_mcp_sessions_per_token = 8;
@@ -105,6 +110,7 @@ async fn an_initialize_flood_holds_at_most_the_per_token_cap() {
 /// within the caps' worth (256 sessions of ~83 KiB), not the flood's (~250 MiB).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_initialize_flood_at_the_default_caps_keeps_memory_flat() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![("echo", bundled("echo"))]).await;
     let client = reqwest::Client::new();
     for _ in 0..300 {
@@ -136,6 +142,7 @@ fn rss_kib() -> u64 {
 /// `/healthz` answers meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_headers_are_cut_and_capped_per_peer() {
+    let _serial = SERIAL.lock().await;
     let h = start_with(vec![("echo", bundled("echo"))], |s| {
         s.connections.max = 64;
         s.connections.max_per_peer = 32;
@@ -193,6 +200,7 @@ async fn slow_headers_are_cut_and_capped_per_peer() {
 /// (naming why), so no call can run it on a worker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backtracking_schema_pattern_is_refused_at_load() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![("echo", bundled("echo"))]).await;
     let Err(refused) = h
         .wharf
@@ -211,6 +219,7 @@ async fn a_backtracking_schema_pattern_is_refused_at_load() {
 /// blocking thread under the call's deadline, and the host answers others meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_arguments_are_validated_off_the_workers() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![("echo", bundled("echo"))]).await;
     // 3 MB of arguments: validated on a blocking thread; the host answers others meanwhile.
     let text = "a".repeat(3_000_000);
@@ -261,6 +270,7 @@ async fn holding_server(hold: Duration) -> (u16, Arc<AtomicUsize>) {
 /// its per-call cap of sockets; the rest fail at once with `connection-limit-reached`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_flooding_outbound_http_holds_at_most_its_cap() {
+    let _serial = SERIAL.lock().await;
     let (port, most) = holding_server(Duration::from_millis(1500)).await;
     let mut probe = bundled("probe");
     probe.grants.http_hosts = vec!["127.0.0.1:*".into()];
@@ -300,6 +310,7 @@ async fn a_guest_flooding_outbound_http_holds_at_most_its_cap() {
 /// only on the caller's errors is a 4xx.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_and_trace_ids_are_bounded_without_quotas() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![("echo", bundled("echo"))]).await;
     let ping = json!({"action": "echo:ping", "params": {}});
     let huge = h
@@ -341,6 +352,7 @@ async fn batches_and_trace_ids_are_bounded_without_quotas() {
 /// has a running-lifetime ceiling.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_finite_without_quotas() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![("scratchpad", bundled("scratchpad"))]).await;
     let r = h
         .post(
@@ -362,6 +374,7 @@ async fn sessions_are_finite_without_quotas() {
 /// Finding 16: camelCase secret keys are hidden in `/v1/backends`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn camel_case_secrets_are_hidden_from_readers() {
+    let _serial = SERIAL.lock().await;
     let mut echo = bundled("echo");
     echo.config = Some(
         toml::from_str(
@@ -439,6 +452,7 @@ async fn docker_session(h: &TestHost) -> String {
 /// spooled, and a tenant's uploads in progress together stay within its spool budget.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_are_refused_before_spooling() {
+    let _serial = SERIAL.lock().await;
     if !wharf_integration_tests::docker_ready() {
         return;
     }
@@ -491,6 +505,7 @@ async fn uploads_are_refused_before_spooling() {
 /// after the read timeout, so `DELETE` answers and the sandbox goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_download_gives_the_session_back() {
+    let _serial = SERIAL.lock().await;
     if !wharf_integration_tests::docker_ready() {
         return;
     }
@@ -539,6 +554,7 @@ async fn a_stalled_download_gives_the_session_back() {
 /// quota (the check and the write run one at a time per scope on a node).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_kv_sets_stay_within_the_scope_quota() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![("probe", bundled("probe"))]).await;
     let set = |key: String| {
         let url = h.url.clone();
@@ -580,6 +596,7 @@ async fn concurrent_kv_sets_stay_within_the_scope_quota() {
 /// directory is refused (and says why) without the host reading it whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_sparse_sidecar_is_refused_unread() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![]).await;
     let dir = tempfile::tempdir().unwrap();
     let echo = wharf::bundled::wasm("echo").unwrap();
@@ -621,6 +638,7 @@ async fn a_huge_sparse_sidecar_is_refused_unread() {
 /// holds what a guest chooses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_data_is_capped() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![("scratchpad", bundled("scratchpad"))]).await;
     let s = h
         .post("/v1/sessions", json!({"backend": "scratchpad"}))
@@ -659,6 +677,7 @@ async fn session_data_is_capped() {
 /// Finding 13, the component: a 1 GiB sparse `NAME.wasm` is refused without being read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_sparse_component_is_refused_unread() {
+    let _serial = SERIAL.lock().await;
     let h = start(vec![]).await;
     let dir = tempfile::tempdir().unwrap();
     let wasm = std::fs::File::create(dir.path().join("huge.wasm")).unwrap();
@@ -762,6 +781,7 @@ async fn hostile_registry() -> u16 {
 /// reaches the refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_registry_is_bounded() {
+    let _serial = SERIAL.lock().await;
     let port = hostile_registry().await;
     let h = start(vec![]).await;
     let load = |tag: &str| {
@@ -797,4 +817,65 @@ async fn a_hostile_registry_is_bounded() {
     assert!(slow.contains("within 30 s"), "{slow}");
     assert!(started.elapsed() < Duration::from_secs(45));
     healthy_from(&h, "127.0.0.2").await;
+}
+
+/// Finding 15: a token in an outbound URL's path never reaches the audit log: the
+/// `outbound_http` line carries the path's length and digest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_in_an_outbound_path_stays_out_of_the_audit_log() {
+    let _serial = SERIAL.lock().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut c, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = c.read(&mut buf).await;
+                let _ = c
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                    )
+                    .await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let config = dir.path().join("wharf.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\ndata_dir = {:?}\n\n[backends.probe]\npath = \"bundled:probe\"\n\
+             [backends.probe.grants]\nhttp_hosts = [\"127.0.0.1:*\"]\nhttp_private_cidrs = [\"127.0.0.0/8\"]\n\n\
+             [audit]\npath = {audit:?}\n",
+            dir.path().join("data"),
+        ),
+    )
+    .unwrap();
+    let host = wharf_integration_tests::processes::WharfProcess::start(&config);
+    let secret = "TOKEN".repeat(30);
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{}/v1/call", host.url))
+        .json(&json!({"tool": "probe:fetch", "args": {"url": format!("http://127.0.0.1:{port}/bot{secret}/send")}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["code"], 0, "{reply}");
+    let mut written = String::new();
+    for _ in 0..50 {
+        written = std::fs::read_to_string(&audit).unwrap_or_default();
+        if written.contains("outbound_http") && written.contains("tool_call") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(written.contains("outbound_http"), "{written}");
+    assert!(
+        !written.contains(&secret[..20]),
+        "the token reached the audit log: {written}"
+    );
+    assert!(written.contains("sha256"), "{written}");
 }
