@@ -383,14 +383,7 @@ async fn camel_case_secrets_are_hidden_from_readers() {
         .unwrap(),
     );
     let h = start_with(vec![("echo", echo)], |s| {
-        s.auth.tokens = vec![wharf::config::TokenConfig {
-            name: "ops".into(),
-            value: Some("ops-secret".into()),
-            value_file: None,
-            scopes: vec![wharf::config::TokenScope::Admin],
-            backends: None,
-            tools: None,
-        }];
+        s.auth.tokens = vec![wharf_integration_tests::admin_token("ops-secret")];
     })
     .await;
     let listed: Value = reqwest::Client::new()
@@ -413,17 +406,7 @@ async fn camel_case_secrets_are_hidden_from_readers() {
 async fn raw_reply(tcp: &mut TcpStream, within: Duration) -> (u16, Value) {
     let mut reply = Vec::new();
     let _ = tokio::time::timeout(within, tcp.read_to_end(&mut reply)).await;
-    let text = String::from_utf8_lossy(&reply).to_string();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b).ok())
-        .unwrap_or(Value::Null);
-    (status, body)
+    wharf_integration_tests::raw_http_reply(&reply)
 }
 
 /// Starts a PUT to the files route that declares `declared` bytes and sends none.
@@ -592,44 +575,57 @@ async fn concurrent_kv_sets_stay_within_the_scope_quota() {
     assert_eq!(accepted, keys - 60, "every accepted set is stored");
 }
 
-/// Finding 13: a 1 GiB sparse `NAME.toml` beside a good `NAME.wasm` in the plugins
-/// directory is refused (and says why) without the host reading it whole.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_huge_sparse_sidecar_is_refused_unread() {
-    let _serial = SERIAL.lock().await;
-    let h = start(vec![]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let echo = wharf::bundled::wasm("echo").unwrap();
-    let sidecar = std::fs::File::create(dir.path().join("big.toml")).unwrap();
-    sidecar.set_len(1 << 30).unwrap();
-    drop(sidecar);
-    std::fs::write(dir.path().join("big.wasm"), echo).unwrap();
-    let before = rss_kib();
-    let _watcher = wharf::hot_reload::watch(h.wharf.clone(), dir.path().to_path_buf())
-        .await
-        .unwrap();
-    let mut reason = String::new();
+/// Why `name` is listed as rejected in `/v1/backends` (empty if it is not, after 10 s).
+async fn rejection_reason(h: &TestHost, name: &str) -> String {
     for _ in 0..100 {
         let listed = h.get("/v1/backends").await;
         if let Some(r) = listed.body["data"]["rejected"]
             .as_array()
-            .and_then(|r| r.iter().find(|r| r["name"] == "big"))
+            .and_then(|r| r.iter().find(|r| r["name"] == name))
         {
-            reason = r["reason"].as_str().unwrap_or_default().to_string();
-            break;
+            return r["reason"].as_str().unwrap_or_default().to_string();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(
-        reason.contains("over 1048576 bytes"),
-        "rejected: {reason:?}"
-    );
+    String::new()
+}
+
+/// Finding 13: a 1 GiB sparse `NAME.toml` beside a good `NAME.wasm`, and a 1 GiB sparse
+/// `NAME.wasm`, in the plugins directory are refused (saying why) without the host reading
+/// them whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_sparse_plugins_files_are_refused_unread() {
+    let _serial = SERIAL.lock().await;
+    let h = start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let sparse = |name: &str| {
+        let file = std::fs::File::create(dir.path().join(name)).unwrap();
+        file.set_len(1 << 30).unwrap();
+    };
+    sparse("big.toml");
+    std::fs::write(
+        dir.path().join("big.wasm"),
+        wharf::bundled::wasm("echo").unwrap(),
+    )
+    .unwrap();
+    sparse("huge.wasm");
+    let before = rss_kib();
+    let _watcher = wharf::hot_reload::watch(h.wharf.clone(), dir.path().to_path_buf())
+        .await
+        .unwrap();
+    for (name, said) in [
+        ("big", "over 1048576 bytes"),
+        ("huge", "over 268435456 bytes"),
+    ] {
+        let reason = rejection_reason(&h, name).await;
+        assert!(reason.contains(said), "{name} rejected: {reason:?}");
+        assert!(h.backend_info(name).await.is_null());
+    }
     let grown_mib = rss_kib().saturating_sub(before) / 1024;
     assert!(
         grown_mib < 256,
-        "reading the sidecar grew the host by {grown_mib} MiB"
+        "reading them grew the host by {grown_mib} MiB"
     );
-    assert!(h.backend_info("big").await.is_null());
     healthy_from(&h, "127.0.0.2").await;
 }
 
@@ -672,43 +668,6 @@ async fn session_data_is_capped() {
     );
     let listed = h.get("/v1/sessions").await;
     assert!(listed.body.to_string().len() < 100_000);
-}
-
-/// Finding 13, the component: a 1 GiB sparse `NAME.wasm` is refused without being read.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_huge_sparse_component_is_refused_unread() {
-    let _serial = SERIAL.lock().await;
-    let h = start(vec![]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let wasm = std::fs::File::create(dir.path().join("huge.wasm")).unwrap();
-    wasm.set_len(1 << 30).unwrap();
-    drop(wasm);
-    let before = rss_kib();
-    let _watcher = wharf::hot_reload::watch(h.wharf.clone(), dir.path().to_path_buf())
-        .await
-        .unwrap();
-    let mut reason = String::new();
-    for _ in 0..100 {
-        let listed = h.get("/v1/backends").await;
-        if let Some(r) = listed.body["data"]["rejected"]
-            .as_array()
-            .and_then(|r| r.iter().find(|r| r["name"] == "huge"))
-        {
-            reason = r["reason"].as_str().unwrap_or_default().to_string();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(
-        reason.contains("over 268435456 bytes"),
-        "rejected: {reason:?}"
-    );
-    let grown_mib = rss_kib().saturating_sub(before) / 1024;
-    assert!(
-        grown_mib < 256,
-        "reading the component grew the host by {grown_mib} MiB"
-    );
-    healthy_from(&h, "127.0.0.2").await;
 }
 
 /// A hostile registry on loopback: `/v2/` answers 200 (no auth), and the manifest of tag

@@ -313,17 +313,7 @@ async fn stalled_upload(
             rd.read_to_end(&mut reply).await.expect("reads");
         }
     }
-    let text = String::from_utf8_lossy(&reply).to_string();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b).ok())
-        .unwrap_or(Value::Null);
-    (status, body)
+    wharf_integration_tests::raw_http_reply(&reply)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

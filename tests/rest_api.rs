@@ -381,14 +381,7 @@ documents = [{ id = "a", text = "alpha beta" }]"#,
     ));
     // The config is shown to admins only (a reader's view is in tests/hardening_edge.rs).
     let h = wharf_integration_tests::start_with(vec![("text-index", cfg)], |s| {
-        s.auth.tokens = vec![wharf::config::TokenConfig {
-            name: "ops".into(),
-            value: Some("t-ops".into()),
-            value_file: None,
-            scopes: vec![wharf::config::TokenScope::Admin],
-            backends: None,
-            tools: None,
-        }];
+        s.auth.tokens = vec![wharf_integration_tests::admin_token("t-ops")];
     })
     .await;
     let as_admin = |r: reqwest::RequestBuilder| r.bearer_auth("t-ops");

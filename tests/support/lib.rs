@@ -212,6 +212,34 @@ pub fn docker_provider() -> BackendConfig {
     cfg
 }
 
+/// An admin token named `ops` whose secret is `value`.
+pub fn admin_token(value: &str) -> wharf::config::TokenConfig {
+    wharf::config::TokenConfig {
+        name: "ops".into(),
+        value: Some(value.into()),
+        value_file: None,
+        scopes: vec![wharf::config::TokenScope::Admin],
+        backends: None,
+        tools: None,
+    }
+}
+
+/// The status and JSON body (`null` when it is not JSON) of a raw HTTP/1.1 answer read
+/// off a socket.
+pub fn raw_http_reply(reply: &[u8]) -> (u16, Value) {
+    let text = String::from_utf8_lossy(reply);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(Value::Null);
+    (status, body)
+}
+
 /// Polls `check` every 100 ms until it holds; fails with `what` after `secs` seconds.
 pub async fn eventually(secs: u64, what: &str, mut check: impl AsyncFnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
