@@ -424,7 +424,7 @@ async fn docker_session(h: &TestHost) -> String {
     let r = h
         .post(
             "/v1/sessions",
-            json!({"backend": "docker", "key": "bounds"}),
+            json!({"backend": "boundsdocker", "key": "bounds"}),
         )
         .await;
     assert_eq!(r.code(), 0, "{}", r.body);
@@ -441,7 +441,7 @@ async fn uploads_are_refused_before_spooling() {
     }
     let h = start_with(
         vec![
-            ("docker", wharf_integration_tests::docker_provider()),
+            ("boundsdocker", wharf_integration_tests::docker_provider()),
             ("scratchpad", bundled("scratchpad")),
         ],
         |s| {
@@ -482,6 +482,8 @@ async fn uploads_are_refused_before_spooling() {
         .unwrap();
     assert_eq!(put.status(), 200);
     healthy_from(&h, "127.0.0.2").await;
+    // The sandbox goes with its session (a test host's containers outlive it otherwise).
+    assert_eq!(h.delete(&format!("/v1/sessions/{s}")).await.code(), 0);
 }
 
 /// Finding 9: a client that starts a download and stops reading gives the session back
@@ -493,7 +495,7 @@ async fn a_stalled_download_gives_the_session_back() {
         return;
     }
     let h = start_with(
-        vec![("docker", wharf_integration_tests::docker_provider())],
+        vec![("boundsdocker", wharf_integration_tests::docker_provider())],
         |s| s.upload_read_timeout_ms = 1_000,
     )
     .await;
@@ -501,7 +503,7 @@ async fn a_stalled_download_gives_the_session_back() {
     let made = h
         .call_in(
             &s,
-            "docker:run_command",
+            "boundsdocker:run_command",
             json!({"command": "head -c 67108864 /dev/zero > big.bin && echo done"}),
         )
         .await;
