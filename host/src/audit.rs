@@ -245,7 +245,7 @@ fn warn_about_drops() {
             tracing::warn!(
                 dropped_since_last = dropped - reported,
                 dropped_total = dropped,
-                "audit lines dropped: the audit writer falls behind or cannot write (see [audit] in README.md)"
+                "audit lines dropped: the audit writer falls behind or cannot write (see [audit] in docs/security.md)"
             );
             reported = dropped;
         }

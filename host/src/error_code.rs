@@ -136,7 +136,7 @@ impl Code {
     }
 }
 
-/// The codes a backend may return (the README and the SDK's `codes` list the same set):
+/// The codes a backend may return (ARCHITECTURE.md's code table and the SDK's `codes` list the same set):
 /// 4000–4004, 4006, 4007, 4030 (a provider refusing a spec it cannot enforce, or a grant
 /// denial the backend passes on), 5000, 5006 and 5012 (a dependency such as Docker is down).
 pub const BACKEND_CODES: &[u32] = &[

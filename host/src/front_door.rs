@@ -12,6 +12,7 @@ mod call_audit;
 mod invocation;
 mod oci_load;
 mod quota_routes;
+mod sandbox_transfer;
 mod scrape;
 mod session_routes;
 mod temporary;
@@ -20,6 +21,7 @@ mod uploads;
 
 pub use crate::registry::{Deployed, PendingUpgrade, Rejection, requires_beyond};
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
+pub use sandbox_transfer::SandboxTransfer;
 pub use session_routes::SessionRequest;
 pub use tool_calls::{CallOutcome, CallPlace, CallRequest};
 

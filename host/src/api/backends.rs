@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// What `/v1/backends` shows of a backend.
 pub fn backend_json(b: &LoadedBackend) -> Value {
     let d = &b.description;
-    let pool = b.behaviour().pool().status();
+    let pool = b.pool_status();
     let settings = &b.settings;
     json!({
         "name": &*b.name,

@@ -15,9 +15,8 @@ use crate::api::envelope::{Envelope, Meta};
 use crate::api::json_body::parse_query;
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
-use crate::front_door::SessionView;
 use crate::front_door::Wharf;
-use crate::front_door::{SLICE_BYTES, SandboxFiles};
+use crate::front_door::{SLICE_BYTES, SandboxTransfer};
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -39,55 +38,16 @@ fn failure(err: WharfError) -> Response {
     Envelope::error(err, Meta::default()).into_response()
 }
 
-/// A sandbox session held for one transfer: its provider, its handle, and its turn (no
-/// other call runs in the session meanwhile).
-struct HeldSandbox {
-    backend: Arc<crate::front_door::LoadedBackend>,
-    session: SessionView,
-    /// The session's hard end, ms since the epoch.
-    ends_at_ms: Option<u64>,
-    _turn: tokio::sync::OwnedMutexGuard<()>,
-}
-
-impl HeldSandbox {
-    fn files(&self) -> Result<&dyn SandboxFiles, WharfError> {
-        self.backend.behaviour().files().ok_or_else(|| {
-            WharfError::invalid_request(format!(
-                "backend `{}` has no sandbox to move files in and out of",
-                self.backend.name
-            ))
-        })
-    }
-
-    async fn size(&self, path: &str) -> Result<u64, WharfError> {
-        self.files()?.size(&self.session, path).await
-    }
-
-    async fn slice(&self, path: &str, index: u64) -> Result<Vec<u8>, WharfError> {
-        self.files()?.slice(&self.session, path, index).await
-    }
-
-    async fn write(&self, path: &str, content: Vec<u8>) -> Result<(), WharfError> {
-        self.files()?.write(&self.session, path, content).await
-    }
-
-    async fn append(&self, path: &str, content: Vec<u8>) -> Result<(), WharfError> {
-        self.files()?.append(&self.session, path, content).await
-    }
-}
-
-async fn sandbox_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<HeldSandbox, WharfError> {
+async fn sandbox_for(
+    wharf: &Wharf,
+    caller: &Caller,
+    id: &str,
+) -> Result<SandboxTransfer, WharfError> {
     caller.require(TokenScope::Call)?;
     // The token's allowlist holds here as on `/v1/call`: moving files is using the backend.
     let visible = wharf.session(caller.session_tenant(), id).await?;
     caller.require_tool(&visible.backend, None)?;
-    let (backend, record, turn) = wharf.sandbox_session(caller.session_tenant(), id).await?;
-    Ok(HeldSandbox {
-        backend,
-        ends_at_ms: record.max_expires_at_ms,
-        session: record.view(),
-        _turn: turn,
-    })
+    wharf.sandbox_transfer(caller.session_tenant(), id).await
 }
 
 /// Streams a file out of the sandbox, slice by slice.

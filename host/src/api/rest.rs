@@ -1,4 +1,4 @@
-//! The REST routes (README, "Agents' front door") over the front door.
+//! The REST routes (docs/agents.md) over the front door.
 
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};

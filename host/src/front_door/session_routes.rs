@@ -185,7 +185,7 @@ impl Wharf {
 
     /// A provider session of `tenant` with its backend, and the session's call lock held
     /// (file transfers run one at a time with the session's calls).
-    pub async fn sandbox_session(
+    pub(super) async fn sandbox_session(
         &self,
         tenant: &Tenant,
         id: &str,

@@ -145,6 +145,11 @@ impl LoadedBackend {
         })
     }
 
+    /// The counters of the backend's instance pool.
+    pub fn pool_status(&self) -> crate::runtime::instance_pool::PoolStatus {
+        self.behaviour.pool().status()
+    }
+
     /// The backend's behaviour: calls, session hooks, draining.
     pub fn behaviour(&self) -> &dyn Backend {
         self.behaviour.as_ref()
