@@ -16,9 +16,100 @@ const PLUGINS: &[&str] = &[
 ];
 
 fn main() {
-    if let Err(e) = run() {
+    if let Err(e) = run().and_then(|()| embed_sdks()) {
         println!("cargo::error={e}");
     }
+}
+
+/// The SDK sources `wharf new` writes beside a new backend, as (path inside the vendored
+/// tree, file on this machine): the Rust crates with their WIT, and the Python package.
+/// Generated so a file added to an SDK is carried without a list to keep by hand.
+fn embed_sdks() -> Result<(), String> {
+    let manifest_dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+    let root = manifest_dir.parent().ok_or("no workspace root")?;
+    for watched in [
+        "Cargo.toml",
+        "sdk/README.md",
+        "sdk/python/pyproject.toml",
+        "sdk/python/README.md",
+        "sdk/python/wharf_sdk",
+    ] {
+        println!("cargo::rerun-if-changed={}", root.join(watched).display());
+    }
+    let mut rust = Vec::new();
+    for (from, to) in [
+        ("sdk/Cargo.toml", "wharf-sdk/Cargo.toml"),
+        ("sdk/README.md", "wharf-sdk/README.md"),
+        ("sdk-macros/Cargo.toml", "wharf-sdk-macros/Cargo.toml"),
+    ] {
+        rust.push((to.to_string(), root.join(from)));
+    }
+    collect(&root.join("sdk/src"), "wharf-sdk/src", &mut rust)?;
+    collect(&root.join("sdk/wit"), "wharf-sdk/wit", &mut rust)?;
+    collect(
+        &root.join("sdk-macros/src"),
+        "wharf-sdk-macros/src",
+        &mut rust,
+    )?;
+    let mut python = vec![
+        (
+            "pyproject.toml".to_string(),
+            root.join("sdk/python/pyproject.toml"),
+        ),
+        ("README.md".to_string(), root.join("sdk/python/README.md")),
+    ];
+    collect(&root.join("sdk/python/wharf_sdk"), "wharf_sdk", &mut python)?;
+    let list = |name: &str, doc: &str, files: &[(String, PathBuf)]| {
+        let mut code = format!("/// {doc}\npub static {name}: &[(&str, &str)] = &[\n");
+        for (to, from) in files {
+            code.push_str(&format!(
+                "    ({to:?}, include_str!({:?})),\n",
+                path_str(from)
+            ));
+        }
+        code.push_str("];\n");
+        code
+    };
+    let code = format!(
+        "{}{}/// The workspace manifest the SDK crates inherit their fields from.\npub static WORKSPACE_MANIFEST: &str = include_str!({:?});\n",
+        list(
+            "RUST_SDK",
+            "The Rust SDK crates (`wharf-sdk`, `wharf-sdk-macros`) with their WIT.",
+            &rust
+        ),
+        list(
+            "PYTHON_SDK",
+            "The Python SDK package (`wharf-sdk`).",
+            &python
+        ),
+        path_str(&root.join("Cargo.toml")),
+    );
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    std::fs::write(out_dir.join("bundled_sdk.rs"), code).map_err(|e| e.to_string())
+}
+
+/// Adds every file under `dir` (following links, skipping caches) as `prefix/relative`.
+fn collect(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> Result<(), String> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("reading {}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "__pycache__" || name.ends_with(".pyc") || name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let relative = format!("{prefix}/{name}");
+        if path.is_dir() {
+            collect(&path, &relative, out)?;
+        } else {
+            out.push((relative, path));
+        }
+    }
+    Ok(())
 }
 
 fn run() -> Result<(), String> {

@@ -96,32 +96,37 @@ fn the_sdk_carries_the_repository_wit() {
             }
         }
     }
-    let (repo, sdk) = (root().join("wit"), root().join("sdk/wit"));
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let repo = root().join("wit");
+    let mut a = Vec::new();
     files(&repo, &repo, &mut a);
-    files(&sdk, &sdk, &mut b);
     a.sort();
-    b.sort();
-    assert_eq!(
-        a, b,
-        "sdk/wit must hold the same files as wit/ (copy them over)"
-    );
-    for file in &a {
+    // The Rust crate's copy and the Python package's: each travels with its SDK.
+    for copy in ["sdk/wit", "sdk/python/wharf_sdk/wit"] {
+        let sdk = root().join(copy);
         assert!(
-            std::fs::read(repo.join(file)).expect("read")
-                == std::fs::read(sdk.join(file)).expect("read"),
-            "sdk/wit/{} differs from wit/{}: copy wit/ into sdk/wit/",
-            file.display(),
-            file.display()
+            !std::fs::symlink_metadata(&sdk)
+                .expect("the SDK's wit")
+                .file_type()
+                .is_symlink(),
+            "{copy} must be a real directory: a symlink does not travel with the SDK"
         );
+        let mut b = Vec::new();
+        files(&sdk, &sdk, &mut b);
+        b.sort();
+        assert_eq!(
+            a, b,
+            "{copy} must hold the same files as wit/ (copy them over)"
+        );
+        for file in &a {
+            assert!(
+                std::fs::read(repo.join(file)).expect("read")
+                    == std::fs::read(sdk.join(file)).expect("read"),
+                "{copy}/{} differs from wit/{}: copy wit/ into {copy}/",
+                file.display(),
+                file.display()
+            );
+        }
     }
-    assert!(
-        !std::fs::symlink_metadata(&sdk)
-            .expect("sdk/wit")
-            .file_type()
-            .is_symlink(),
-        "sdk/wit must be a real directory: a symlink does not travel in the crate"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,6 +16,8 @@ use wharf_integration_tests::{TestHost, start_with};
 
 #[path = "python_backend/mcp.rs"]
 mod mcp;
+#[path = "python_backend/parity.rs"]
+mod parity;
 #[path = "python_backend/provider.rs"]
 mod provider;
 #[path = "python_backend/served.rs"]

@@ -219,9 +219,9 @@ fn try_cargo(dir: &Path, args: &[&str], target: &Path) -> (bool, String) {
     )
 }
 
-/// The SDK as a third party gets it: `cargo package` makes the `.crate` files (the WIT
-/// travels inside), a backend is scaffolded outside the repository with the default
-/// registry dependency, `[patch.crates-io]` points it at the unpacked crates (what a
+/// The SDK as a third party will get it once published: `cargo package` makes the `.crate`
+/// files (the WIT travels inside), a backend is scaffolded outside the repository with
+/// `--sdk-registry`, `[patch.crates-io]` points it at the unpacked crates (what a
 /// publish would serve), and it builds and serves a call.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_backend_outside_the_repository_builds_against_the_packaged_sdk() {
@@ -286,7 +286,7 @@ async fn a_backend_outside_the_repository_builds_against_the_packaged_sdk() {
 
     let outside = work.path().join("outside");
     let out = Command::new(wharf_bin())
-        .args(["new", "board", "--dir"])
+        .args(["new", "board", "--sdk-registry", "--dir"])
         .arg(&outside)
         .output()
         .expect("wharf runs");
@@ -303,7 +303,7 @@ async fn a_backend_outside_the_repository_builds_against_the_packaged_sdk() {
     );
     assert!(
         cargo_toml.contains(&requirement),
-        "a registry dependency by default:\n{cargo_toml}"
+        "a registry dependency with --sdk-registry:\n{cargo_toml}"
     );
     assert!(!cargo_toml.contains("path ="), "{cargo_toml}");
     let patched = format!(

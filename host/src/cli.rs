@@ -113,12 +113,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "rust")]
         lang: crate::scaffold::Lang,
         /// Depend on a local checkout of the SDK (the `sdk/` crate, or `sdk/python` for
-        /// Python) instead of the registry's `wharf-sdk`.
-        #[arg(long, alias = "sdk", conflicts_with = "sdk_git")]
+        /// Python) instead of the copy this binary carries (written to `vendor/`).
+        #[arg(long, alias = "sdk", conflicts_with_all = ["sdk_git", "sdk_registry"])]
         sdk_path: Option<PathBuf>,
         /// Depend on the `wharf-sdk` crate in this git repository (Rust).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "sdk_registry")]
         sdk_git: Option<String>,
+        /// Depend on the registry's `wharf-sdk` (crates.io; for Python, PyPI) instead of the
+        /// copy this binary carries.
+        #[arg(long)]
+        sdk_registry: bool,
     },
     /// Build the backend crate in DIR for wasm32-wasip2, serve it on a loopback server, and
     /// rebuild and hot-swap it on every save. Grants what the backend declares.
@@ -255,7 +259,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         } => {
             let args: Value = serde_json::from_str(&args).context("--args is not valid JSON")?;
             let mut body = json!({ "tool": tool, "args": args });
-            if let Some(session) = session {
+            if let Some(session) = &session {
                 body["session_id"] = json!(session);
             }
             let reply = with_progress(
@@ -269,10 +273,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             )
             .await?;
             println!("{}", serde_json::to_string_pretty(&reply)?);
-            if reply["code"].as_u64() != Some(0) {
-                bail!("the call failed with code {}", reply["code"]);
+            match reply["code"].as_u64() {
+                Some(0) => Ok(()),
+                Some(4007) => bail!("{}", session_advice(&tool, &reply, session.as_deref())),
+                _ => bail!("the call failed with code {}", reply["code"]),
             }
-            Ok(())
         }
         Command::Inspect { file, data_dir } => {
             let wharf = Wharf::new(crate::config::ServerConfig {
@@ -307,16 +312,21 @@ pub async fn run(cli: Cli) -> Result<()> {
             lang,
             sdk_path,
             sdk_git,
+            sdk_registry,
         } => {
             use crate::scaffold::{Lang, SdkSource};
-            let sdk = match (sdk_path, sdk_git) {
-                (Some(path), _) => SdkSource::Path(path),
-                (None, Some(url)) => SdkSource::Git(url),
-                (None, None) => SdkSource::Registry,
+            let sdk = match (sdk_path, sdk_git, sdk_registry) {
+                (Some(path), _, _) => SdkSource::Path(path),
+                (None, Some(url), _) => SdkSource::Git(url),
+                (None, None, true) => SdkSource::Registry,
+                (None, None, false) => SdkSource::default(),
             };
-            let build = match lang {
-                Lang::Rust => "cargo build --release --target wasm32-wasip2".to_string(),
-                Lang::Python => format!("wharf-py build app.py -o {name}.wasm"),
+            let build = match (lang, &sdk) {
+                (Lang::Rust, _) => "cargo build --release --target wasm32-wasip2".to_string(),
+                (Lang::Python, SdkSource::Bundled) => format!(
+                    "pip install ./vendor/wharf-sdk` once (in a venv), then `wharf-py build app.py -o {name}.wasm"
+                ),
+                (Lang::Python, _) => format!("wharf-py build app.py -o {name}.wasm"),
             };
             let created = crate::scaffold::scaffold(&crate::scaffold::NewOptions {
                 name,
@@ -326,7 +336,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 lang,
             })?;
             eprintln!(
-                "wharf: created `{}`; build it with `{build}`",
+                "wharf: created `{}`; in it, build with `{build}`, or run `wharf dev` to build, serve and reload on save",
                 created.display()
             );
             Ok(())
@@ -394,6 +404,23 @@ fn with_token(request: reqwest::RequestBuilder, token: Option<String>) -> reqwes
     }
 }
 
+/// What to do about a 4007 from `wharf call`, in the CLI's words (the server's message
+/// speaks REST).
+fn session_advice(tool: &str, reply: &Value, session: Option<&str>) -> String {
+    let backend = reply["meta"]["backend"]
+        .as_str()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| tool.split([':', '.']).next().unwrap_or(tool));
+    match session {
+        None => format!(
+            "`{tool}` needs a session: create one with `wharf sessions create {backend}` and call again with `--session ID`"
+        ),
+        Some(id) => format!(
+            "session `{id}` is unknown or has ended: `wharf sessions list` shows the live ones, `wharf sessions create {backend}` makes a new one"
+        ),
+    }
+}
+
 async fn http_json(request: reqwest::RequestBuilder) -> Result<Value> {
     let response = request
         .send()
@@ -408,6 +435,20 @@ async fn http_json(request: reqwest::RequestBuilder) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_session_is_answered_with_cli_commands() {
+        let reply = json!({"code": 4007, "meta": {"backend": "notes"}});
+        let advice = session_advice("notes:add", &reply, None);
+        assert!(advice.contains("wharf sessions create notes"), "{advice}");
+        assert!(advice.contains("--session"), "{advice}");
+        assert!(!advice.contains("POST"), "{advice}");
+        let advice = session_advice("notes.add", &json!({"code": 4007}), Some("s-1"));
+        assert!(
+            advice.contains("`s-1`") && advice.contains("create notes"),
+            "{advice}"
+        );
+    }
 
     #[test]
     fn a_duplicate_tool_name_is_refused_by_name() {

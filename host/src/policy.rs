@@ -51,6 +51,19 @@ pub struct Grants {
     pub max_http_in_flight: u32,
     /// Outbound requests one call (one instance) may have in flight at once.
     pub max_http_in_flight_per_call: u32,
+    /// Who gave these grants, so a refusal names the fix that applies (never from config).
+    #[serde(skip)]
+    pub granted_by: GrantedBy,
+}
+
+/// Who gave a backend its grants.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GrantedBy {
+    /// The operator's config (`[backends.NAME.grants]` or a sidecar).
+    #[default]
+    Operator,
+    /// `wharf dev`: what the backend declares in `requires`, plus loopback HTTP.
+    Dev,
 }
 
 impl Default for Grants {
@@ -71,6 +84,7 @@ impl Default for Grants {
             http_timeout_ms: 30_000,
             max_http_in_flight: 64,
             max_http_in_flight_per_call: 16,
+            granted_by: GrantedBy::Operator,
         }
     }
 }
@@ -134,14 +148,31 @@ pub struct EffectiveLimits {
 }
 
 impl Grants {
+    /// What makes `value` granted under `grant` (`http_hosts`, `images`, …), in the words
+    /// of whoever gives this backend its grants: the operator's config, or under `wharf dev`
+    /// the backend's own `requires`.
+    pub fn how_to_grant(&self, grant: &str, value: &str, now: &[String]) -> String {
+        match self.granted_by {
+            GrantedBy::Operator => {
+                format!("add `{value}` to grants.{grant} (now {now:?})")
+            }
+            GrantedBy::Dev if grant == "http_private_cidrs" => format!(
+                "`wharf dev` grants HTTP to loopback only; `{value}` needs an operator's grants.http_private_cidrs under `wharf serve` (now {now:?})"
+            ),
+            GrantedBy::Dev => format!(
+                "declare `{value}` in the backend's `requires` {grant} and save: `wharf dev` grants what the backend declares (now {now:?})"
+            ),
+        }
+    }
+
     /// Checks an image reference.
     pub fn check_image(&self, image: &str) -> Result<(), Denial> {
         if self.images.iter().any(|p| pattern_matches(p, image)) {
             Ok(())
         } else {
             Err(Denial(format!(
-                "image `{image}` is not granted (grants.images = {:?})",
-                self.images
+                "image `{image}` is not granted: {}",
+                self.how_to_grant("images", image, &self.images)
             )))
         }
     }

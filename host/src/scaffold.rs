@@ -2,14 +2,10 @@
 //! tests natively: a Rust crate (`cargo build --release --target wasm32-wasip2`) or, with
 //! `--lang python`, a Python package (`wharf-py build app.py -o NAME.wasm`).
 
+mod bundled_sdk;
+
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
-
-/// The SDK checkout this binary was built beside (what `--sdk-path` usually points at when
-/// working inside the repository).
-pub const REPOSITORY_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
-/// The Python SDK this binary was built beside: what a new Python package installs.
-pub const DEFAULT_PYTHON_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/python");
 
 const CARGO_TOML: &str = include_str!("../templates/Cargo.toml.tmpl");
 const CARGO_CONFIG: &str = include_str!("../templates/cargo-config.toml.tmpl");
@@ -46,16 +42,29 @@ pub struct NewOptions {
 }
 
 /// Where a new backend gets its SDK from.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SdkSource {
-    /// The registry: `wharf-sdk = "0.1"` (this binary's minor version). For Python, the
-    /// Python SDK this binary was built beside.
-    #[default]
+    /// The SDK this binary carries, written into the new backend's `vendor/` (the contract
+    /// the binary serves, offline, nothing from the repository).
+    Bundled,
+    /// The registry: `wharf-sdk = "0.1"` (this binary's minor version; Rust only until the
+    /// Python SDK is on PyPI).
     Registry,
     /// A local checkout of the crate (`sdk/`) or, for Python, of `sdk/python`.
     Path(PathBuf),
     /// A git repository holding the `wharf-sdk` crate (Rust only).
     Git(String),
+}
+
+impl Default for SdkSource {
+    /// The registry once the SDK is published there, the bundled copy until then.
+    fn default() -> Self {
+        if bundled_sdk::PUBLISHED {
+            Self::Registry
+        } else {
+            Self::Bundled
+        }
+    }
 }
 
 /// The version requirement a new crate puts on `wharf-sdk`: `0.MINOR` before 1.0, else
@@ -85,7 +94,10 @@ fn sdk_dependency(source: &SdkSource, lang: Lang) -> Result<String> {
         }
         Ok(quoted(&sdk.display().to_string()))
     };
+    let vendored = format!("{}/wharf-sdk", bundled_sdk::VENDOR_DIR);
     match (lang, source) {
+        (Lang::Rust, SdkSource::Bundled) => Ok(format!("{{ path = {} }}", quoted(&vendored))),
+        (Lang::Python, SdkSource::Bundled) => Ok(format!("./{vendored}")),
         (Lang::Rust, SdkSource::Registry) => {
             Ok(quoted(&sdk_requirement(env!("CARGO_PKG_VERSION"))))
         }
@@ -96,7 +108,7 @@ fn sdk_dependency(source: &SdkSource, lang: Lang) -> Result<String> {
             }
             Ok(format!("{{ git = {} }}", quoted(url)))
         }
-        (Lang::Python, SdkSource::Registry) => checked_path(Path::new(DEFAULT_PYTHON_SDK)),
+        (Lang::Python, SdkSource::Registry) => Ok("wharf-sdk".into()),
         (Lang::Python, SdkSource::Path(path)) => checked_path(path),
         (Lang::Python, SdkSource::Git(_)) => {
             bail!("`--sdk-git` is for Rust; give a Python backend `--sdk-path DIR/sdk/python`")
@@ -221,11 +233,15 @@ fn render(template: &str, opts: &NewOptions, sdk: &str) -> String {
         .replace("{{Type}}", &format!("{}{suffix}", camel(&opts.name)))
         .replace("{{kind}}", kind)
         .replace("{{sdk}}", sdk)
+        .replace(
+            "{{contract}}",
+            &crate::runtime::world::ContractVersion::CURRENT.to_string(),
+        )
 }
 
 /// Creates `PARENT/NAME/` with `Cargo.toml`, `.cargo/config.toml`, `src/lib.rs` and
-/// `README.md` (for Python: `app.py`, `test_app.py` and `README.md`); returns the new
-/// directory. Refuses an invalid name, an existing directory, an SDK path that is not the
+/// `README.md` (for Python: `app.py`, `test_app.py` and `README.md`), and with the bundled
+/// SDK under `vendor/` unless another source is asked for; returns the new directory. Refuses an invalid name, an existing directory, an SDK path that is not the
 /// SDK and a git URL that cannot be written into `Cargo.toml`.
 pub fn scaffold(opts: &NewOptions) -> Result<PathBuf> {
     validate_name(&opts.name)?;
@@ -270,6 +286,13 @@ pub fn scaffold(opts: &NewOptions) -> Result<PathBuf> {
         std::fs::write(&path, render(template, opts, &sdk))
             .with_context(|| format!("cannot write `{}`", path.display()))?;
     }
+    if opts.sdk == SdkSource::Bundled {
+        let vendor = dir.join(bundled_sdk::VENDOR_DIR);
+        match opts.lang {
+            Lang::Rust => bundled_sdk::write_rust(&vendor)?,
+            Lang::Python => bundled_sdk::write_python(&vendor.join("wharf-sdk"))?,
+        }
+    }
     Ok(dir)
 }
 
@@ -297,6 +320,19 @@ mod tests {
             sdk_dependency(&SdkSource::Registry, Lang::Rust).unwrap(),
             format!("\"{}\"", sdk_requirement(env!("CARGO_PKG_VERSION")))
         );
+    }
+
+    #[test]
+    fn the_bundled_sdk_is_a_relative_path() {
+        assert_eq!(
+            sdk_dependency(&SdkSource::Bundled, Lang::Rust).unwrap(),
+            r#"{ path = "vendor/wharf-sdk" }"#
+        );
+        assert_eq!(
+            sdk_dependency(&SdkSource::Bundled, Lang::Python).unwrap(),
+            "./vendor/wharf-sdk"
+        );
+        assert_eq!(SdkSource::default(), SdkSource::Bundled);
     }
 
     #[test]

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from typing import Dict, List, Literal, Optional
 
-from wharf_sdk import Attachment, Backend, Capabilities, Output, Session, ToolError, kv, log, tool
+from wharf_sdk import Attachment, Backend, Capabilities, Output, Session, ToolError, http, kv, log, tool
 
 BUILT_IN = {
     "wasmtime": "Wasmtime is a fast and secure runtime for WebAssembly components and modules",
@@ -166,10 +166,33 @@ class Workbench(Backend):
             counter: The counter's name.
             by: How much to add.
         """
-        key = f"counter/{counter}"
-        value = kv.backend.get_json(key, 0) + by
-        kv.backend.set_json(key, value)
+        value = kv.backend.increment(f"counter/{counter}", by)
         return {"counter": counter, "value": value, "known": kv.backend.list_keys("counter/")}
+
+    @tool("claim", idempotent=False)
+    def claim(self, name: str, owner: str, expected: Optional[str] = None) -> dict:
+        """Sets `name`'s owner to `owner` only if it is still `expected` (omitted: only if
+        nobody owns it yet): a compare-and-swap in backend-scoped kv.
+
+        Args:
+            name: What is claimed.
+            owner: Who claims it.
+            expected: The owner it must still have.
+        """
+        key = f"owner/{name}"
+        swapped = kv.backend.compare_and_swap(key, expected, owner)
+        return {"claimed": swapped, "owner": kv.backend.get_str(key)}
+
+    @tool("fetch", read_only=True, open_world=True)
+    def fetch(self, url: str) -> dict:
+        """GETs `url` (outbound HTTP within the operator's grants) and answers its status and
+        body. The module imports nothing of `wasi:http` itself: the SDK's build keeps it.
+
+        Args:
+            url: An http(s) URL.
+        """
+        response = http.get(url, timeout_ms=5000)
+        return {"status": response.status, "body": response.text}
 
     @tool("draft", session="required")
     def draft(self, session: Session, text: Optional[str] = None) -> dict:

@@ -96,6 +96,7 @@ pub fn dev_config(wasm: &Path, requires: &crate::runtime::guest_types::Requires)
     config.grants.networks = requires.networks.clone();
     config.grants.host_mounts = requires.host_mounts.clone();
     config.grants.http_private_cidrs = vec!["127.0.0.0/8".into(), "::1/128".into()];
+    config.grants.granted_by = crate::policy::GrantedBy::Dev;
     config
 }
 
@@ -204,7 +205,9 @@ async fn build(krate: &DevCrate) -> Result<bool> {
     };
     let tool = match krate.toolchain {
         Toolchain::Cargo => "cargo",
-        Toolchain::Python => "wharf-py (pip install the Python SDK, or set WHARF_PY)",
+        Toolchain::Python => {
+            "wharf-py: install the SDK in a venv and activate it (`pip install ./vendor/wharf-sdk` in a backend made by `wharf new --lang python`), or set WHARF_PY"
+        }
     };
     let status = tokio::task::spawn_blocking(move || command.current_dir(&dir).status())
         .await?
@@ -234,7 +237,7 @@ async fn deploy(wharf: &Arc<Wharf>, krate: &DevCrate) -> Result<()> {
         .map(|t| format!("{}:{}", krate.name, t.action))
         .collect();
     eprintln!(
-        "wharf dev: loaded `{}` {} (tools: {}; granted: images {:?}, http_hosts {:?} + loopback, networks {:?}, host_mounts {:?})",
+        "wharf dev: loaded `{}` {} (tools: {}; granted what its `requires` declares: images {:?}, http_hosts {:?}, networks {:?}, host_mounts {:?}; plus HTTP to loopback. To reach more, declare it in `requires` and save)",
         krate.name,
         loaded.description.version,
         tools.join(", "),

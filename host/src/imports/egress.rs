@@ -33,8 +33,8 @@ pub async fn check(grants: &Grants, url: &str) -> Result<(), Error> {
         return Err(guest_error(
             Code::Forbidden,
             format!(
-                "outbound HTTP to `{host}:{port}` is not granted: add it to grants.http_hosts (now {:?})",
-                grants.http_hosts
+                "outbound HTTP to `{host}:{port}` is not granted: {}",
+                grants.how_to_grant("http_hosts", &format!("{host}:{port}"), &grants.http_hosts)
             ),
         ));
     }
@@ -55,10 +55,17 @@ pub async fn check(grants: &Grants, url: &str) -> Result<(), Error> {
         Some(refused) => Err(guest_error(
             Code::Forbidden,
             format!(
-                "`{bare}` resolves to {}, a loopback, private, link-local or otherwise restricted address: \
-                 grant its range in grants.http_private_cidrs (now {:?})",
+                "`{bare}` resolves to {}, a loopback, private, link-local or otherwise restricted address: {}",
                 refused.ip(),
-                grants.http_private_cidrs
+                grants.how_to_grant(
+                    "http_private_cidrs",
+                    &format!(
+                        "{}/{}",
+                        refused.ip(),
+                        if refused.is_ipv4() { 32 } else { 128 }
+                    ),
+                    &grants.http_private_cidrs
+                )
             ),
         )),
         None => Ok(()),

@@ -23,6 +23,22 @@ from .provider import (
     spec_from,
 )
 
+
+
+def _import_every_host_module() -> None:
+    """componentize-py keeps only the modules imported while it builds the component, and
+    the SDK imports host modules when first used: import every generated one now, so
+    `http` (and any other import) works without the author importing it."""
+    import importlib
+    import pkgutil
+
+    from wit_world import imports  # type: ignore[import-not-found]
+
+    for found in pkgutil.iter_modules(imports.__path__):
+        importlib.import_module(f"{imports.__name__}.{found.name}")
+
+
+_import_every_host_module()
 _types = _wit.module("wharf_plugin_types")
 
 

@@ -18,6 +18,8 @@ INVALID_TYPE = 4004
 NO_RESULTS = 4006
 #: The session is unknown or not initialized.
 SESSION_NOT_FOUND = 4007
+#: Not allowed: a grant the operator has not given.
+FORBIDDEN = 4030
 #: The tool failed (also what an uncaught Python exception becomes).
 EXECUTION_ERROR = 5000
 #: The tool ran out of time.
@@ -27,7 +29,8 @@ TIMEOUT = 5006
 class ToolError(Exception):
     """A failure the caller sees as `{code, message, retryable, data}`.
 
-    A backend may return 4000–4007 and 5000–5006; the host turns any other code into 5000.
+    A backend may return 4000–4004, 4006, 4007, 4030, 5000, 5006 and 5012; the host turns
+    any other code into 5000.
     """
 
     def __init__(
@@ -70,6 +73,11 @@ class ToolError(Exception):
         return cls(SESSION_NOT_FOUND, message, data=data)
 
     @classmethod
+    def forbidden(cls, message: str, data: Any = None) -> "ToolError":
+        """4030: not allowed (a grant is missing; say which)."""
+        return cls(FORBIDDEN, message, data=data)
+
+    @classmethod
     def execution(cls, message: str, data: Any = None, retryable: bool = False) -> "ToolError":
         """5000: the tool failed."""
         return cls(EXECUTION_ERROR, message, retryable=retryable, data=data)
@@ -86,8 +94,12 @@ class ToolError(Exception):
             return exc
         kind = type(exc).__name__
         text = str(exc) or kind
-        return cls(
-            EXECUTION_ERROR,
-            text,
-            data={"exception": kind, "message": str(exc)},
-        )
+        data = {"exception": kind, "message": str(exc)}
+        # Where it was raised, like a Rust panic's location: the innermost frame.
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            code = tb.tb_frame.f_code
+            data["at"] = f"{code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno} in {code.co_name}"
+        return cls(EXECUTION_ERROR, text, data=data)

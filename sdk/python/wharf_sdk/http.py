@@ -8,8 +8,10 @@ http.post("https://api.example.com/items", json={"name": "x"})
 ```
 
 The host only lets through hosts granted to the backend (`grants.http_hosts`, declared in
-`requires.http_hosts`); a refused request raises `HttpError` with `kind ==
-"HttpRequestDenied"`.
+`requires.http_hosts`). Failures raise `HttpError` with the same codes as the Rust SDK: a
+refused request is 4030 with the host's reason naming the grant to add (`kind ==
+"HttpRequestDenied"` or `"DestinationIpProhibited"`), a timeout 5006, anything else 5000
+(retryable).
 """
 
 from __future__ import annotations
@@ -20,20 +22,58 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from urllib.parse import urlsplit
 
 from . import _wit
-from .errors import EXECUTION_ERROR, ToolError
+from .errors import EXECUTION_ERROR, FORBIDDEN, TIMEOUT, ToolError
 
 #: Bytes written to the request body per call (the stream's guaranteed minimum).
 _WRITE_CHUNK = 4096
 _READ_CHUNK = 64 * 1024
 
 
+#: `wasi:http` error codes that mean the host refused the request.
+_DENIED = ("HttpRequestDenied", "DestinationIpProhibited")
+#: `wasi:http` error codes that mean the peer did not answer in time.
+_TIMEOUTS = (
+    "ConnectionTimeout",
+    "ConnectionReadTimeout",
+    "ConnectionWriteTimeout",
+    "HttpResponseTimeout",
+)
+
+
 class HttpError(ToolError):
     """The request failed before a response arrived (denied, DNS, connect, timeout …);
-    `kind` names the `wasi:http` error code."""
+    `kind` names the `wasi:http` error code. The code follows the kind: 4030 for a denial,
+    5006 for a timeout, else 5000."""
 
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(EXECUTION_ERROR, message, data={"http_error": kind})
+    def __init__(self, kind: str, message: str, code: Optional[int] = None, retryable: Optional[bool] = None) -> None:
+        if code is None:
+            code = FORBIDDEN if kind in _DENIED else TIMEOUT if kind in _TIMEOUTS else EXECUTION_ERROR
+        if retryable is None:
+            retryable = code != FORBIDDEN
+        super().__init__(code, message, retryable=retryable, data={"http_error": kind})
         self.kind = kind
+
+
+def failure(url: str, kind: str) -> HttpError:
+    """A `wasi:http` failure as the error the caller sees. A refusal carries the host's
+    reason (`egress.check`, which knows the operator's policy and names the grant)."""
+    if kind in _DENIED:
+        reason = None
+        try:
+            _wit.host_call(_wit.module("egress").check, url)
+        except ToolError as why:
+            reason = why.message
+        except (RuntimeError, ImportError):
+            pass  # natively, or a world without `egress`: the generic reason below
+        return HttpError(
+            kind,
+            reason
+            or f"outbound HTTP to `{url}` was refused ({kind}): the operator grants hosts with "
+            "`grants.http_hosts` and loopback/private addresses with `grants.http_private_cidrs`",
+        )
+    if kind in _TIMEOUTS:
+        return HttpError(kind, f"`{url}` did not answer in time ({kind})")
+    return HttpError(kind, f"the request to `{url}` failed: {kind}")
 
 
 @dataclasses.dataclass
@@ -138,15 +178,15 @@ def request(
     outgoing_body = outgoing.body()
     try:
         future = handler.handle(outgoing, options)
-    except Err as failure:
-        raise HttpError(_error_kind(failure.value), f"HTTP request to {parts.hostname} failed: {_error_kind(failure.value)}") from None
+    except Err as refused:
+        raise failure(url, _error_kind(refused.value)) from None
     stream = outgoing_body.write()
     try:
         data = payload or b""
         for offset in range(0, len(data), _WRITE_CHUNK):
             stream.blocking_write_and_flush(data[offset : offset + _WRITE_CHUNK])
-    except Err as failure:
-        raise HttpError("BodyWrite", f"writing the request body failed: {failure.value!r}") from None
+    except Err as broken:
+        raise HttpError("BodyWrite", f"writing the request body failed: {broken.value!r}") from None
     finally:
         stream.__exit__(None, None, None)
     types.OutgoingBody.finish(outgoing_body, None)
@@ -162,8 +202,7 @@ def request(
         raise HttpError("Internal", "the HTTP response was already taken")
     inner = answer.value
     if isinstance(inner, Err) or type(inner).__name__ == "Err":
-        kind = _error_kind(inner.value)
-        raise HttpError(kind, f"HTTP request to {parts.hostname} failed: {kind}")
+        raise failure(url, _error_kind(inner.value))
     response = inner.value
     status = response.status()
     with response.headers() as response_headers:
@@ -176,10 +215,10 @@ def request(
         while True:
             try:
                 chunk = body_stream.blocking_read(_READ_CHUNK)
-            except Err as failure:
-                if isinstance(failure.value, streams.StreamError_Closed):
+            except Err as broken:
+                if isinstance(broken.value, streams.StreamError_Closed):
                     break
-                raise HttpError("BodyRead", f"reading the response body failed: {failure.value!r}") from None
+                raise HttpError("BodyRead", f"reading the response body failed: {broken.value!r}") from None
             size += len(chunk)
             if size > max_bytes:
                 raise HttpError("HttpResponseBodySize", f"the response body is larger than {max_bytes} bytes")

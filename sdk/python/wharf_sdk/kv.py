@@ -51,6 +51,34 @@ def delete(key: str, scope: str = "backend") -> None:
     _wit.host_call(m.delete, _scope(scope), key)
 
 
+def increment(key: str, delta: int = 1, scope: str = "backend") -> int:
+    """Adds `delta` to the integer under `key` (absent counts as 0) in one step on the
+    host, and answers the new value: a counter shared by instances never loses an update,
+    where a read-modify-write would."""
+    m = _wit.module("kv")
+    return int(_wit.host_call(m.increment, _scope(scope), key, int(delta)))
+
+
+def compare_and_swap(
+    key: str,
+    expected: Optional[Bytes],
+    new: Optional[Bytes],
+    scope: str = "backend",
+) -> bool:
+    """Sets `key` to `new` (`None` deletes it) only if it still holds `expected` (`None`:
+    only if absent); answers whether it did. Text is compared and stored as UTF-8."""
+    m = _wit.module("kv")
+    return bool(
+        _wit.host_call(
+            m.compare_and_swap,
+            _scope(scope),
+            key,
+            None if expected is None else _bytes(expected),
+            None if new is None else _bytes(new),
+        )
+    )
+
+
 def list_keys(prefix: str = "", scope: str = "backend") -> List[str]:
     """The keys starting with `prefix`."""
     m = _wit.module("kv")
@@ -92,6 +120,14 @@ class Scope:
     def list_keys(self, prefix: str = "") -> List[str]:
         """The keys starting with `prefix`."""
         return list_keys(prefix, self.name)
+
+    def increment(self, key: str, delta: int = 1) -> int:
+        """Adds `delta` atomically; answers the new value."""
+        return increment(key, delta, self.name)
+
+    def compare_and_swap(self, key: str, expected: Optional[Bytes], new: Optional[Bytes]) -> bool:
+        """Sets `key` to `new` only if it holds `expected`; answers whether it did."""
+        return compare_and_swap(key, expected, new, self.name)
 
 
 #: Backend-wide values, shared by every instance and session.
