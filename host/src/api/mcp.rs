@@ -11,6 +11,7 @@ pub mod direct_call;
 pub mod json_reply;
 pub mod owners;
 pub mod plain_errors;
+pub mod session_end;
 
 use crate::front_door::Wharf;
 use crate::tool::ToolDescription;

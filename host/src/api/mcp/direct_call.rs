@@ -15,8 +15,9 @@
 //! Cancelling works as through rmcp: a `notifications/cancelled` naming the call's request
 //! id in the same MCP session drops the call (its instance is discarded, its exec killed)
 //! and the POST ends with an empty event stream, no response, as rmcp ends it. The
-//! notification still goes on to rmcp, which accepts it. Ending the MCP session (`DELETE`)
-//! drops its direct calls, as rmcp drops the calls of a session it ends.
+//! notification still goes on to rmcp, which accepts it. Ending the MCP session (`DELETE`,
+//! [`super::session_end`]) drops its direct calls, as rmcp drops the calls of a session it
+//! ends.
 
 use super::call::{self, MCP_SESSION_HEADER};
 use super::json_reply::accepts;
@@ -95,23 +96,6 @@ impl DirectCalls {
     }
 }
 
-/// A `DELETE` goes on to rmcp; once it has ended the session, so do the session's direct
-/// calls.
-async fn end_session(calls: &DirectCalls, request: Request, next: Next) -> Response {
-    let session = request
-        .headers()
-        .get(MCP_SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let response = next.run(request).await;
-    if let Some(id) = session
-        && response.status().is_success()
-    {
-        calls.cancel_session(&id);
-    }
-    response
-}
-
 /// A registered call; unregistered when dropped (ended, or its HTTP request went away).
 struct Running {
     calls: Arc<DirectCalls>,
@@ -145,7 +129,8 @@ pub async fn answer(
     next: Next,
 ) -> Response {
     if request.method() == Method::DELETE {
-        return end_session(&calls, request, next).await;
+        let wharf = calls.wharf.clone();
+        return super::session_end::end(&wharf, |id| calls.cancel_session(id), request, next).await;
     }
     if request.method() != Method::POST {
         return next.run(request).await;
