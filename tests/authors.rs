@@ -244,20 +244,25 @@ fn mcp_params(tool: &str, args: Value) -> CallToolRequestParams {
         .with_arguments(args.as_object().cloned().expect("object"))
 }
 
-/// The result of a successful call: its structured content, or (for a result that is not
-/// an object, such as a list) its text content parsed as JSON.
+/// The result of a successful call (its text content, parsed), checked against its
+/// structured content: the result itself when it is an object, else `{"result": …}` (MCP's
+/// structured content is an object).
 fn structured(r: &CallToolResult) -> Value {
     assert_eq!(r.is_error, Some(false), "{r:?}");
-    if let Some(content) = &r.structured_content {
-        return content.clone();
-    }
     let text = r
         .content
         .iter()
         .find_map(|c| c.as_text())
         .map(|t| t.text.clone())
         .unwrap_or_else(|| panic!("no content: {r:?}"));
-    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+    let result: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    let expected = if result.is_object() {
+        result.clone()
+    } else {
+        json!({ "result": result })
+    };
+    assert_eq!(r.structured_content.as_ref(), Some(&expected), "{r:?}");
+    result
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

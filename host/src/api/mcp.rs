@@ -1,5 +1,6 @@
 //! MCP at `/mcp`: the streamable-HTTP transport of the `rmcp` crate over the
-//! front door. `tools/list` lists every loaded tool under its MCP name, `tools/call` runs it
+//! front door. `tools/list` lists every loaded tool under its MCP name, in pages
+//! ([`tool_list`]), `tools/call` runs it
 //! (acquiring a session by key when the tool needs one, see [`call`]), and every connected
 //! MCP session is told `notifications/tools/list_changed` when backends load or unload.
 //!
@@ -12,22 +13,19 @@ pub mod json_reply;
 pub mod owners;
 pub mod plain_errors;
 pub mod session_end;
+pub mod tool_list;
 
 use crate::front_door::Wharf;
-use crate::tool::ToolDescription;
-use crate::tool_names::ToolName;
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::Value;
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -87,27 +85,6 @@ impl WharfMcp {
     }
 }
 
-/// A tool as MCP lists it: its MCP name, description, input schema and hints.
-pub fn mcp_tool(name: &ToolName, tool: &ToolDescription) -> Tool {
-    let schema: JsonObject = match &tool.input_schema {
-        Value::Object(map) => map.clone(),
-        _ => JsonObject::from_iter([("type".to_string(), Value::from("object"))]),
-    };
-    let hints = tool.annotations;
-    Tool::new_with_raw(
-        name.mcp_name(),
-        Some(Cow::Owned(tool.description.clone())),
-        Arc::new(schema),
-    )
-    .with_annotations(ToolAnnotations::from_raw(
-        None,
-        Some(hints.read_only),
-        Some(hints.destructive),
-        Some(hints.idempotent),
-        Some(hints.open_world),
-    ))
-}
-
 impl ServerHandler for WharfMcp {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
@@ -135,7 +112,7 @@ impl ServerHandler for WharfMcp {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let parts = context.extensions.get::<http::request::Parts>();
@@ -144,13 +121,13 @@ impl ServerHandler for WharfMcp {
         let tools = self
             .wharf
             .tools()
-            .iter()
+            .into_iter()
             .filter(|(name, _, _)| caller.may_use(&name.backend, Some(&name.action)))
-            .map(|(name, _, tool)| mcp_tool(name, tool))
-            .collect();
-        Ok(ListToolsResult {
-            tools,
-            ..Default::default()
+            .map(|(name, _, tool)| (name, tool));
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let page_size = self.wharf.server().connections.mcp_tools_page_size;
+        tool_list::page(tools, cursor, page_size).map_err(|tool_list::BadCursor| {
+            ErrorData::invalid_params("the cursor is not one this server gave", None)
         })
     }
 

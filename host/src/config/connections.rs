@@ -28,6 +28,8 @@ pub struct ConnectionLimits {
     pub max_mcp_sessions_per_token: usize,
     /// An MCP session that sees no request for this long is ended, in s.
     pub mcp_session_idle_seconds: u64,
+    /// Tools in one page of MCP `tools/list` (the rest follow a cursor).
+    pub mcp_tools_page_size: usize,
 }
 
 impl Default for ConnectionLimits {
@@ -39,6 +41,7 @@ impl Default for ConnectionLimits {
             max_mcp_sessions: 1024,
             max_mcp_sessions_per_token: 256,
             mcp_session_idle_seconds: 300,
+            mcp_tools_page_size: 1000,
         }
     }
 }
@@ -66,10 +69,17 @@ impl ConnectionLimits {
                 "max_mcp_sessions_per_token",
                 self.max_mcp_sessions_per_token,
             ),
+            ("mcp_tools_page_size", self.mcp_tools_page_size),
         ] {
             if value == 0 {
                 bail!("{at}.{key} = 0: must be at least 1");
             }
+        }
+        if self.mcp_tools_page_size > 10_000 {
+            bail!(
+                "{at}.mcp_tools_page_size = {}: must be at most 10000",
+                self.mcp_tools_page_size
+            );
         }
         if self.max > 1_000_000 {
             bail!("{at}.max = {}: must be at most 1000000", self.max);

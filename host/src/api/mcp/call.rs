@@ -195,7 +195,7 @@ fn success(outcome: CallOutcome) -> CallToolResult {
     let mut content = vec![ContentBlock::text(text)];
     content.extend(result.attachments.iter().map(attachment));
     let mut reply = CallToolResult::success(content);
-    reply.structured_content = Some(result.content);
+    reply.structured_content = Some(super::tool_list::structured(result.content));
     let meta = json!({ "wharf/tool": outcome.tool, "wharf/backend": outcome.backend, "wharf/session_id": outcome.session_id });
     if let Value::Object(meta) = meta {
         reply.meta = Some(MetaObject(meta));
