@@ -28,6 +28,14 @@ pub fn toolchain() -> PathBuf {
         .clone()
 }
 
+/// The venv holding the official MCP Python SDK (`scripts/mcp-sdk-venv.sh`), installed on
+/// first use.
+pub fn mcp_sdk() -> PathBuf {
+    static VENV: OnceLock<PathBuf> = OnceLock::new();
+    VENV.get_or_init(|| script_path("scripts/mcp-sdk-venv.sh"))
+        .clone()
+}
+
 /// The example's `.wasm`, built by its own script (skipped when nothing changed).
 pub fn workbench_wasm() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();

@@ -1,11 +1,15 @@
 //! MCP at `/mcp`: the streamable-HTTP transport of the `rmcp` crate over the
 //! front door. `tools/list` lists every loaded tool under its MCP name, in pages
 //! ([`tool_list`]), `tools/call` runs it
-//! (acquiring a session by key when the tool needs one, see [`call`]), and every connected
-//! MCP session is told `notifications/tools/list_changed` when backends load or unload.
+//! (acquiring a session by key when the tool needs one, see [`call`]), and clients hear
+//! `notifications/tools/list_changed` when backends load or unload.
 //!
-//! The transport keeps MCP sessions (`Mcp-Session-Id`, the `initialize` handshake), so the
-//! protocol versions offered stop at the newest one that still has `initialize`.
+//! Two eras are served side by side, as rmcp routes them: an `initialize` handshake opens an
+//! MCP session (`Mcp-Session-Id`, 2025 revisions up to 2025-11-25; its Wharf sessions fall
+//! back to that id as their key, and a connected session is told of list changes); a
+//! 2026-07-28 client finds the server with `server/discover` and sends every request on its
+//! own, carrying its protocol version (no MCP session: a session tool needs an explicit key,
+//! and list changes come on a `subscriptions/listen` stream).
 
 pub mod call;
 pub mod direct_call;
@@ -20,9 +24,9 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -104,10 +108,11 @@ impl ServerHandler for WharfMcp {
         info
     }
 
+    /// Every revision rmcp knows, the 2026-07-28 one included: rmcp answers its
+    /// `server/discover` and serves its requests statelessly (no `Mcp-Session-Id`), while an
+    /// `initialize` still negotiates a 2025 revision with an MCP session.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::LATEST))
     }
 
     async fn list_tools(
@@ -139,6 +144,34 @@ impl ServerHandler for WharfMcp {
         call::call_tool(&self.wharf, request, context)
             .await
             .map(CallToolResponse::from)
+    }
+
+    /// The 2026-07-28 revision's `subscriptions/listen`: tool-list changes only.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Sends `notifications/tools/list_changed` on the listen stream when backends load or
+    /// unload, until the client cancels it or the stream closes (one stream holds one
+    /// connection, so the connection caps bound them).
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.wharf.subscribe_tool_changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

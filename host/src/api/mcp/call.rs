@@ -114,7 +114,8 @@ pub async fn run(
 /// The refusal of a tool that needs a session when the call names none.
 fn missing_session(tool: &str) -> WharfError {
     WharfError::session_not_found(format!(
-        "`{tool}` needs a session: send an {SESSION_KEY_HEADER} header or `_meta[\"{SESSION_KEY_META}\"]`"
+        "`{tool}` needs a session and this request has none (no MCP session: the 2026-07-28 revision is stateless): \
+         name one with the X-Wharf-Session-Key header or `_meta[\"{SESSION_KEY_META}\"]`; the same key gives the same session"
     ))
 }
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# A venv (default target/mcp-venv, override with WHARF_MCP_VENV) with the official MCP
+# Python SDK pinned to the release the tests and the benchmark speak to Wharf with. Prints
+# the venv's path. Idempotent and quick when done.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${WHARF_MCP_VENV:-$root/target/mcp-venv}"
+pin="mcp==2.3.0"
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.wharf-pin" 2>/dev/null)" != "$pin" ]; then
+  mkdir -p "$(dirname "$venv")"
+  exec 9>"$venv.lock"
+  flock 9
+  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.wharf-pin" 2>/dev/null)" != "$pin" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "$pin" >&2
+    echo "$pin" > "$venv/.wharf-pin"
+  fi
+fi
+echo "$venv"
