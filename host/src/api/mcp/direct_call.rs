@@ -260,8 +260,9 @@ async fn run(
     let message = match outcome {
         Ok(result) => {
             let mut result = ServerResult::from(CallToolResponse::from(result));
-            // This host negotiates no version from 2026-07-28 on (`WharfMcp`), so every
-            // peer gets the legacy shape, as rmcp's handler gives it.
+            // Only legacy peers come this way (an MCP session, a version before
+            // 2026-07-28: `plain_headers`), so the answer has the legacy shape, as rmcp's
+            // handler gives it.
             result.strip_result_type_for_legacy_peer();
             result.strip_non_object_output_for_legacy_peer();
             ServerJsonRpcMessage::response(result, id)
