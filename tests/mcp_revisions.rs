@@ -109,3 +109,45 @@ async fn a_modern_listener_hears_a_hot_load() {
     let _ = child.wait();
     assert_eq!(heard.as_deref(), Some("changed"));
 }
+
+/// A 2026-07-28 `tools/call` sent raw, as the revision asks (standard headers, per-request
+/// `_meta`): answered with the revision's shape; a `Mcp-Name` that is not the body's tool
+/// gets the revision's refusal, never a call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_call_is_answered_in_the_revisions_shape() {
+    let h = start(vec![("echo", bundled("echo"))]).await;
+    let client = reqwest::Client::new();
+    let send = |name_header: &'static str| {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "echo_say", "arguments": {"text": "hi", "times": 2},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}});
+        client
+            .post(format!("{}/mcp", h.url))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name_header)
+            .json(&body)
+            .send()
+    };
+    let reply = send("echo_say").await.expect("POST");
+    assert_eq!(reply.status(), 200);
+    assert!(reply.headers().get("mcp-session-id").is_none());
+    let body: Value = reply.json().await.expect("one JSON body");
+    assert_eq!(body["id"], 7, "{body}");
+    assert_eq!(body["result"]["resultType"], "complete", "{body}");
+    assert_eq!(
+        body["result"]["structuredContent"],
+        json!({"text": "hihi"}),
+        "{body}"
+    );
+    let mismatched = send("echo_ping").await.expect("POST");
+    let status = mismatched.status();
+    let text = mismatched.text().await.expect("body");
+    assert!(
+        status.is_client_error() || text.contains("\"error\""),
+        "{status} {text}"
+    );
+    assert!(!text.contains("hihi"), "{text}");
+}

@@ -84,6 +84,40 @@ async fn mcp(url: &str, clients: usize, seconds: u32) -> (f64, f64) {
     .await
 }
 
+/// `tools/call` in the 2026-07-28 revision: no MCP session, each request carrying its
+/// protocol version, the standard headers and the per-request `_meta`, on one kept-alive
+/// connection per client.
+async fn modern(mcp_url: &str, clients: usize, seconds: u32) -> (f64, f64) {
+    drive(clients, seconds, move || async move {
+        let client = keep_alive_client();
+        let url = mcp_url.to_string();
+        Box::new(move |n| {
+            let (client, url) = (client.clone(), url.clone());
+            Box::pin(async move {
+                let body = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+                    "name": "echo_say", "arguments": {"text": "hi"},
+                    "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                              "io.modelcontextprotocol/clientCapabilities": {}}}});
+                let text = client
+                    .post(&url)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-protocol-version", "2026-07-28")
+                    .header("mcp-method", "tools/call")
+                    .header("mcp-name", "echo_say")
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap();
+                assert!(text.contains(r#""isError":false"#), "{text}");
+            }) as CallFuture
+        }) as Box<dyn FnMut(u64) -> CallFuture + Send>
+    })
+    .await
+}
+
 async fn rest(url: &str, clients: usize, seconds: u32) -> (f64, f64) {
     drive(clients, seconds, move || async move {
         let (client, url) = (keep_alive_client(), format!("{url}/v1/call"));
@@ -174,6 +208,52 @@ pub async fn run(url: &str, seconds: u32) -> (Vec<(String, String)>, Ratios) {
     }
     let (vs_rest, vs_python) = one_session_rows(&mut rows, "reqwest", &reqwest);
     let (_, wrk_vs_python) = one_session_rows(&mut rows, "wrk", &wrk);
+
+    // The 2026-07-28 revision (stateless) against REST, alternating, and the Python SDK's
+    // server on the same revision.
+    let (mut modern_turns, mut rest_turns, mut python_modern) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        modern_turns.push(modern(&mcp_url, 1, seconds).await);
+        rest_turns.push(rest(url, 1, seconds).await);
+        if let Some((_, py_url)) = &python {
+            python_modern.push(modern(py_url, 1, seconds).await);
+        }
+    }
+    let rate = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.0).collect());
+    let p50 = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.1).collect());
+    row(
+        &mut rows,
+        format!(
+            "MCP 2026-07-28 (no session) tools/call echo_say, reqwest, 1 connection (median of {ROUNDS} turns)"
+        ),
+        (rate(&modern_turns), p50(&modern_turns)),
+    );
+    row(
+        &mut rows,
+        "REST echo:say, reqwest, 1 connection (the same turns)".into(),
+        (rate(&rest_turns), p50(&rest_turns)),
+    );
+    rows.push((
+        "ratio MCP 2026-07-28 / REST (median of the turns' ratios)".into(),
+        format!(
+            "{:.2}x",
+            median(
+                modern_turns
+                    .iter()
+                    .zip(&rest_turns)
+                    .map(|(m, r)| m.0 / r.0)
+                    .collect()
+            )
+        ),
+    ));
+    if !python_modern.is_empty() {
+        row(
+            &mut rows,
+            "Python SDK MCP server, 2026-07-28, same tool, reqwest, 1 connection".into(),
+            (rate(&python_modern), p50(&python_modern)),
+        );
+    }
 
     let m8 = mcp(&mcp_url, 8, seconds).await;
     let r8 = rest(url, 8, seconds).await;
