@@ -6,7 +6,6 @@
 //! sees the hot-swapped backend answer.
 
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -156,25 +155,6 @@ fn assert_no_build_machine_path(dir: &Path) {
         }
     }
     assert!(files > 5, "the scaffold wrote {files} files");
-}
-
-/// A loopback HTTP server answering every request with `body`, for the outbound call.
-fn upstream(body: &'static str) -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    port
 }
 
 /// `wharf dev` serving a backend directory on a free loopback port.
@@ -344,7 +324,7 @@ async fn exercise(dev: &Dev, name: &str, started: Instant, save_the_declaration:
         "MCP count: {body}"
     );
 
-    let port = upstream("fetched over loopback");
+    let port = wharf_integration_tests::loopback_upstream("fetched over loopback");
     let url = format!("http://127.0.0.1:{port}/data");
     let denied = dev
         .call(&tool("fetch"), json!({"url": url}), None)

@@ -4,31 +4,11 @@
 
 use super::{seeded_data_dir, workbench};
 use serde_json::json;
-use std::io::{Read, Write};
 use wharf_integration_tests::start_with;
-
-/// A loopback server answering every request with `body`.
-fn upstream(body: &'static str) -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    port
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_answers_like_rust() {
-    let port = upstream("from upstream");
+    let port = wharf_integration_tests::loopback_upstream("from upstream");
     let mut granted = workbench(None);
     granted.grants.http_hosts = vec![format!("127.0.0.1:{port}")];
     granted.grants.http_private_cidrs = vec!["127.0.0.0/8".into()];

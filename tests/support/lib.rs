@@ -248,3 +248,24 @@ pub async fn eventually(secs: u64, what: &str, mut check: impl AsyncFnMut() -> b
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// A loopback HTTP server (a thread) answering every request with 200 and `body`; its
+/// port. For a backend's outbound call to reach something real.
+pub fn loopback_upstream(body: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}

@@ -150,13 +150,9 @@ pub async fn answer(
     if !plain_headers(request.headers(), limit) {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            let e = WharfError::invalid_request(format!("the request body could not be read: {e}"));
-            return Envelope::refusal(e);
-        }
+    let (parts, bytes) = match read_body(request, limit).await {
+        Ok(read) => read,
+        Err(refusal) => return refusal,
     };
     if let Ok(Message {
         jsonrpc: Some("2.0"),
@@ -199,13 +195,9 @@ async fn answer_stateless(
     if !modern_headers(request.headers(), limit) {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            let e = WharfError::invalid_request(format!("the request body could not be read: {e}"));
-            return Envelope::refusal(e);
-        }
+    let (parts, bytes) = match read_body(request, limit).await {
+        Ok(read) => read,
+        Err(refusal) => return refusal,
     };
     if let Ok(Message {
         jsonrpc: Some("2.0"),
@@ -219,6 +211,21 @@ async fn answer_stateless(
         return run(calls, None, &cancel, &parts, id, params).await;
     }
     pass_on(parts, bytes, next).await
+}
+
+/// The request's head and whole body (at most `limit` bytes), or the refusal to answer.
+async fn read_body(
+    request: Request,
+    limit: usize,
+) -> Result<(http::request::Parts, axum::body::Bytes), Response> {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => Ok((parts, bytes)),
+        Err(e) => {
+            let e = WharfError::invalid_request(format!("the request body could not be read: {e}"));
+            Err(Envelope::refusal(e))
+        }
+    }
 }
 
 /// The request, body and all, on to rmcp.
