@@ -111,8 +111,8 @@ async fn a_modern_listener_hears_a_hot_load() {
 }
 
 /// A 2026-07-28 `tools/call` sent raw, as the revision asks (standard headers, per-request
-/// `_meta`): answered with the revision's shape; a `Mcp-Name` that is not the body's tool
-/// gets the revision's refusal, never a call.
+/// `_meta`): answered with the revision's shape; its tool list carries the caching hints; a
+/// `Mcp-Name` that is not the body's tool gets the revision's refusal, never a call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stateless_call_is_answered_in_the_revisions_shape() {
     let h = start(vec![("echo", bundled("echo"))]).await;
@@ -142,6 +142,26 @@ async fn a_stateless_call_is_answered_in_the_revisions_shape() {
         json!({"text": "hihi"}),
         "{body}"
     );
+    // The list carries the revision's caching hints: private (filtered per caller).
+    let listed: Value = client
+        .post(format!("{}/mcp", h.url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/list")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+        .send()
+        .await
+        .expect("POST")
+        .json()
+        .await
+        .expect("one JSON body");
+    assert_eq!(listed["result"]["cacheScope"], "private", "{listed}");
+    assert_eq!(listed["result"]["ttlMs"], 60_000, "{listed}");
+
     let mismatched = send("echo_ping").await.expect("POST");
     let status = mismatched.status();
     let text = mismatched.text().await.expect("body");

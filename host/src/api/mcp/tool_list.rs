@@ -7,6 +7,10 @@
 //! repeats nor skips a tool that stayed (a new one that sorts before the cursor shows on the
 //! next full listing, announced by `list_changed`).
 //!
+//! Each page carries the 2026-07-28 revision's caching hints: `cacheScope: private` (the list
+//! is filtered by the caller's allowlist, so no intermediary may serve it to another user)
+//! and a `ttlMs` of [`LIST_TTL_MS`]; a client that listens hears of a change at once.
+//!
 //! MCP's `outputSchema` and `structuredContent` are objects. A tool whose result schema is
 //! an object is listed with it as is; one whose schema has another `type` (an array, a
 //! number …) is listed with the schema wrapped as `{"result": …}`, and its results are
@@ -16,10 +20,14 @@
 use crate::tool::ToolDescription;
 use crate::tool_names::ToolName;
 use base64::Engine;
-use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
+use rmcp::model::{CacheScope, JsonObject, ListToolsResult, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::sync::Arc;
+
+/// How long a client may treat a page of tools as fresh: tools change only when backends
+/// load or unload.
+pub const LIST_TTL_MS: u64 = 60_000;
 
 /// The key a non-object result is wrapped under in `structuredContent`.
 pub const WRAPPED_RESULT: &str = "result";
@@ -115,6 +123,8 @@ pub fn page(
             .map(|(_, name, tool)| mcp_tool(name, tool))
             .collect(),
         next_cursor,
+        ttl_ms: Some(LIST_TTL_MS),
+        cache_scope: Some(CacheScope::Private),
         ..Default::default()
     })
 }
@@ -175,6 +185,8 @@ mod tests {
         changed.push(tool("aa", None));
         let second = page(changed.clone(), Some(&cursor), 2).unwrap();
         assert_eq!(names(&second), ["b_c", "b_e"]);
+        assert_eq!(second.cache_scope, Some(CacheScope::Private));
+        assert_eq!(second.ttl_ms, Some(LIST_TTL_MS));
         assert_eq!(second.next_cursor, None);
         assert!(page(changed.clone(), Some("not base64!"), 2).is_err());
         assert!(page(changed, Some(&"A".repeat(200)), 2).is_err());
