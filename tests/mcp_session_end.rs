@@ -1,7 +1,7 @@
 //! Ending an MCP session: `DELETE /mcp` answers what the official clients accept (204, not
 //! rmcp's 202), releases the Wharf sessions keyed by that MCP session id (their sandboxes
-//! go within a second) and keeps those keyed by an explicit session key; another token
-//! cannot end it.
+//! go within a second) and keeps those keyed by an explicit session key; an id the client
+//! was never given ends nothing.
 
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -53,7 +53,8 @@ async fn an_explicit_end_releases_what_the_mcp_session_keyed() {
     assert_ne!(kept, by_mcp);
     assert_eq!(containers_labelled("wharf.session", &by_mcp).len(), 1);
 
-    // Another token cannot end it (the host has no tokens: a forged id is refused alike).
+    // An id this client was never given ends nothing (another token presenting this
+    // session's id is refused earlier, by `api/mcp/owners`; not exercised here).
     let forged = s
         .client
         .delete(&s.url)

@@ -3,7 +3,10 @@
 
 mod dev;
 mod oci;
+mod progress;
 mod sessions;
+
+use progress::with_progress;
 
 use crate::config::{BackendConfig, WharfConfig};
 use crate::server::{BoundServer, termination_signal};
@@ -275,7 +278,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&reply)?);
             match reply["code"].as_u64() {
                 Some(0) => Ok(()),
-                Some(4007) => bail!("{}", session_advice(&tool, &reply, session.as_deref())),
+                Some(4007) => bail!(
+                    "{}",
+                    sessions::session_advice(&tool, &reply, session.as_deref())
+                ),
                 _ => bail!("the call failed with code {}", reply["code"]),
             }
         }
@@ -344,47 +350,6 @@ pub async fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// Awaits `work`; if it takes longer than a second and stderr is a terminal, shows a live
-/// `⠋ LABEL… 3.2s` status line on stderr meanwhile, cleared when `work` finishes.
-async fn with_progress<T>(label: &str, work: impl std::future::Future<Output = T>) -> T {
-    use std::io::{IsTerminal, Write};
-    const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-    if !std::io::stderr().is_terminal() {
-        return work.await;
-    }
-    let started = std::time::Instant::now();
-    let mut tick = tokio::time::interval_at(
-        tokio::time::Instant::now() + std::time::Duration::from_secs(1),
-        std::time::Duration::from_millis(100),
-    );
-    let mut shown = false;
-    let mut frame = 0usize;
-    tokio::pin!(work);
-    let out = loop {
-        tokio::select! {
-            out = &mut work => break out,
-            _ = tick.tick() => {
-                let mut err = std::io::stderr().lock();
-                let _ = write!(
-                    err,
-                    "\r\x1b[2K{} {label}… {:.1}s",
-                    FRAMES[frame % FRAMES.len()],
-                    started.elapsed().as_secs_f64()
-                );
-                let _ = err.flush();
-                shown = true;
-                frame += 1;
-            }
-        }
-    };
-    if shown {
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K");
-        let _ = err.flush();
-    }
-    out
-}
-
 /// Refuses a component that declares a tool name twice, naming it (a host refuses to load
 /// it for the same reason).
 fn refuse_duplicate_tools<'a>(names: impl Iterator<Item = &'a str>) -> Result<()> {
@@ -404,23 +369,6 @@ fn with_token(request: reqwest::RequestBuilder, token: Option<String>) -> reqwes
     }
 }
 
-/// What to do about a 4007 from `wharf call`, in the CLI's words (the server's message
-/// speaks REST).
-fn session_advice(tool: &str, reply: &Value, session: Option<&str>) -> String {
-    let backend = reply["meta"]["backend"]
-        .as_str()
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| tool.split([':', '.']).next().unwrap_or(tool));
-    match session {
-        None => format!(
-            "`{tool}` needs a session: create one with `wharf sessions create {backend}` and call again with `--session ID`"
-        ),
-        Some(id) => format!(
-            "session `{id}` is unknown or has ended: `wharf sessions list` shows the live ones, `wharf sessions create {backend}` makes a new one"
-        ),
-    }
-}
-
 async fn http_json(request: reqwest::RequestBuilder) -> Result<Value> {
     let response = request
         .send()
@@ -435,20 +383,6 @@ async fn http_json(request: reqwest::RequestBuilder) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_missing_session_is_answered_with_cli_commands() {
-        let reply = json!({"code": 4007, "meta": {"backend": "notes"}});
-        let advice = session_advice("notes:add", &reply, None);
-        assert!(advice.contains("wharf sessions create notes"), "{advice}");
-        assert!(advice.contains("--session"), "{advice}");
-        assert!(!advice.contains("POST"), "{advice}");
-        let advice = session_advice("notes.add", &json!({"code": 4007}), Some("s-1"));
-        assert!(
-            advice.contains("`s-1`") && advice.contains("create notes"),
-            "{advice}"
-        );
-    }
 
     #[test]
     fn a_duplicate_tool_name_is_refused_by_name() {

@@ -132,9 +132,40 @@ fn ok_data(reply: &Value) -> Result<&Value> {
     Ok(&reply["data"])
 }
 
+/// What to do about a 4007 from `wharf call`, in the CLI's words (the server's message
+/// speaks REST).
+pub(super) fn session_advice(tool: &str, reply: &Value, session: Option<&str>) -> String {
+    let backend = reply["meta"]["backend"]
+        .as_str()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| tool.split([':', '.']).next().unwrap_or(tool));
+    match session {
+        None => format!(
+            "`{tool}` needs a session: create one with `wharf sessions create {backend}` and call again with `--session ID`"
+        ),
+        Some(id) => format!(
+            "session `{id}` is unknown or has ended: `wharf sessions list` shows the live ones, `wharf sessions create {backend}` makes a new one"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_session_is_answered_with_cli_commands() {
+        let reply = json!({"code": 4007, "meta": {"backend": "notes"}});
+        let advice = session_advice("notes:add", &reply, None);
+        assert!(advice.contains("wharf sessions create notes"), "{advice}");
+        assert!(advice.contains("--session"), "{advice}");
+        assert!(!advice.contains("POST"), "{advice}");
+        let advice = session_advice("notes.add", &json!({"code": 4007}), Some("s-1"));
+        assert!(
+            advice.contains("`s-1`") && advice.contains("create notes"),
+            "{advice}"
+        );
+    }
 
     #[test]
     fn create_body_takes_what_was_given() {
