@@ -280,6 +280,7 @@ fn no_token_on_a_public_address_refuses_to_start_unless_insecure() {
     assert!(wharf::server::check_exposure(local, &AuthConfig::default(), false).is_ok());
     let with_token = AuthConfig {
         tokens: vec![token("a", &[TokenScope::Read], None)],
+        oauth: None,
     };
     assert!(wharf::server::check_exposure(public, &with_token, false).is_ok());
 

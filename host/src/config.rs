@@ -13,11 +13,13 @@ pub use quotas::{MAX_POOL_RESERVE_MS, QuotaConfig, QuotaLimits};
 mod auth;
 mod backend;
 mod connections;
+mod oauth;
 mod oci;
 mod telemetry;
 pub use auth::{AuthConfig, RESERVED_TOKEN_NAMES, TokenConfig, TokenScope};
 pub use backend::{BackendConfig, Limits, SessionLimits, WarmPoolConfig};
 pub use connections::ConnectionLimits;
+pub use oauth::{MAX_TOKEN_BYTES, OAuthConfig, OAuthScopes, is_loopback};
 pub use oci::{OciSettings, OciSource, RegistryCredentials};
 pub use telemetry::TelemetryConfig;
 
@@ -192,7 +194,7 @@ impl WharfConfig {
         if config.server.store_url.is_none() {
             config.server.store_url = config.store.url.clone();
         }
-        if config.server.auth.tokens.is_empty() {
+        if config.server.auth.is_open() {
             config.server.auth = config.auth.clone();
         }
         if config.server.oci == OciSettings::default() {
@@ -205,10 +207,10 @@ impl WharfConfig {
         if config.server.quotas.is_empty() {
             config.server.quotas = config.quotas.clone();
         }
-        config
-            .server
-            .quotas
-            .validate(config.server.auth.tokens.iter().map(|t| t.name.as_str()))?;
+        config.server.quotas.validate(
+            config.server.auth.tokens.iter().map(|t| t.name.as_str()),
+            config.server.auth.oauth.is_some(),
+        )?;
         for (key, value) in [
             ("lease_seconds", config.server.lease_seconds),
             (

@@ -120,7 +120,7 @@ impl Quotas {
     /// Quotas from `[quotas]`; refuses limits that are negative or cross (tokens are
     /// checked against `[auth]` when the file is parsed).
     pub fn new(config: QuotaConfig) -> anyhow::Result<Self> {
-        config.validate(config.tokens.keys().map(String::as_str))?;
+        config.validate(config.tokens.keys().map(String::as_str), false)?;
         Ok(Self {
             config,
             ..Self::default()

@@ -34,7 +34,7 @@ impl BoundServer {
 
     /// Serves until `shutdown` resolves, then drains the backends.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-        let app = crate::api::router(self.wharf.clone());
+        let app = crate::api::router(self.wharf.clone())?;
         let limits = self.wharf.server().connections.clone();
         let token = self.wharf.shutdown_token().clone();
         let signalled = token.clone();
@@ -68,7 +68,7 @@ pub fn check_exposure(
     auth: &crate::config::AuthConfig,
     insecure: bool,
 ) -> Result<()> {
-    if !auth.tokens.is_empty() {
+    if !auth.is_open() {
         return Ok(());
     }
     if listen.ip().is_loopback() {

@@ -269,3 +269,13 @@ pub fn loopback_upstream(body: &'static str) -> u16 {
     });
     port
 }
+
+/// A loopback port free at the time of asking (for a server whose own URL must be in its
+/// configuration before it binds).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port()
+}

@@ -1,6 +1,7 @@
 //! A real OCI registry for the tests: Debian's `docker-registry` (the CNCF distribution
 //! registry) on a free loopback port with its own storage, and the real `wharf` binary.
 
+use crate::free_port;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,14 +16,6 @@ pub struct LocalRegistry {
     port: u16,
     storage: tempfile::TempDir,
     config: PathBuf,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port()
 }
 
 impl LocalRegistry {

@@ -121,8 +121,8 @@ impl ServerHandler for WharfMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let parts = context.extensions.get::<http::request::Parts>();
-        let caller = call::caller_of(&self.wharf, parts)
-            .map_err(|e| ErrorData::invalid_request(e.message, None))?;
+        let caller =
+            call::caller_of(parts).map_err(|e| ErrorData::invalid_request(e.message, None))?;
         let tools = self
             .wharf
             .tools()

@@ -150,7 +150,7 @@ fn operation(
     requests: &mut SchemaGenerator,
     replies: &mut SchemaGenerator,
 ) -> Value {
-    let tokens = !auth.tokens.is_empty();
+    let tokens = !auth.is_open();
     let mut parameters: Vec<Value> = path_parameters(op.path).collect();
     for (location, params) in [("query", op.query), ("header", op.headers)] {
         parameters.extend(params.iter().map(|p| {
@@ -227,7 +227,9 @@ pub fn document(auth: &AuthConfig) -> Value {
     let admin = auth.admin_enabled();
     let mut paths = Map::new();
     for op in OPERATIONS {
-        if op.scope == Some(crate::config::TokenScope::Admin) && !admin {
+        if op.scope == Some(crate::config::TokenScope::Admin) && !admin
+            || op.oauth_only && auth.oauth.is_none()
+        {
             continue;
         }
         let entry = paths
@@ -235,14 +237,22 @@ pub fn document(auth: &AuthConfig) -> Value {
             .or_insert_with(|| json!({}));
         entry[op.method] = operation(op, auth, &mut requests, &mut replies);
     }
+    // The metadata of a resource with a path is also served under that path (RFC 9728).
+    if let Some(oauth) = &auth.oauth
+        && let [root, under_path] = oauth.metadata_paths().as_slice()
+        && let Some(entry) = paths.get(root).cloned()
+    {
+        paths.insert(under_path.clone(), entry);
+    }
     // Named, so it lands in the definitions that `envelope_content` refers to.
     replies.subschema_for::<Envelope>();
     let mut schemas = requests.take_definitions(true);
     schemas.extend(replies.take_definitions(true));
     schemas.insert("JsonRpcMessage".into(), json_rpc_message());
     let mut components = json!({"schemas": schemas});
-    if !auth.tokens.is_empty() {
-        components["securitySchemes"] = json!({"bearer": {"type": "http", "scheme": "bearer"}});
+    if !auth.is_open() {
+        components["securitySchemes"] = json!({"bearer": {"type": "http", "scheme": "bearer",
+            "description": "A static token (`[[auth.tokens]]`) or, with `[auth.oauth]`, an access token (RFC 9068 JWT) from an authorization server named by GET /.well-known/oauth-protected-resource (RFC 9728)"}});
     }
     json!({
         "openapi": "3.1.0",
@@ -254,7 +264,11 @@ pub fn document(auth: &AuthConfig) -> Value {
 
 /// The documented `(method, path)` pairs, the admin routes included.
 pub fn operations() -> Vec<(&'static str, &'static str)> {
-    OPERATIONS.iter().map(|o| (o.method, o.path)).collect()
+    OPERATIONS
+        .iter()
+        .filter(|o| !o.oauth_only)
+        .map(|o| (o.method, o.path))
+        .collect()
 }
 
 /// The handler.

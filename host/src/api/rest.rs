@@ -25,13 +25,15 @@ fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Resul
     json_body::parse_body(body, EmptyBody::Refused)
 }
 
-/// The REST router: every route behind the edge guard ([`crate::api::edge`]); routes
-/// that take JSON refuse other bodies (415), uploads take raw bytes.
-pub fn router(wharf: Arc<Wharf>) -> Router {
+/// The REST router: every route behind the edge guard ([`crate::api::edge`]) and the
+/// authentication of [`crate::api::auth`]; routes that take JSON refuse other bodies
+/// (415), uploads take raw bytes. Fails only when `[auth.oauth]`'s HTTP client cannot be
+/// built.
+pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
     use axum::middleware::{from_fn, from_fn_with_state};
     let limit = wharf.server().max_body_bytes;
     let edge = crate::api::edge::EdgePolicy::new(wharf.server());
-    let read_scope = || crate::api::auth::ScopeGuard::layer(wharf.clone(), TokenScope::Read);
+    let read_scope = || crate::api::auth::ScopeGuard::layer(TokenScope::Read);
     let connections = &wharf.server().connections;
     let mut mcp_sessions =
         rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default();
@@ -72,8 +74,20 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
         )
         .merge(crate::api::compat::router())
         .route_layer(json_body::require_json());
-    Router::new()
+    let authenticator = Arc::new(crate::api::auth::Authenticator::new(&wharf.server().auth)?);
+    let mut metadata = Router::new();
+    for path in wharf
+        .server()
+        .auth
+        .oauth
+        .iter()
+        .flat_map(|o| o.metadata_paths())
+    {
+        metadata = metadata.route(&path, get(crate::api::auth::resource_metadata));
+    }
+    Ok(Router::new()
         .route("/healthz", get(healthz))
+        .merge(metadata)
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(crate::api::openapi::serve))
         .route(
@@ -99,7 +113,11 @@ pub fn router(wharf: Arc<Wharf>) -> Router {
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(wharf)
-        .layer(crate::api::edge::EdgeGuard::layer(edge))
+        .layer(from_fn_with_state(
+            authenticator,
+            crate::api::auth::authenticate_request,
+        ))
+        .layer(crate::api::edge::EdgeGuard::layer(edge)))
 }
 
 async fn no_route(uri: axum::http::Uri) -> Envelope {

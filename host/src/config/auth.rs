@@ -4,6 +4,8 @@ use anyhow::{Result, bail};
 use serde::Deserialize;
 use std::path::PathBuf;
 
+use super::oauth::OAuthConfig;
+
 /// Tokens and what they may do.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -11,6 +13,9 @@ pub struct AuthConfig {
     /// The tokens; none means open (loopback only, unless `--insecure`).
     #[serde(default)]
     pub tokens: Vec<TokenConfig>,
+    /// Access tokens from authorization servers (`[auth.oauth]`), beside the static ones.
+    #[serde(default)]
+    pub oauth: Option<OAuthConfig>,
 }
 
 /// Token names no token may take: the anonymous tenant, and `*` (read as "every tenant"
@@ -27,10 +32,7 @@ impl AuthConfig {
             if RESERVED_TOKEN_NAMES.contains(&name) {
                 bail!("token name `{name}` is reserved");
             }
-            let charset_ok = name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-            if name.is_empty() || name.len() > 64 || !charset_ok {
+            if !Self::is_tenant_name(name) {
                 bail!(
                     "token name `{}` is not valid: use 1 to 64 characters of A-Z a-z 0-9 . _ -",
                     name.escape_debug()
@@ -42,14 +44,38 @@ impl AuthConfig {
                 );
             }
         }
+        if let Some(oauth) = &self.oauth {
+            oauth.validate()?;
+        }
         Ok(())
     }
 
-    /// Whether any token has the admin scope (admin routes exist only then).
+    /// Whether a tenant name is well formed: 1 to 64 characters of `A-Z a-z 0-9 . _ -`,
+    /// not reserved.
+    pub fn is_tenant_name(name: &str) -> bool {
+        !RESERVED_TOKEN_NAMES.contains(&name)
+            && !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    }
+
+    /// Whether no caller needs a credential: no static token and no `[auth.oauth]`.
+    pub fn is_open(&self) -> bool {
+        self.tokens.is_empty() && self.oauth.is_none()
+    }
+
+    /// Whether any caller can be an admin (admin routes exist only then): a static token
+    /// with the scope, or an OAuth scope mapped to it.
     pub fn admin_enabled(&self) -> bool {
         self.tokens
             .iter()
             .any(|t| t.scopes.contains(&TokenScope::Admin))
+            || self
+                .oauth
+                .as_ref()
+                .is_some_and(|o| o.scopes.admin.is_some())
     }
 }
 

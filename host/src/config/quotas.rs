@@ -124,10 +124,15 @@ impl QuotaLimits {
 
 impl QuotaConfig {
     /// Refuses negative or crossing limits and overrides for tokens that do not exist.
-    pub fn validate<'a>(&self, tokens: impl Iterator<Item = &'a str> + Clone) -> Result<()> {
+    pub fn validate<'a>(
+        &self,
+        tokens: impl Iterator<Item = &'a str> + Clone,
+        oauth_tenants: bool,
+    ) -> Result<()> {
         self.default.validate("quotas.default")?;
         for (name, limits) in &self.tokens {
-            if name != "anonymous" && !tokens.clone().any(|t| t == name) {
+            // With `[auth.oauth]`, tenants also come from token claims, unknown until then.
+            if !oauth_tenants && name != "anonymous" && !tokens.clone().any(|t| t == name) {
                 bail!(
                     "quotas.tokens.{name}: there is no token named `{name}` (quotas are set per [[auth.tokens]] name)"
                 );

@@ -42,7 +42,7 @@ pub async fn call_tool(
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
     let parts = context.extensions.get::<http::request::Parts>();
-    let caller = caller_of(wharf, parts);
+    let caller = caller_of(parts);
     let key = session_key(parts, &context.meta);
     let progress = context.meta.get_progress_token().map(|token| Progress {
         token,
@@ -119,19 +119,15 @@ fn missing_session(tool: &str) -> WharfError {
     ))
 }
 
-/// Who is calling: the [`Caller`] the auth middleware put into the HTTP request, or (should
-/// it be missing) the bearer token authenticated here.
-pub fn caller_of(
-    wharf: &Wharf,
-    parts: Option<&http::request::Parts>,
-) -> Result<Caller, WharfError> {
-    if let Some(caller) = parts.and_then(|p| p.extensions.get::<Caller>()) {
-        return Ok(caller.clone());
+/// Who is calling: the [`Caller`] the auth middleware put into the HTTP request.
+pub fn caller_of(parts: Option<&http::request::Parts>) -> Result<Caller, WharfError> {
+    match parts {
+        Some(parts) => crate::api::auth::caller_in(&parts.extensions),
+        None => Err(WharfError::new(
+            crate::error_code::Code::Unauthorized,
+            "the request was not authenticated",
+        )),
     }
-    let header = parts
-        .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
-        .and_then(|v| v.to_str().ok());
-    crate::api::auth::authenticate(&wharf.server().auth, header)
 }
 
 /// The caller's session key: header, then `_meta`, then the MCP session id.

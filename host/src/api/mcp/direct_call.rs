@@ -251,7 +251,7 @@ async fn run(
     mut params: CallToolRequestParams,
 ) -> Response {
     let meta = params.meta.take().unwrap_or_default();
-    let caller = call::caller_of(&calls.wharf, Some(parts));
+    let caller = call::caller_of(Some(parts));
     let key = call::session_key(Some(parts), &meta);
     let Some(outcome) = call::run(&calls.wharf, caller, key, params, cancel, None).await else {
         return event_stream_without_messages();

@@ -27,6 +27,8 @@ pub(super) struct Operation {
     pub(super) codes: &'static [Code],
     /// The schema of a success's `data`, when the handler answers a reply type.
     pub(super) data: Option<fn(&mut SchemaGenerator) -> Schema>,
+    /// Served only with `[auth.oauth]`.
+    pub(super) oauth_only: bool,
 }
 
 impl Operation {
@@ -42,7 +44,12 @@ impl Operation {
             reply: Reply::Envelope,
             codes: &[Success],
             data: None,
+            oauth_only: false,
         }
+    }
+    const fn oauth_only(mut self) -> Self {
+        self.oauth_only = true;
+        self
     }
     const fn data<T: JsonSchema>(mut self) -> Self {
         self.data = Some(json::<T>);

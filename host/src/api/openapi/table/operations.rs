@@ -16,6 +16,12 @@ use crate::front_door::{CallRequest, SessionRequest};
 pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
     get("/healthz", "Liveness"),
     get(
+        "/.well-known/oauth-protected-resource",
+        "OAuth protected-resource metadata (RFC 9728): the authorization servers and scopes; also at /.well-known/oauth-protected-resource/PATH when the resource has a path. Only with [auth.oauth]",
+    )
+    .reply(Reply::Document)
+    .oauth_only(),
+    get(
         "/readyz",
         "Readiness: at least one backend loaded (else 5011)",
     )
