@@ -9,9 +9,9 @@
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use wharf::config::{OAuthConfig, TokenConfig, TokenScope};
+use wharf::config::{OAuthConfig, TokenScope};
 use wharf_integration_tests::python::{mcp_sdk, repo_root};
-use wharf_integration_tests::{bundled, free_port, start_with};
+use wharf_integration_tests::{bundled, free_port, start_with, token};
 
 /// The authorization server, killed when dropped.
 struct AuthorizationServer {
@@ -62,14 +62,11 @@ async fn the_official_sdk_logs_in_through_a_real_authorization_server() {
         vec![("echo", bundled("echo")), ("pad", bundled("scratchpad"))],
         |s| {
             s.listen = format!("127.0.0.1:{port}").parse().expect("addr");
-            s.auth.tokens = vec![TokenConfig {
-                name: "other".into(),
-                value: Some("secret-other".into()),
-                value_file: None,
-                scopes: vec![TokenScope::Read, TokenScope::Call],
-                backends: None,
-                tools: None,
-            }];
+            s.auth.tokens = vec![token(
+                "other",
+                "secret-other",
+                &[TokenScope::Read, TokenScope::Call],
+            )];
             s.auth.oauth = Some(oauth);
         },
     )

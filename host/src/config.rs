@@ -19,7 +19,7 @@ mod telemetry;
 pub use auth::{AuthConfig, RESERVED_TOKEN_NAMES, TokenConfig, TokenScope};
 pub use backend::{BackendConfig, Limits, SessionLimits, WarmPoolConfig};
 pub use connections::ConnectionLimits;
-pub use oauth::{MAX_TOKEN_BYTES, OAuthConfig, OAuthScopes, is_loopback};
+pub use oauth::{MAX_TOKEN_BYTES, OAuthConfig, OAuthScopes, is_secure_or_loopback};
 pub use oci::{OciSettings, OciSource, RegistryCredentials};
 pub use telemetry::TelemetryConfig;
 

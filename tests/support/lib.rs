@@ -214,11 +214,20 @@ pub fn docker_provider() -> BackendConfig {
 
 /// An admin token named `ops` whose secret is `value`.
 pub fn admin_token(value: &str) -> wharf::config::TokenConfig {
+    token("ops", value, &[wharf::config::TokenScope::Admin])
+}
+
+/// A static token `name` with secret `value` and `scopes`, no allowlists.
+pub fn token(
+    name: &str,
+    value: &str,
+    scopes: &[wharf::config::TokenScope],
+) -> wharf::config::TokenConfig {
     wharf::config::TokenConfig {
-        name: "ops".into(),
+        name: name.into(),
         value: Some(value.into()),
         value_file: None,
-        scopes: vec![wharf::config::TokenScope::Admin],
+        scopes: scopes.to_vec(),
         backends: None,
         tools: None,
     }

@@ -119,19 +119,21 @@ fn default_cache() -> usize {
     4096
 }
 
-/// Whether `url` may be fetched or named without TLS: only on a loopback host.
-pub fn is_loopback(url: &Url) -> bool {
-    match url.host() {
+/// Whether `url` may name an authorization server or its keys: https, or plain http on a
+/// loopback host.
+pub fn is_secure_or_loopback(url: &Url) -> bool {
+    let loopback = match url.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
-    }
+    };
+    url.scheme() == "https" || url.scheme() == "http" && loopback
 }
 
 fn check_url(key: &str, text: &str) -> Result<Url> {
     let url = Url::parse(text).map_err(|e| anyhow::anyhow!("auth.oauth.{key} = `{text}`: {e}"))?;
-    if url.scheme() != "https" && !(url.scheme() == "http" && is_loopback(&url)) {
+    if !is_secure_or_loopback(&url) {
         bail!("auth.oauth.{key} = `{url}`: use https (plain http only on a loopback host)");
     }
     if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
@@ -179,15 +181,12 @@ impl OAuthConfig {
         Ok(())
     }
 
-    /// Where this resource's metadata is served (RFC 9728 §3.1): the well-known path,
-    /// followed by the resource's own path when it has one.
+    /// Where this resource's metadata is served (RFC 9728 §3.1): the resource's origin and
+    /// the last of [`Self::metadata_paths`].
     pub fn metadata_url(&self) -> String {
+        let path = self.metadata_paths().pop().unwrap_or_default();
         match Url::parse(&self.resource) {
-            Ok(mut url) => {
-                let path = url.path().trim_end_matches('/').to_string();
-                url.set_path(&format!("/.well-known/oauth-protected-resource{path}"));
-                url.to_string()
-            }
+            Ok(url) => format!("{}{path}", url.origin().ascii_serialization()),
             Err(_) => self.resource.clone(),
         }
     }

@@ -4,7 +4,7 @@
 //! when the set is older than `key_max_age_seconds`. What the server sends is bounded
 //! (size, time, no redirects) and checked (the metadata's `issuer`, https or loopback).
 
-use crate::config::is_loopback;
+use crate::config::is_secure_or_loopback;
 use anyhow::{Context, Result, bail};
 use jsonwebtoken::jwk::{Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey};
@@ -218,7 +218,7 @@ impl IssuerKeys {
                     }
                     let uri = meta.jwks_uri.context("the metadata has no jwks_uri")?;
                     let uri = Url::parse(&uri).with_context(|| format!("jwks_uri `{uri}`"))?;
-                    if uri.scheme() != "https" && !(uri.scheme() == "http" && is_loopback(&uri)) {
+                    if !is_secure_or_loopback(&uri) {
                         bail!("jwks_uri `{uri}` is not https");
                     }
                     return Ok(uri);
