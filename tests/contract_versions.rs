@@ -1,7 +1,7 @@
-//! Backends shipped against `wharf:plugin@0.1.0` keep working beside their 0.2.0 builds:
-//! the `.wasm` files in `tests/fixtures/*-0.1.0.wasm` were built by the 0.1.0 release's own
-//! build (see `tests/fixtures/README.md`) and are loaded here unchanged, next to the
-//! bundled backends the current SDK builds against 0.2.0.
+//! Backends shipped against `wharf:plugin@0.1.0` and `@0.2.0` keep working beside the
+//! current SDK's builds (0.3.0): the `.wasm` files in `tests/fixtures/*-X.Y.Z.wasm` were
+//! built by each release's own build (see `tests/fixtures/README.md`) and are loaded here
+//! unchanged, next to the bundled backends.
 
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -11,7 +11,14 @@ use wharf_integration_tests::{
 };
 
 fn fixture(name: &str) -> String {
-    format!("{}/fixtures/{name}-0.1.0.wasm", env!("CARGO_MANIFEST_DIR"))
+    fixture_of(name, "0.1.0")
+}
+
+fn fixture_of(name: &str, version: &str) -> String {
+    format!(
+        "{}/fixtures/{name}-{version}.wasm",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 fn old(name: &str) -> BackendConfig {
@@ -32,18 +39,26 @@ fn result(reply: &wharf_integration_tests::Reply) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn backends_built_against_0_1_0_serve_beside_their_0_2_0_builds() {
+async fn backends_built_against_0_1_0_and_0_2_0_serve_beside_current_builds() {
     let h = start(vec![
         ("echo_old", old("echo")),
         ("echo", bundled("echo")),
         ("pad_old", old("scratchpad")),
         ("probe_old", old("probe")),
+        ("echo_020", BackendConfig::at(fixture_of("echo", "0.2.0"))),
+        ("probe_020", BackendConfig::at(fixture_of("probe", "0.2.0"))),
+        ("probe", bundled("probe")),
     ])
     .await;
+    // A backend's contract is the newest whose interfaces it uses: today's echo uses none
+    // of 0.3.0's, today's probe reads secrets.
     for (name, contract) in [
         ("echo_old", "0.1.0"),
+        ("echo_020", "0.2.0"),
         ("echo", "0.2.0"),
         ("pad_old", "0.1.0"),
+        ("probe_020", "0.2.0"),
+        ("probe", "0.3.0"),
     ] {
         let info = h.backend_info(name).await;
         assert_eq!(info["contract"], contract, "{info}");
@@ -51,7 +66,7 @@ async fn backends_built_against_0_1_0_serve_beside_their_0_2_0_builds() {
     }
 
     // The same calls give the same answers through the adapters.
-    for echo in ["echo_old", "echo"] {
+    for echo in ["echo_old", "echo_020", "echo"] {
         let said = h
             .call(&format!("{echo}:say"), json!({"text": "ab", "times": 3}))
             .await;
@@ -97,6 +112,18 @@ async fn backends_built_against_0_1_0_serve_beside_their_0_2_0_builds() {
         .call("probe_old:kv", json!({"scope": "backend", "key": "k"}))
         .await;
     assert_eq!(result(&got)["keys"], json!(["k"]));
+    // 0.2.0's kv (atomic increment) from a 0.2.0 build and a 0.3.0 one: one implementation.
+    for probe in ["probe_020", "probe"] {
+        for (by, total) in [(2, 2), (3, 5)] {
+            let added = h
+                .call(
+                    &format!("{probe}:counter"),
+                    json!({"scope": "backend", "key": "n", "by": by}),
+                )
+                .await;
+            assert_eq!(result(&added), json!(total), "{probe}");
+        }
+    }
 
     // Backends per contract version, for operators watching deprecations.
     let metrics = reqwest::get(format!("{}/metrics", h.url))
@@ -110,7 +137,11 @@ async fn backends_built_against_0_1_0_serve_beside_their_0_2_0_builds() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("wharf_backends_by_contract{contract=\"0.2.0\"} 1"),
+        metrics.contains("wharf_backends_by_contract{contract=\"0.2.0\"} 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("wharf_backends_by_contract{contract=\"0.3.0\"} 1"),
         "{metrics}"
     );
 }

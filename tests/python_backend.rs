@@ -339,3 +339,61 @@ async fn a_warmup_that_raises_is_refused_with_its_reason() {
         "{bad}"
     );
 }
+
+/// A loopback server answering each request with the `authorization` header it was sent.
+fn authorization_echo() -> u16 {
+    wharf_integration_tests::loopback_server(|head| {
+        head.lines()
+            .find_map(|l| l.strip_prefix("authorization: "))
+            .unwrap_or("none")
+            .to_string()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_secret_is_the_bearer_token_of_an_outbound_call() {
+    let secret = tempfile::NamedTempFile::new().expect("secret file");
+    std::fs::write(secret.path(), "s3cr3t").expect("write");
+    let mut backend = workbench(None);
+    backend.grants.http_hosts = vec!["127.0.0.1:*".into()];
+    backend.grants.http_private_cidrs = vec!["127.0.0.0/8".into()];
+    backend.grants.secrets = toml::Value::Table(toml::Table::from_iter([(
+        "upstream_token".to_string(),
+        toml::Value::String(format!("file:{}", secret.path().display())),
+    )]))
+    .try_into()
+    .expect("grants");
+    let data = seeded_data_dir();
+    let dir = data.path().to_path_buf();
+    let h = start_with(vec![("workbench", backend)], |s| s.data_dir = dir).await;
+    // componentize-py links every import of the world: a Python backend is a 0.3.0 one.
+    assert_eq!(h.backend_info("workbench").await["contract"], "0.3.0");
+
+    let url = format!("http://127.0.0.1:{}/", authorization_echo());
+    let sent = h
+        .call(
+            "workbench:fetch",
+            json!({"url": url, "bearer_secret": "upstream_token"}),
+        )
+        .await;
+    assert_eq!(sent.code(), 0, "{}", sent.body);
+    assert_eq!(sent.body["data"]["result"]["body"], "Bearer s3cr3t");
+
+    // A name the operator did not grant reaches the caller as the SDK's ToolError 4030.
+    let refused = h
+        .call(
+            "workbench:fetch",
+            json!({"url": url, "bearer_secret": "other"}),
+        )
+        .await;
+    assert_eq!(refused.code(), 4030, "{}", refused.body);
+    assert!(
+        refused.body["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("secret `other` is not granted"),
+        "{}",
+        refused.body
+    );
+    drop(data);
+}

@@ -14,6 +14,7 @@
 //! unloads it.
 
 use crate::Wharf;
+use crate::capped_file::{self, Links};
 use crate::config::BackendConfig;
 use crate::front_door::Deployed;
 use anyhow::{Context, Result};
@@ -123,17 +124,6 @@ fn is_not_found(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound
 }
 
-/// Marks a file that is a symbolic link or not a regular file.
-const NOT_PLAIN: &str = "not a plain file";
-
-fn is_not_plain(e: &std::io::Error) -> bool {
-    #[cfg(unix)]
-    if e.raw_os_error() == Some(libc::ELOOP) {
-        return true;
-    }
-    e.kind() == std::io::ErrorKind::InvalidInput && e.to_string() == NOT_PLAIN
-}
-
 fn not_plain(file: &str) -> String {
     format!(
         "{file} is a symbolic link or not a regular file: refused (put the file itself in the plugins directory)"
@@ -147,44 +137,9 @@ const MAX_SIDECAR_BYTES: u64 = 1 << 20;
 const MAX_WASM_BYTES: u64 = crate::bounded::MAX_COMPONENT_BYTES;
 
 /// Reads a file of the plugins directory without following a symbolic link (which could
-/// point anywhere on the host) and without blocking on a FIFO; anything but a regular
-/// file, or a file over `limit` bytes (checked while reading: a sparse file's size says
-/// nothing about what it costs to read), is refused.
+/// point anywhere on the host): anything but a regular file, or over `limit`, is refused.
 async fn read_plain_file(path: PathBuf, limit: u64) -> std::io::Result<Vec<u8>> {
-    tokio::task::spawn_blocking(move || {
-        use std::io::Read;
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
-        let file = options.open(&path)?;
-        if !file.metadata()?.is_file() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                NOT_PLAIN,
-            ));
-        }
-        let too_large = || {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("the file is over {limit} bytes"),
-            )
-        };
-        if file.metadata()?.len() > limit {
-            return Err(too_large());
-        }
-        let mut bytes = Vec::new();
-        file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > limit {
-            return Err(too_large());
-        }
-        Ok(bytes)
-    })
-    .await
-    .map_err(std::io::Error::other)?
+    capped_file::read(path, limit, Links::Refuse).await
 }
 
 /// Why a sidecar was refused, as readers of `/v1/backends` see it: the line of a TOML
@@ -309,7 +264,7 @@ impl DirState {
         let wasm_path = self.dir.join(format!("{name}.wasm"));
         let wasm = match read_plain_file(wasm_path.clone(), MAX_WASM_BYTES).await {
             Ok(wasm) => wasm,
-            Err(e) if is_not_plain(&e) => {
+            Err(e) if capped_file::is_not_plain(&e) => {
                 wharf.record_rejection(name, String::new(), not_plain(&format!("{name}.wasm")));
                 return;
             }
@@ -346,7 +301,7 @@ impl DirState {
                     }
                 },
                 Err(e) if is_not_found(&e) => None,
-                Err(e) if is_not_plain(&e) => {
+                Err(e) if capped_file::is_not_plain(&e) => {
                     wharf.record_rejection(name, sha256, not_plain(&format!("{name}.toml")));
                     return;
                 }

@@ -1,9 +1,15 @@
-//! Host imports: one file per interface, each implementing the generated `Host` trait on
-//! [`HostState`](crate::runtime::host_state::HostState) with its grant checks and its one
-//! wrapper (each ends in `HostState::counted`, the import metrics), and
-//! linking itself for every contract version it serves (`add_to_linker`). [`add_to_linker`]
-//! below is the one list of them. Guest mistakes and policy denials come back as WIT
-//! errors; only host bugs trap. (ARCHITECTURE.md, "Adding a host import".)
+//! Host imports: one file per interface, each with its grant checks, its one wrapper (each
+//! ends in [`ImportCounter::counted`], the import metrics) and its `add_to_linker` for every
+//! contract version it serves. [`add_to_linker`] below is the one list of them. Guest
+//! mistakes and policy denials come back as WIT errors; only host bugs trap.
+//! (ARCHITECTURE.md, "Adding a host import".)
+//!
+//! The shape is `wasi-http`'s: an import owns its context (its field of
+//! [`ImportContexts`]), implements the generated `Host` on its own view of the store (a
+//! borrow of that context, the call and the counter, nothing else), and links itself for any
+//! store whose data is [`HostImportsView`]. `secrets` has that shape; the 0.1.0/0.2.0 imports
+//! still implement `Host` on `HostState` (linked by `runtime::linker`) and move to it one
+//! by one.
 
 pub mod container;
 mod container_quota;
@@ -14,34 +20,94 @@ pub mod host_mounts;
 pub mod http;
 pub mod kv;
 pub mod log;
+pub mod secrets;
 pub mod v0_1;
 
 use crate::error_code::Code;
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::types as wit_types;
-use crate::runtime::host_state::HostState;
-use wasmtime::component::{HasSelf, Linker};
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types as wit_types;
+use std::sync::Arc;
+use std::time::Instant;
+use wasmtime::component::Linker;
 
-/// Links every host import, each for every contract version it serves: the one
-/// registration list (a new import adds its line here).
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
-    add_types_to_linker(linker)?;
-    log::add_to_linker(linker)?;
-    kv::add_to_linker(linker)?;
-    container::add_to_linker(linker)?;
-    exec::add_to_linker(linker)?;
-    egress::add_to_linker(linker)?;
-    http::add_to_linker(linker)?;
-    Ok(())
+/// The context of the call in progress; cleared at check-in so nothing leaks to the next.
+#[derive(Debug, Default, Clone)]
+pub struct CallContext {
+    /// The session the call runs in.
+    pub session_id: Option<String>,
+    /// When the call must be over.
+    pub deadline: Option<Instant>,
+    /// Set by the epoch callback when it stopped the guest at the deadline.
+    pub deadline_hit: bool,
+    /// The request's trace id, for logs.
+    pub trace_id: Option<String>,
+    /// What the guest said (`log.panic`) before it trapped.
+    pub panic: Option<String>,
 }
 
-/// `types`, the records the other interfaces share (nothing to call).
-fn add_types_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
-    type H = HasSelf<HostState>;
-    wit_types::add_to_linker::<HostState, H>(linker, |s| s)?;
-    crate::runtime::bindings::v0_1::backend::wharf::plugin::types::add_to_linker::<HostState, H>(
-        linker,
-        |s| s,
-    )?;
+/// Where every import's answers are counted (`wharf_imports_total{backend, import,
+/// outcome}`), for one backend's instance.
+#[derive(Debug, Clone)]
+pub struct ImportCounter {
+    backend: Arc<str>,
+    metrics: Arc<crate::metrics::Metrics>,
+}
+
+impl ImportCounter {
+    /// The backend whose calls are counted.
+    pub fn backend(&self) -> &str {
+        &self.backend
+    }
+
+    /// Counts `answer` of `import` (`interface.function`) and hands it on.
+    pub fn counted<T>(
+        &self,
+        import: &str,
+        answer: Result<T, wit_types::Error>,
+    ) -> wasmtime::Result<Result<T, wit_types::Error>> {
+        self.metrics
+            .import_answer(&self.backend, import, Ok(answer))
+    }
+}
+
+/// Every import's own context in one instance's store, side by side: an import's view
+/// borrows its own field and the counter, never another's.
+#[derive(Debug)]
+pub struct ImportContexts {
+    counter: ImportCounter,
+    secrets: secrets::SecretsCtx,
+}
+
+impl ImportContexts {
+    /// The contexts of an instance of `backend`, granted `grants`.
+    pub fn new(
+        backend: Arc<str>,
+        grants: &crate::policy::Grants,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Self {
+        Self {
+            counter: ImportCounter { backend, metrics },
+            secrets: secrets::SecretsCtx::new(grants),
+        }
+    }
+
+    /// Where the imports' answers are counted.
+    pub fn counter(&self) -> &ImportCounter {
+        &self.counter
+    }
+}
+
+/// What a store's data gives the host imports (wasi-http's `WasiHttpView`): their
+/// contexts.
+pub trait HostImportsView: Send + 'static {
+    /// The imports' contexts.
+    fn host_imports(&mut self) -> &mut ImportContexts;
+}
+
+/// Links the imports of `wasi-http`'s shape for any store whose data is
+/// [`HostImportsView`]: the registration list (a new import adds its line here). The
+/// imports that still implement `Host` on `HostState` are linked by `runtime::linker`.
+pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
+    secrets::add_to_linker(linker)?;
     Ok(())
 }
 
@@ -69,19 +135,3 @@ pub fn not_granted(what: &str) -> wit_types::Error {
         format!("{what} is not granted to this backend"),
     )
 }
-
-impl HostState {
-    /// The one place an import's answer is counted (`wharf_imports_total{backend, import,
-    /// outcome}`); every import's wrapper ends here. `import` is `interface.function`.
-    pub(crate) fn counted<T>(
-        &self,
-        import: &str,
-        answer: Result<T, wit_types::Error>,
-    ) -> wasmtime::Result<Result<T, wit_types::Error>> {
-        self.services
-            .metrics
-            .import_answer(&self.backend, import, Ok(answer))
-    }
-}
-
-impl wit_types::Host for HostState {}

@@ -11,6 +11,7 @@ pub mod api;
 pub mod audit;
 pub mod bounded;
 pub mod bundled;
+pub mod capped_file;
 pub mod cli;
 pub mod clock;
 pub mod config;

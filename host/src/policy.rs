@@ -4,9 +4,14 @@
 
 mod mounts;
 mod outbound_http;
+mod secrets;
 
 pub use mounts::{MountAsk, MountGrant, check_mount_path};
 pub use outbound_http::normalize;
+pub use secrets::{
+    MAX_SECRET_BYTES, MAX_SECRET_NAME_BYTES, MAX_SECRETS, SecretGrants, SecretSource,
+    check_secret_name,
+};
 
 use ipnet::IpNet;
 use serde::Deserialize;
@@ -51,6 +56,9 @@ pub struct Grants {
     pub max_http_in_flight: u32,
     /// Outbound requests one call (one instance) may have in flight at once.
     pub max_http_in_flight_per_call: u32,
+    /// Secrets handed to the backend by name (`secrets` import, contract 0.3.0):
+    /// `NAME = "env:VARIABLE"` or `NAME = "file:/absolute/path"`, read when asked.
+    pub secrets: SecretGrants,
     /// Who gave these grants, so a refusal names the fix that applies (never from config).
     #[serde(skip)]
     pub granted_by: GrantedBy,
@@ -84,6 +92,7 @@ impl Default for Grants {
             http_timeout_ms: 30_000,
             max_http_in_flight: 64,
             max_http_in_flight_per_call: 16,
+            secrets: SecretGrants::default(),
             granted_by: GrantedBy::Operator,
         }
     }

@@ -8,7 +8,8 @@ What it shows:
 - typed arguments (`Literal`, `Optional`, lists, a dataclass) whose JSON Schema the host
   enforces before the code runs;
 - `ToolError` with a code, an uncaught exception that still reaches the caller as 5000 with
-  its message, and an attachment.
+  its message, and an attachment;
+- outbound HTTP with a secret the operator granted by name as its bearer token.
 """
 
 from __future__ import annotations
@@ -19,7 +20,19 @@ import re
 from collections import Counter
 from typing import Dict, List, Literal, Optional
 
-from wharf_sdk import Attachment, Backend, Capabilities, Output, Session, ToolError, http, kv, log, tool
+from wharf_sdk import (
+    Attachment,
+    Backend,
+    Capabilities,
+    Output,
+    Session,
+    ToolError,
+    http,
+    kv,
+    log,
+    secrets,
+    tool,
+)
 
 BUILT_IN = {
     "wasmtime": "Wasmtime is a fast and secure runtime for WebAssembly components and modules",
@@ -184,14 +197,19 @@ class Workbench(Backend):
         return {"claimed": swapped, "owner": kv.backend.get_str(key)}
 
     @tool("fetch", read_only=True, open_world=True)
-    def fetch(self, url: str) -> dict:
+    def fetch(self, url: str, bearer_secret: Optional[str] = None) -> dict:
         """GETs `url` (outbound HTTP within the operator's grants) and answers its status and
         body. The module imports nothing of `wasi:http` itself: the SDK's build keeps it.
 
         Args:
             url: An http(s) URL.
+            bearer_secret: The name of a secret the operator granted this backend, sent as
+                `Authorization: Bearer <value>` (the value never appears in the answer).
         """
-        response = http.get(url, timeout_ms=5000)
+        headers = {}
+        if bearer_secret is not None:
+            headers["authorization"] = f"Bearer {secrets.get(bearer_secret)}"
+        response = http.get(url, headers=headers, timeout_ms=5000)
         return {"status": response.status, "body": response.text}
 
     @tool("draft", session="required")

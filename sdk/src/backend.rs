@@ -1,6 +1,6 @@
 //! Resource backends: tools plus optional lifecycle hooks, and the glue that exports them.
 
-use crate::bindings::{backend_world::exports::wharf::plugin::backend as wit, wit_types};
+use crate::bindings::{backend_world::exports::wharf::plugin0_2_0::backend as wit, wit_types};
 use crate::{Call, Session, ToolError, Tools};
 use serde_json::Value;
 use std::any::Any;

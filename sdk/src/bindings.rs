@@ -5,7 +5,7 @@
 pub mod backend_world {
     wit_bindgen::generate!({
         path: "wit",
-        world: "wharf:plugin/resource-backend@0.2.0",
+        world: "wharf:plugin/resource-backend@0.3.0",
         generate_all,
         pub_export_macro: true,
         export_macro_name: "__export_backend_world",
@@ -18,15 +18,16 @@ pub mod backend_world {
 pub mod provider_world {
     wit_bindgen::generate!({
         path: "wit",
-        world: "wharf:plugin/sandbox-provider@0.2.0",
+        world: "wharf:plugin/sandbox-provider@0.3.0",
         generate_all,
         with: {
-            "wharf:plugin/types@0.2.0": crate::bindings::backend_world::wharf::plugin::types,
-            "wharf:plugin/container@0.2.0": crate::bindings::backend_world::wharf::plugin::container,
-            "wharf:plugin/exec@0.2.0": crate::bindings::backend_world::wharf::plugin::exec,
-            "wharf:plugin/kv@0.2.0": crate::bindings::backend_world::wharf::plugin::kv,
-            "wharf:plugin/log@0.2.0": crate::bindings::backend_world::wharf::plugin::log,
-            "wharf:plugin/egress@0.2.0": crate::bindings::backend_world::wharf::plugin::egress,
+            "wharf:plugin/types@0.2.0": crate::bindings::backend_world::wharf::plugin0_2_0::types,
+            "wharf:plugin/container@0.2.0": crate::bindings::backend_world::wharf::plugin0_2_0::container,
+            "wharf:plugin/exec@0.2.0": crate::bindings::backend_world::wharf::plugin0_2_0::exec,
+            "wharf:plugin/kv@0.2.0": crate::bindings::backend_world::wharf::plugin0_2_0::kv,
+            "wharf:plugin/log@0.2.0": crate::bindings::backend_world::wharf::plugin0_2_0::log,
+            "wharf:plugin/egress@0.2.0": crate::bindings::backend_world::wharf::plugin0_2_0::egress,
+            "wharf:plugin/secrets@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::secrets,
         },
         pub_export_macro: true,
         export_macro_name: "__export_provider_world",
@@ -35,4 +36,4 @@ pub mod provider_world {
     });
 }
 
-pub use backend_world::wharf::plugin::types as wit_types;
+pub use backend_world::wharf::plugin0_2_0::types as wit_types;

@@ -1,10 +1,11 @@
-//! What the host offers a backend: logs, key-value state, containers and commands in them.
+//! What the host offers a backend: logs, key-value state, containers and commands in them,
+//! the secrets the operator granted it.
 //! Every call returns [`ToolError`](crate::ToolError)-compatible errors (`?` works).
 //! Outbound HTTP is [`crate::http`] (over the standard `wasi:http/outgoing-handler`).
 
-pub use crate::bindings::backend_world::wharf::plugin::{container, exec};
+pub use crate::bindings::backend_world::wharf::plugin0_2_0::{container, exec};
 
-use crate::bindings::backend_world::wharf::plugin::log as wit_log;
+use crate::bindings::backend_world::wharf::plugin0_2_0::log as wit_log;
 
 /// Sends a panic's message and location to the host before the trap that follows it, so
 /// the caller sees it (`data.panic` of the failed call's error) and the host logs it.
@@ -56,7 +57,7 @@ pub mod log {
 /// instances and nodes: use them instead of a read-modify-write.
 pub mod kv {
     use crate::ToolError;
-    pub use crate::bindings::backend_world::wharf::plugin::kv::{
+    pub use crate::bindings::backend_world::wharf::plugin0_2_0::kv::{
         Scope, compare_and_swap, delete, get, increment, list_keys, set,
     };
     use serde::{Serialize, de::DeserializeOwned};
@@ -115,5 +116,25 @@ pub mod kv {
             "kv key `{key}` kept changing under this update; try again"
         ))
         .retryable())
+    }
+}
+
+/// Secrets the operator granted this backend by name (`[backends.NAME.grants.secrets]`,
+/// contract 0.3.0), so they need not travel inside the backend's config. The host reads
+/// each value from where the operator keeps it when it is asked: call `get` when the value
+/// is needed rather than keeping it, and a rotated secret is picked up.
+pub mod secrets {
+    use crate::ToolError;
+    use crate::bindings::backend_world::wharf::plugin0_3_0::secrets as wit_secrets;
+
+    /// The value granted under `name`: 4030 when this backend was not granted it, 4000 for
+    /// a malformed name, 5012 when the host cannot read it where the operator keeps it.
+    pub fn get(name: &str) -> Result<String, ToolError> {
+        Ok(wit_secrets::get(name)?)
+    }
+
+    /// The names of the secrets granted to this backend, sorted (never their values).
+    pub fn names() -> Vec<String> {
+        wit_secrets::names()
     }
 }

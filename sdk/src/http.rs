@@ -13,7 +13,7 @@
 use crate::ToolError;
 use crate::bindings::backend_world::wasi::http::{outgoing_handler, types as wasi};
 use crate::bindings::backend_world::wasi::io::streams::StreamError;
-use crate::bindings::backend_world::wharf::plugin::egress;
+use crate::bindings::backend_world::wharf::plugin0_2_0::egress;
 use crate::codes;
 use serde::{Serialize, de::DeserializeOwned};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Sandbox providers: create / run-command / destroy plus declared native file operations,
 //! and the glue that exports them. The host builds the standard sandbox toolset on top.
 
-use crate::bindings::{provider_world::exports::wharf::plugin::provider as wit, wit_types};
+use crate::bindings::{provider_world::exports::wharf::plugin0_2_0::provider as wit, wit_types};
 use crate::{Capabilities, ToolError};
 use serde_json::Value;
 use std::any::Any;

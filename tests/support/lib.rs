@@ -261,14 +261,21 @@ pub async fn eventually(secs: u64, what: &str, mut check: impl AsyncFnMut() -> b
 /// A loopback HTTP server (a thread) answering every request with 200 and `body`; its
 /// port. For a backend's outbound call to reach something real.
 pub fn loopback_upstream(body: &'static str) -> u16 {
+    loopback_server(move |_| body.to_string())
+}
+
+/// A loopback HTTP server (a thread) answering every request with 200 and the body
+/// `answer` makes of the request's head (what one read returns); its port.
+pub fn loopback_server(answer: impl Fn(&str) -> String + Send + 'static) -> u16 {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
+            let mut buf = [0u8; 8192];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let body = answer(&String::from_utf8_lossy(&buf[..n]));
             let _ = write!(
                 stream,
                 "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

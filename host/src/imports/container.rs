@@ -7,10 +7,10 @@ use super::host_mounts::{self, ResolvedMount};
 use crate::engines::{self as engine, ContainerEngine, EngineError, Owner};
 use crate::error_code::Code;
 use crate::policy::{ContainerRequest, MountAsk, MountGrant, NetworkRequest};
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::container::{
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::container::{
     ContainerInfo, ContainerSpec, ContainerState, Host, Network,
 };
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::host_state::HostState;
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
@@ -18,14 +18,14 @@ use wasmtime::component::{HasSelf, Linker};
 /// Links `container` for components of every served contract version (0.1.0 through `v0_1`).
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
     type H = HasSelf<HostState>;
-    crate::runtime::bindings::v0_2::backend::wharf::plugin::container::add_to_linker::<HostState, H>(
-        linker,
-        |s| s,
-    )?;
-    crate::runtime::bindings::v0_1::backend::wharf::plugin::container::add_to_linker::<HostState, H>(
-        linker,
-        |s| s,
-    )?;
+    crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::container::add_to_linker::<
+        HostState,
+        H,
+    >(linker, |s| s)?;
+    crate::runtime::bindings::v0_1::backend::wharf::plugin0_1_0::container::add_to_linker::<
+        HostState,
+        H,
+    >(linker, |s| s)?;
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use super::container::engine_error;
 use super::guest_error;
 use crate::error_code::Code;
 use crate::quotas::Scope;
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::host_state::HostState;
 use std::collections::HashSet;
 

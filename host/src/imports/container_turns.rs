@@ -13,7 +13,7 @@ use tokio::sync::OwnedMutexGuard;
 use super::{guest_error, wharf_error};
 use crate::clock::now_ms;
 use crate::error_code::Code;
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::store::StateStore;
 
 /// How long a store lock is held at most: longer than a list, a create and an inspect

@@ -6,8 +6,8 @@ use super::guest_error;
 use super::http::target;
 use crate::error_code::Code;
 use crate::policy::Grants;
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::egress::Host;
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::egress::Host;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::host_state::HostState;
 use std::net::{IpAddr, SocketAddr};
 use wasmtime::component::{HasSelf, Linker};
@@ -15,10 +15,10 @@ use wasmtime::component::{HasSelf, Linker};
 /// Links `egress` for components of 0.2.0 on (0.1.0 has no `egress`).
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
     type H = HasSelf<HostState>;
-    crate::runtime::bindings::v0_2::backend::wharf::plugin::egress::add_to_linker::<HostState, H>(
-        linker,
-        |s| s,
-    )?;
+    crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::egress::add_to_linker::<
+        HostState,
+        H,
+    >(linker, |s| s)?;
     Ok(())
 }
 

@@ -3,10 +3,10 @@
 //! command's process group.
 
 use crate::engines as engine;
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::exec::{
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::exec::{
     Command, ExecOutput, ExecRequest, Host,
 };
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::host_state::HostState;
 use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
@@ -14,11 +14,11 @@ use wasmtime::component::{HasSelf, Linker};
 /// Links `exec` for components of every served contract version (0.1.0 through `v0_1`).
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
     type H = HasSelf<HostState>;
-    crate::runtime::bindings::v0_2::backend::wharf::plugin::exec::add_to_linker::<HostState, H>(
+    crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::exec::add_to_linker::<HostState, H>(
         linker,
         |s| s,
     )?;
-    crate::runtime::bindings::v0_1::backend::wharf::plugin::exec::add_to_linker::<HostState, H>(
+    crate::runtime::bindings::v0_1::backend::wharf::plugin0_1_0::exec::add_to_linker::<HostState, H>(
         linker,
         |s| s,
     )?;

@@ -5,8 +5,8 @@
 use super::{guest_error, wharf_error};
 use crate::engines::{KvScope, KvStore};
 use crate::error_code::Code;
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::kv::{Host, Scope};
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::types::Error;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::kv::{Host, Scope};
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::host_state::HostState;
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
@@ -14,11 +14,11 @@ use wasmtime::component::{HasSelf, Linker};
 /// Links `kv` for components of every served contract version (0.1.0 through `v0_1`).
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
     type H = HasSelf<HostState>;
-    crate::runtime::bindings::v0_2::backend::wharf::plugin::kv::add_to_linker::<HostState, H>(
+    crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::kv::add_to_linker::<HostState, H>(
         linker,
         |s| s,
     )?;
-    crate::runtime::bindings::v0_1::backend::wharf::plugin::kv::add_to_linker::<HostState, H>(
+    crate::runtime::bindings::v0_1::backend::wharf::plugin0_1_0::kv::add_to_linker::<HostState, H>(
         linker,
         |s| s,
     )?;

@@ -2,18 +2,18 @@
 //! message is escaped (line breaks, control and bidi characters) so it stays on its own
 //! line and cannot pass for another line of the host's log, an audit line included.
 
-use crate::runtime::bindings::v0_2::backend::wharf::plugin::log::{Host, Level};
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::log::{Host, Level};
 use crate::runtime::host_state::HostState;
 use wasmtime::component::{HasSelf, Linker};
 
 /// Links `log` for components of every served contract version (0.1.0 through `v0_1`).
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
     type H = HasSelf<HostState>;
-    crate::runtime::bindings::v0_2::backend::wharf::plugin::log::add_to_linker::<HostState, H>(
+    crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::log::add_to_linker::<HostState, H>(
         linker,
         |s| s,
     )?;
-    crate::runtime::bindings::v0_1::backend::wharf::plugin::log::add_to_linker::<HostState, H>(
+    crate::runtime::bindings::v0_1::backend::wharf::plugin0_1_0::log::add_to_linker::<HostState, H>(
         linker,
         |s| s,
     )?;

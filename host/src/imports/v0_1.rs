@@ -3,8 +3,8 @@
 //! and converts the answer back. 0.1.0 has no `egress`, `kv.increment`,
 //! `kv.compare-and-swap` or `log.panic`, so nothing here reaches them.
 
-use crate::runtime::bindings::v0_1::backend::wharf::plugin as old;
-use crate::runtime::bindings::v0_2::backend::wharf::plugin as new;
+use crate::runtime::bindings::v0_1::backend::wharf::plugin0_1_0 as old;
+use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0 as new;
 use crate::runtime::host_state::HostState;
 
 type Answer<T> = wasmtime::Result<Result<T, old::types::Error>>;

@@ -5,82 +5,106 @@
 //! vocabulary, and the conversions live beside the world wrappers. Every import is
 //! generated with `tracing`: a `trace`-level span around each host import call, which costs
 //! nothing while no layer wants it and which the trace exporter (`telemetry`) sends as
-//! `import <interface>.<function>`.
+//! `import <interface>.<function>`. Module names carry their package's version
+//! (`wharf::plugin0_2_0`), as the bindings generator names them when a package is present in
+//! more than one version.
 #![allow(missing_docs, clippy::all)]
 
-/// `wharf:plugin@0.2.0`, the current contract (`wit/plugin.wit`).
-pub mod v0_2 {
-    /// The `resource-backend` world.
-    pub mod backend {
+/// `bindgen!` with what every world here shares: async imports that trap on host errors
+/// and trace, async exports, WASI from wasmtime's own bindings; plus the world's own `with`.
+macro_rules! contract_bindgen {
+    (path: $path:tt, world: $world:tt, with: { $($with:tt)* }) => {
         wasmtime::component::bindgen!({
-            path: "../wit",
-            world: "wharf:plugin/resource-backend@0.2.0",
+            path: $path,
+            world: $world,
             imports: { default: async | trappable | tracing },
             exports: { default: async },
             with: {
                 "wasi:http": wasmtime_wasi_http::p2::bindings::http,
                 "wasi:io": wasmtime_wasi::p2::bindings::io,
                 "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+                $($with)*
             },
         });
-    }
+    };
+}
 
-    /// The `sandbox-provider` world.
-    pub mod provider {
-        wasmtime::component::bindgen!({
+/// `wharf:plugin@0.3.0`, the current contract (`wit/plugin.wit`): the interfaces it adds.
+/// Those it keeps of 0.2.0 are 0.2.0's own, mapped onto [`v0_2`]'s bindings, so one
+/// implementation serves both versions.
+pub mod v0_3 {
+    /// The `resource-backend` world (its `sandbox-provider` adds no other import).
+    pub mod backend {
+        use super::super::v0_2::backend::wharf::plugin0_2_0 as v0_2;
+        contract_bindgen!(
             path: "../wit",
-            world: "wharf:plugin/sandbox-provider@0.2.0",
-            imports: { default: async | trappable | tracing },
-            exports: { default: async },
+            world: "wharf:plugin/resource-backend@0.3.0",
             with: {
-                "wasi:http": wasmtime_wasi_http::p2::bindings::http,
-                "wasi:io": wasmtime_wasi::p2::bindings::io,
-                "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-                "wharf:plugin/types@0.2.0": super::backend::wharf::plugin::types,
-                "wharf:plugin/container@0.2.0": super::backend::wharf::plugin::container,
-                "wharf:plugin/exec@0.2.0": super::backend::wharf::plugin::exec,
-                "wharf:plugin/kv@0.2.0": super::backend::wharf::plugin::kv,
-                "wharf:plugin/log@0.2.0": super::backend::wharf::plugin::log,
-                "wharf:plugin/egress@0.2.0": super::backend::wharf::plugin::egress,
-            },
-        });
+                "wharf:plugin/types@0.2.0": v0_2::types,
+                "wharf:plugin/container@0.2.0": v0_2::container,
+                "wharf:plugin/exec@0.2.0": v0_2::exec,
+                "wharf:plugin/kv@0.2.0": v0_2::kv,
+                "wharf:plugin/log@0.2.0": v0_2::log,
+                "wharf:plugin/egress@0.2.0": v0_2::egress,
+            }
+        );
     }
 }
 
-/// `wharf:plugin@0.1.0`, frozen (`wit/deps/wharf-plugin@0.1.0/`).
-pub mod v0_1 {
+/// `wharf:plugin@0.2.0`, frozen (`wit/deps/wharf-plugin@0.2.0/`); 0.3.0 keeps its
+/// interfaces as they are.
+pub mod v0_2 {
     /// The `resource-backend` world.
     pub mod backend {
-        wasmtime::component::bindgen!({
-            path: "../wit/wharf-plugin@0.1.0",
-            world: "wharf:plugin/resource-backend@0.1.0",
-            imports: { default: async | trappable | tracing },
-            exports: { default: async },
-            with: {
-                "wasi:http": wasmtime_wasi_http::p2::bindings::http,
-                "wasi:io": wasmtime_wasi::p2::bindings::io,
-                "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-            },
-        });
+        contract_bindgen!(
+            path: "../wit",
+            world: "wharf:plugin/resource-backend@0.2.0",
+            with: {}
+        );
     }
 
     /// The `sandbox-provider` world.
     pub mod provider {
-        wasmtime::component::bindgen!({
+        use super::backend::wharf::plugin0_2_0 as shared;
+        contract_bindgen!(
+            path: "../wit",
+            world: "wharf:plugin/sandbox-provider@0.2.0",
+            with: {
+                "wharf:plugin/types@0.2.0": shared::types,
+                "wharf:plugin/container@0.2.0": shared::container,
+                "wharf:plugin/exec@0.2.0": shared::exec,
+                "wharf:plugin/kv@0.2.0": shared::kv,
+                "wharf:plugin/log@0.2.0": shared::log,
+                "wharf:plugin/egress@0.2.0": shared::egress,
+            }
+        );
+    }
+}
+
+/// `wharf:plugin@0.1.0`, frozen (`wit/wharf-plugin@0.1.0/`).
+pub mod v0_1 {
+    /// The `resource-backend` world.
+    pub mod backend {
+        contract_bindgen!(
+            path: "../wit/wharf-plugin@0.1.0",
+            world: "wharf:plugin/resource-backend@0.1.0",
+            with: {}
+        );
+    }
+
+    /// The `sandbox-provider` world.
+    pub mod provider {
+        use super::backend::wharf::plugin0_1_0 as shared;
+        contract_bindgen!(
             path: "../wit/wharf-plugin@0.1.0",
             world: "wharf:plugin/sandbox-provider@0.1.0",
-            imports: { default: async | trappable | tracing },
-            exports: { default: async },
             with: {
-                "wasi:http": wasmtime_wasi_http::p2::bindings::http,
-                "wasi:io": wasmtime_wasi::p2::bindings::io,
-                "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-                "wharf:plugin/types@0.1.0": super::backend::wharf::plugin::types,
-                "wharf:plugin/container@0.1.0": super::backend::wharf::plugin::container,
-                "wharf:plugin/exec@0.1.0": super::backend::wharf::plugin::exec,
-                "wharf:plugin/kv@0.1.0": super::backend::wharf::plugin::kv,
-                "wharf:plugin/log@0.1.0": super::backend::wharf::plugin::log,
-            },
-        });
+                "wharf:plugin/types@0.1.0": shared::types,
+                "wharf:plugin/container@0.1.0": shared::container,
+                "wharf:plugin/exec@0.1.0": shared::exec,
+                "wharf:plugin/kv@0.1.0": shared::kv,
+                "wharf:plugin/log@0.1.0": shared::log,
+            }
+        );
     }
 }

@@ -6,8 +6,8 @@
 //! some.
 
 use crate::error_code::{BACKEND_CODES, Code, WharfError};
+use crate::imports::CallContext;
 use crate::runtime::guest_types::GuestError;
-use crate::runtime::host_state::CallContext;
 use crate::runtime::instance_pool::{BoxFuture, GuestWorld, Instance, InstancePool};
 use serde_json::{Value, json};
 use std::sync::Arc;

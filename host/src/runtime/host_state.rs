@@ -4,27 +4,12 @@
 
 use crate::imports::container_turns::CreateTurns;
 use crate::imports::http::HttpCtx;
+use crate::imports::{CallContext, HostImportsView, ImportContexts};
 use std::sync::Arc;
-use std::time::Instant;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
-
-/// The context of the call in progress; cleared at check-in so nothing leaks to the next.
-#[derive(Debug, Default, Clone)]
-pub struct CallContext {
-    /// The session the call runs in.
-    pub session_id: Option<String>,
-    /// When the call must be over.
-    pub deadline: Option<Instant>,
-    /// Set by the epoch callback when it stopped the guest at the deadline.
-    pub deadline_hit: bool,
-    /// The request's trace id, for logs.
-    pub trace_id: Option<String>,
-    /// What the guest said (`log.panic`) before it trapped.
-    pub panic: Option<String>,
-}
 
 /// Caps linear memory per instance and remembers the peak, for the pool's high-water mark.
 #[derive(Debug)]
@@ -177,6 +162,8 @@ pub struct HostState {
     pub call: CallContext,
     /// Memory cap and peak.
     pub limiter: MemoryLimiter,
+    /// The host imports' own contexts.
+    pub(crate) imports: ImportContexts,
     wasi: WasiCtx,
     http: HttpCtx,
     table: ResourceTable,
@@ -201,10 +188,12 @@ impl HostState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
+        let imports = ImportContexts::new(backend.clone(), &grants, services.metrics.clone());
         Self {
             backend,
             grants,
             services,
+            imports,
             call: CallContext::default(),
             limiter: MemoryLimiter::new(memory_limit_bytes),
             wasi,
@@ -220,6 +209,28 @@ impl WasiView for HostState {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
+    }
+}
+
+impl HostState {
+    /// Counts an answer of an import that still implements `Host` on `HostState`.
+    pub(crate) fn counted<T>(
+        &self,
+        import: &str,
+        answer: Result<
+            T,
+            crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error,
+        >,
+    ) -> wasmtime::Result<
+        Result<T, crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error>,
+    > {
+        self.imports.counter().counted(import, answer)
+    }
+}
+
+impl HostImportsView for HostState {
+    fn host_imports(&mut self) -> &mut ImportContexts {
+        &mut self.imports
     }
 }
 

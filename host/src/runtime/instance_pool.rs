@@ -5,10 +5,11 @@
 //! is busy, waiting calls are served round-robin across tenants (`quotas::FairGate`).
 
 use crate::error_code::WharfError;
+use crate::imports::CallContext;
 use crate::policy::Grants;
 use crate::quotas::{FairGate, GatePermit, GateRefusal};
 use crate::runtime::host_state::HostServices;
-use crate::runtime::host_state::{CallContext, HostState};
+use crate::runtime::host_state::HostState;
 use anyhow::{Result, anyhow};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

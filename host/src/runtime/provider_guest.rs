@@ -18,7 +18,7 @@ use wasmtime::{Engine, Store};
 pub enum ProviderPre {
     /// Built against 0.1.0.
     V0_1(v0_1::provider::SandboxProviderPre<HostState>),
-    /// Built against 0.2.0.
+    /// Built against 0.2.0 or 0.3.0 (whose `provider` export is 0.2.0's).
     V0_2(v0_2::provider::SandboxProviderPre<HostState>),
 }
 
@@ -35,11 +35,11 @@ macro_rules! on_guest {
     ($exports:expr, |$g:ident| $body:expr) => {
         match $exports {
             ProviderExports::V0_1(p) => {
-                let $g = p.wharf_plugin_provider();
+                let $g = p.wharf_plugin0_1_0_provider();
                 $body
             }
             ProviderExports::V0_2(p) => {
-                let $g = p.wharf_plugin_provider();
+                let $g = p.wharf_plugin0_2_0_provider();
                 $body
             }
         }
@@ -53,7 +53,10 @@ impl ProviderPre {
     pub fn new(version: ContractVersion, pre: InstancePre<HostState>) -> Result<Self> {
         Ok(match version {
             ContractVersion::V0_1 => Self::V0_1(v0_1::provider::SandboxProviderPre::new(pre)?),
-            ContractVersion::V0_2 => Self::V0_2(v0_2::provider::SandboxProviderPre::new(pre)?),
+            // 0.3.0 exports 0.2.0's `provider` as it is.
+            ContractVersion::V0_2 | ContractVersion::V0_3 => {
+                Self::V0_2(v0_2::provider::SandboxProviderPre::new(pre)?)
+            }
         })
     }
 }

@@ -17,7 +17,7 @@ use wasmtime::{Engine, Store};
 pub enum ResourcePre {
     /// Built against 0.1.0.
     V0_1(v0_1::backend::ResourceBackendPre<HostState>),
-    /// Built against 0.2.0.
+    /// Built against 0.2.0 or 0.3.0 (whose `backend` export is 0.2.0's).
     V0_2(v0_2::backend::ResourceBackendPre<HostState>),
 }
 
@@ -35,11 +35,11 @@ macro_rules! on_guest {
     ($exports:expr, |$g:ident| $body:expr) => {
         match $exports {
             ResourceExports::V0_1(b) => {
-                let $g = b.wharf_plugin_backend();
+                let $g = b.wharf_plugin0_1_0_backend();
                 $body
             }
             ResourceExports::V0_2(b) => {
-                let $g = b.wharf_plugin_backend();
+                let $g = b.wharf_plugin0_2_0_backend();
                 $body
             }
         }
@@ -55,7 +55,8 @@ impl ResourcePre {
         use crate::runtime::world::ContractVersion as V;
         Ok(match version {
             V::V0_1 => Self::V0_1(v0_1::backend::ResourceBackendPre::new(pre)?),
-            V::V0_2 => Self::V0_2(v0_2::backend::ResourceBackendPre::new(pre)?),
+            // 0.3.0 exports 0.2.0's `backend` as it is.
+            V::V0_2 | V::V0_3 => Self::V0_2(v0_2::backend::ResourceBackendPre::new(pre)?),
         })
     }
 }

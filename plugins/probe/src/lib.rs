@@ -1,7 +1,8 @@
 //! `probe`: exposes the host imports as tools (create / inspect / exec / remove a container,
-//! fetch a URL), so tests can check what a backend is and is not allowed to do. For tests.
+//! fetch a URL, read a secret), so tests can check what a backend is and is not allowed to
+//! do. For tests.
 
-use wharf_sdk::host::{container, exec, kv};
+use wharf_sdk::host::{container, exec, kv, secrets};
 use wharf_sdk::{
     Backend, BackendInfo, Call, Capabilities, Deserialize, JsonSchema, Serialize, ToolError, Tools,
 };
@@ -55,6 +56,11 @@ struct KvArgs {
     /// Repeat the value this many times (to test quotas).
     #[serde(default)]
     repeat: Option<usize>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SecretArgs {
+    name: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -258,6 +264,10 @@ impl Backend for Probe {
                 Ok(wharf_sdk::json!({ "value": value, "keys": keys }))
             })
             .session(wharf_sdk::SessionNeed::Optional)
+            .tool("secret", "A granted secret's value and the names granted (contract 0.3.0's `secrets`).", |_: &mut Self, a: SecretArgs, _: &mut Call| {
+                let value = secrets::get(&a.name)?;
+                Ok(wharf_sdk::json!({ "value": value, "names": secrets::names() }))
+            })
             .tool("counter", "Add `by` to the integer under `key`, atomically; returns the new value.", |_: &mut Self, a: CounterArgs, _: &mut Call| {
                 Ok(kv::increment(scope(&a.scope)?, &a.key, a.by)?)
             })

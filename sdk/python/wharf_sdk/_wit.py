@@ -25,8 +25,8 @@ def bindings() -> Any:
 
 
 def module(name: str) -> Any:
-    """One generated import module: `kv`, `log`, `container`, `exec`, `wharf_plugin_types`,
-    `wasi_http_types`, `outgoing_handler`, `streams`, `poll`."""
+    """One generated import module: `kv`, `log`, `container`, `exec`, `secrets`,
+    `wharf_plugin_types`, `wasi_http_types`, `outgoing_handler`, `streams`, `poll`."""
     import importlib
 
     bindings()

@@ -6,7 +6,7 @@ the generated modules differently, in `_wit.py`).
 
 #: The WIT package and version of the contract.
 PACKAGE = "wharf:plugin"
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 
 #: The world a resource backend is built for.
 BACKEND_WORLD = f"{PACKAGE}/resource-backend@{VERSION}"

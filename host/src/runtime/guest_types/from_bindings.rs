@@ -198,17 +198,17 @@ macro_rules! shared_conversions {
 }
 
 shared_conversions!(
-    v0_1::backend::wharf::plugin::types,
-    v0_1::provider::exports::wharf::plugin::provider
+    v0_1::backend::wharf::plugin0_1_0::types,
+    v0_1::provider::exports::wharf::plugin0_1_0::provider
 );
 shared_conversions!(
-    v0_2::backend::wharf::plugin::types,
-    v0_2::provider::exports::wharf::plugin::provider
+    v0_2::backend::wharf::plugin0_2_0::types,
+    v0_2::provider::exports::wharf::plugin0_2_0::provider
 );
 
-impl From<v0_1::provider::exports::wharf::plugin::provider::ProviderInfo> for RawProviderInfo {
-    fn from(i: v0_1::provider::exports::wharf::plugin::provider::ProviderInfo) -> Self {
-        use v0_1::provider::exports::wharf::plugin::provider::ProviderFeatures as F;
+impl From<v0_1::provider::exports::wharf::plugin0_1_0::provider::ProviderInfo> for RawProviderInfo {
+    fn from(i: v0_1::provider::exports::wharf::plugin0_1_0::provider::ProviderInfo) -> Self {
+        use v0_1::provider::exports::wharf::plugin0_1_0::provider::ProviderFeatures as F;
         // 0.1.0's `tags` flag has no counterpart: the host never called the tag functions.
         Self {
             name: i.name,
@@ -226,9 +226,9 @@ impl From<v0_1::provider::exports::wharf::plugin::provider::ProviderInfo> for Ra
     }
 }
 
-impl From<v0_2::provider::exports::wharf::plugin::provider::ProviderInfo> for RawProviderInfo {
-    fn from(i: v0_2::provider::exports::wharf::plugin::provider::ProviderInfo) -> Self {
-        use v0_2::provider::exports::wharf::plugin::provider::ProviderFeatures as F;
+impl From<v0_2::provider::exports::wharf::plugin0_2_0::provider::ProviderInfo> for RawProviderInfo {
+    fn from(i: v0_2::provider::exports::wharf::plugin0_2_0::provider::ProviderInfo) -> Self {
+        use v0_2::provider::exports::wharf::plugin0_2_0::provider::ProviderFeatures as F;
         Self {
             name: i.name,
             version: i.version,

@@ -3,8 +3,8 @@
 
 use super::{GuestWorld, Instance, InstancePool};
 use crate::error_code::WharfError;
+use crate::imports::CallContext;
 use crate::quotas::GatePermit;
-use crate::runtime::host_state::CallContext;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
