@@ -36,8 +36,9 @@ pub use crate::store::SessionState;
 
 use crate::config::{BackendConfig, ServerConfig, WharfConfig};
 use crate::error_code::WharfError;
+use crate::imports::container_turns::CreateTurns;
+use crate::imports::services::HostServices;
 use crate::registry::{BackendRegistry, RegistryParts};
-use crate::runtime::host_state::HostServices;
 use crate::sessions::SessionManager;
 use crate::store::StateStore;
 use anyhow::{Context, Result};
@@ -71,6 +72,39 @@ fn node_id(data_dir: &std::path::Path) -> Result<String> {
     Ok(id)
 }
 
+/// The services of a serving host, composed here and nowhere else: Docker as its container
+/// engine (the disabled engine when no client can be made for `server.docker_host`),
+/// `store` as its key-value store and where creates take turns across nodes, `server`'s
+/// quotas and buffer cap.
+fn connect_services(
+    server: &ServerConfig,
+    node_id: &str,
+    store: StateStore,
+    metrics: Arc<crate::metrics::Metrics>,
+) -> Result<HostServices> {
+    let connected = match &server.docker_host {
+        Some(host) => crate::docker::Docker::connect_to(host, node_id),
+        None => crate::docker::Docker::connect(node_id),
+    };
+    let containers: Arc<dyn crate::engines::ContainerEngine> = match connected {
+        Ok(d) => Arc::new(d),
+        Err(e) => {
+            tracing::warn!("no Docker engine: container imports will answer 5012 ({e})");
+            Arc::new(crate::engines::DisabledEngine)
+        }
+    };
+    Ok(HostServices {
+        containers,
+        create_turns: CreateTurns::new(node_id, Some(store.clone())),
+        kv: Arc::new(store),
+        metrics,
+        guest_buffer_cap: crate::bounded::GuestBufferCap(server.max_guest_buffer_bytes),
+        quotas: Arc::new(crate::quotas::Quotas::new(server.quotas.clone())?),
+        egress_budgets: Default::default(),
+        kv_writes: Default::default(),
+    })
+}
+
 impl Wharf {
     /// A host with no backends yet; the compile cache lives under the data dir.
     pub async fn new(server: ServerConfig) -> Result<Arc<Self>> {
@@ -81,7 +115,7 @@ impl Wharf {
             None => StateStore::open_sqlite(&server.data_dir.join("wharf.db")).await?,
         };
         let metrics = Arc::new(crate::metrics::Metrics::new());
-        let services = Arc::new(HostServices::new(
+        let services = Arc::new(connect_services(
             &server,
             &node_id,
             store.clone(),

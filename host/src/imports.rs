@@ -21,6 +21,7 @@ pub mod http;
 pub mod kv;
 pub mod log;
 pub mod secrets;
+pub mod services;
 pub mod v0_1;
 
 use crate::error_code::Code;

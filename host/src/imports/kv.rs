@@ -123,7 +123,7 @@ fn check_key(key: &str) -> Result<(), Error> {
 
 /// A scope's write turn; the scope's entry goes when the last holder lets go.
 struct ScopeWrite {
-    writes: Arc<crate::runtime::host_state::HostServices>,
+    writes: Arc<crate::imports::services::HostServices>,
     key: String,
     turn: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
@@ -141,7 +141,7 @@ impl Drop for ScopeWrite {
 /// `container::Engine`), with the host's scope write turns.
 struct Kv(
     Arc<dyn KvStore>,
-    Arc<crate::runtime::host_state::HostServices>,
+    Arc<crate::imports::services::HostServices>,
 );
 
 impl Kv {

@@ -2,9 +2,10 @@
 //! their schemas and hints, its declared capabilities and, for providers, its native
 //! features. The sandbox toolset adds a provider's tools when it wraps it.
 
+use crate::imports::services::HostServices;
 use crate::policy::Grants;
 use crate::runtime::guest_types::{ProviderFeatures, RawBackendInfo};
-use crate::runtime::host_state::{HostServices, HostState};
+use crate::runtime::host_state::HostState;
 use crate::runtime::instance_pool::GuestWorld;
 use crate::runtime::provider_guest::ProviderPre;
 use crate::runtime::resource_guest::ResourcePre;

@@ -1,9 +1,10 @@
 //! What every store carries: WASI with nothing granted, the imports' contexts (`wasi:http`
-//! with the egress policy: `imports::http::HttpCtx`), the memory limiter, the per-call
-//! context the host imports read, and the process-wide services (the engines) they use.
+//! with the egress policy: `imports::http::HttpCtx`; the others' `imports::ImportContexts`),
+//! the memory limiter, the per-call context the host imports read, and the process-wide
+//! services (the engines, `imports::services`) they use.
 
-use crate::imports::container_turns::CreateTurns;
 use crate::imports::http::HttpCtx;
+use crate::imports::services::HostServices;
 use crate::imports::{CallContext, HostImportsView, ImportContexts};
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
@@ -65,88 +66,6 @@ impl ResourceLimiter for MemoryLimiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         Ok(desired <= 1_000_000)
-    }
-}
-
-/// Process-wide services the host imports use. Every engine is there: a host without
-/// Docker or a store holds the disabled engine, which answers 5012.
-#[derive(Debug)]
-pub struct HostServices {
-    /// The container engine (`container`, `exec`).
-    pub containers: Arc<dyn crate::engines::ContainerEngine>,
-    /// Where container creates take their backend's turn (`container`).
-    pub create_turns: CreateTurns,
-    /// The key-value store (`kv`).
-    pub kv: Arc<dyn crate::engines::KvStore>,
-    /// Where host imports record their calls.
-    pub metrics: Arc<crate::metrics::Metrics>,
-    /// The cap on what a guest has the host buffer for it (exec output, copy-out).
-    pub guest_buffer_cap: crate::bounded::GuestBufferCap,
-    /// Per-tenant quotas (pool shares, container counts).
-    pub quotas: Arc<crate::quotas::Quotas>,
-    /// Each backend's cap on outbound requests in flight (`http`).
-    pub egress_budgets: crate::imports::http::EgressBudgets,
-    /// The scopes whose quota check and write are under way on this node (`kv`).
-    pub kv_writes: crate::engines::kv::ScopeWrites,
-}
-
-impl Default for HostServices {
-    /// No engines (each answers 5012), no quotas: what `describe` runs with.
-    fn default() -> Self {
-        Self {
-            containers: Arc::new(crate::engines::DisabledEngine),
-            create_turns: Default::default(),
-            kv: Arc::new(crate::engines::DisabledKvStore),
-            metrics: Default::default(),
-            guest_buffer_cap: Default::default(),
-            quotas: Default::default(),
-            egress_budgets: Default::default(),
-            kv_writes: Default::default(),
-        }
-    }
-}
-
-impl HostServices {
-    /// The services of a serving host: Docker as its container engine (the disabled
-    /// engine when no client can be made for `server.docker_host`), `store` as its
-    /// key-value store and where creates take turns across nodes, `server`'s quotas and
-    /// buffer cap. A new engine is made here, and nowhere else.
-    pub fn new(
-        server: &crate::config::ServerConfig,
-        node_id: &str,
-        store: crate::store::StateStore,
-        metrics: Arc<crate::metrics::Metrics>,
-    ) -> anyhow::Result<Self> {
-        let connected = match &server.docker_host {
-            Some(host) => crate::docker::Docker::connect_to(host, node_id),
-            None => crate::docker::Docker::connect(node_id),
-        };
-        let containers: Arc<dyn crate::engines::ContainerEngine> = match connected {
-            Ok(d) => Arc::new(d),
-            Err(e) => {
-                tracing::warn!("no Docker engine: container imports will answer 5012 ({e})");
-                Arc::new(crate::engines::DisabledEngine)
-            }
-        };
-        Ok(Self {
-            containers,
-            create_turns: CreateTurns::new(node_id, Some(store.clone())),
-            kv: Arc::new(store),
-            metrics,
-            guest_buffer_cap: crate::bounded::GuestBufferCap(server.max_guest_buffer_bytes),
-            quotas: Arc::new(crate::quotas::Quotas::new(server.quotas.clone())?),
-            egress_budgets: Default::default(),
-            kv_writes: Default::default(),
-        })
-    }
-
-    /// The container engine when the host has one (the sweeps and the reaper skip the
-    /// containers otherwise).
-    pub fn container_engine(&self) -> Option<&dyn crate::engines::ContainerEngine> {
-        self.containers
-            .configured()
-            .is_ok()
-            .then_some(&*self.containers)
     }
 }
 

@@ -6,9 +6,9 @@
 
 use crate::error_code::WharfError;
 use crate::imports::CallContext;
+use crate::imports::services::HostServices;
 use crate::policy::Grants;
 use crate::quotas::{FairGate, GatePermit, GateRefusal};
-use crate::runtime::host_state::HostServices;
 use crate::runtime::host_state::HostState;
 use anyhow::{Result, anyhow};
 use std::sync::atomic::{AtomicBool, Ordering};

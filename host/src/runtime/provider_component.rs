@@ -4,13 +4,13 @@
 //! the session hooks on top of this (`sandbox_toolset::ProviderBackend`).
 
 use crate::error_code::WharfError;
+use crate::imports::services::HostServices;
 use crate::policy::Grants;
 use crate::runtime::backend::PoolWatch;
 use crate::runtime::guest_call::{self, CallSite};
 use crate::runtime::guest_types::{
     CommandRequest, CommandResult, DirEntry, FileChunk, ProviderFeatures, SandboxSpec,
 };
-use crate::runtime::host_state::HostServices;
 use crate::runtime::instance_pool::{InstancePool, PoolSettings};
 use crate::runtime::provider_guest::ProviderPre;
 use crate::runtime::resource_component::config_text;

@@ -2,11 +2,11 @@
 //! runs its hooks and tools through [`guest_call::run`].
 
 use crate::error_code::WharfError;
+use crate::imports::services::HostServices;
 use crate::policy::Grants;
 use crate::runtime::backend::{Backend, PoolWatch, SessionStart, ToolCall};
 use crate::runtime::guest_call::{self, CallSite, guest_json};
 use crate::runtime::guest_types::{Discovery, RawDiscovery, SessionView};
-use crate::runtime::host_state::HostServices;
 use crate::runtime::instance_pool::{InstancePool, PoolSettings};
 use crate::runtime::resource_guest::ResourcePre;
 use crate::tool::ToolResult;
