@@ -7,9 +7,9 @@
 //! The shape is `wasi-http`'s: an import owns its context (its field of
 //! [`ImportContexts`]), implements the generated `Host` on its own view of the store (a
 //! borrow of that context, the call and the counter, nothing else), and links itself for any
-//! store whose data is [`HostImportsView`]. `secrets` has that shape; the 0.1.0/0.2.0 imports
-//! still implement `Host` on `HostState` (linked by `runtime::linker`) and move to it one
-//! by one.
+//! store whose data is [`HostImportsView`]. every `wharf:plugin` import has that shape (`exec`
+//! shares `container`'s context and view: commands run in the caller's own containers);
+//! `wasi:http` keeps wasmtime's own (`http::HttpCtx`, linked by `runtime::linker`).
 
 pub mod container;
 mod container_quota;
@@ -75,18 +75,28 @@ impl ImportCounter {
 #[derive(Debug)]
 pub struct ImportContexts {
     counter: ImportCounter,
+    container: container::ContainerCtx,
+    egress: egress::EgressCtx,
+    kv: kv::KvCtx,
     secrets: secrets::SecretsCtx,
 }
 
 impl ImportContexts {
-    /// The contexts of an instance of `backend`, granted `grants`.
+    /// The contexts of an instance of `backend`, granted `grants`, over the process-wide
+    /// `services`.
     pub fn new(
         backend: Arc<str>,
-        grants: &crate::policy::Grants,
-        metrics: Arc<crate::metrics::Metrics>,
+        grants: &Arc<crate::policy::Grants>,
+        services: &Arc<services::HostServices>,
     ) -> Self {
         Self {
-            counter: ImportCounter { backend, metrics },
+            counter: ImportCounter {
+                backend,
+                metrics: services.metrics.clone(),
+            },
+            container: container::ContainerCtx::new(grants.clone(), services.clone()),
+            egress: egress::EgressCtx::new(grants.clone()),
+            kv: kv::KvCtx::new(services),
             secrets: secrets::SecretsCtx::new(grants),
         }
     }
@@ -97,17 +107,29 @@ impl ImportContexts {
     }
 }
 
-/// What a store's data gives the host imports (wasi-http's `WasiHttpView`): their
-/// contexts.
+/// What a store's data lends the host imports: their contexts and the call in progress.
+pub struct ImportsView<'a> {
+    /// Every import's context (each import's view takes its own).
+    pub contexts: &'a ImportContexts,
+    /// The call in progress (its session, deadline and trace id; `log.panic` writes it).
+    pub call: &'a mut CallContext,
+}
+
+/// What a store's data gives the host imports (wasi-http's `WasiHttpView`).
 pub trait HostImportsView: Send + 'static {
-    /// The imports' contexts.
-    fn host_imports(&mut self) -> &mut ImportContexts;
+    /// The imports' contexts and the call in progress.
+    fn host_imports(&mut self) -> ImportsView<'_>;
 }
 
 /// Links the imports of `wasi-http`'s shape for any store whose data is
 /// [`HostImportsView`]: the registration list (a new import adds its line here). The
 /// imports that still implement `Host` on `HostState` are linked by `runtime::linker`.
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
+    log::add_to_linker(linker)?;
+    kv::add_to_linker(linker)?;
+    container::add_to_linker(linker)?;
+    exec::add_to_linker(linker)?;
+    egress::add_to_linker(linker)?;
     secrets::add_to_linker(linker)?;
     Ok(())
 }

@@ -2,30 +2,68 @@
 //! Docker, or the disabled engine's 5012), checked against the backend's grants, labelled
 //! by the host from the call context, visible only to their backend.
 
-use super::guest_error;
 use super::host_mounts::{self, ResolvedMount};
+use super::services::HostServices;
+use super::{CallContext, HostImportsView, ImportCounter, guest_error};
 use crate::engines::{self as engine, ContainerEngine, EngineError, Owner};
 use crate::error_code::Code;
-use crate::policy::{ContainerRequest, MountAsk, MountGrant, NetworkRequest};
+use crate::policy::{ContainerRequest, Grants, MountAsk, MountGrant, NetworkRequest};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::container::{
     ContainerInfo, ContainerSpec, ContainerState, Host, Network,
 };
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
-use crate::runtime::host_state::HostState;
+use crate::runtime::bindings::{v0_1, v0_2};
 use std::sync::Arc;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasData, Linker};
+
+/// The `container` (and `exec`) import's state in one instance: the backend's grants and
+/// the services containers take (the engine, create turns, quotas, the buffer cap).
+#[derive(Debug, Clone)]
+pub struct ContainerCtx {
+    grants: Arc<Grants>,
+    pub(super) services: Arc<HostServices>,
+}
+
+impl ContainerCtx {
+    /// The context of a backend with `grants`.
+    pub fn new(grants: Arc<Grants>, services: Arc<HostServices>) -> Self {
+        Self { grants, services }
+    }
+}
+
+/// What one call of `container` or `exec` sees: the context, the call (its session and
+/// deadline) and the counter.
+pub struct ContainerView<'a> {
+    pub(super) ctx: &'a ContainerCtx,
+    pub(super) counter: &'a ImportCounter,
+    pub(super) call: &'a CallContext,
+}
+
+/// The `HasData` of `container` and `exec`.
+pub(super) struct HasContainer;
+
+impl HasData for HasContainer {
+    type Data<'a> = ContainerView<'a>;
+}
+
+/// The view `container` and `exec` are linked with.
+pub(super) fn view<T: HostImportsView>(state: &mut T) -> ContainerView<'_> {
+    let imports = state.host_imports();
+    ContainerView {
+        ctx: &imports.contexts.container,
+        counter: imports.contexts.counter(),
+        call: imports.call,
+    }
+}
 
 /// Links `container` for components of every served contract version (0.1.0 through `v0_1`).
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
-    type H = HasSelf<HostState>;
-    crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::container::add_to_linker::<
-        HostState,
-        H,
-    >(linker, |s| s)?;
-    crate::runtime::bindings::v0_1::backend::wharf::plugin0_1_0::container::add_to_linker::<
-        HostState,
-        H,
-    >(linker, |s| s)?;
+pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
+    v0_2::backend::wharf::plugin0_2_0::container::add_to_linker::<T, HasContainer>(
+        linker, view::<T>,
+    )?;
+    v0_1::backend::wharf::plugin0_1_0::container::add_to_linker::<T, HasContainer>(
+        linker, view::<T>,
+    )?;
     Ok(())
 }
 
@@ -60,11 +98,11 @@ fn info_to_wit(info: engine::ContainerInfo) -> ContainerInfo {
     }
 }
 
-impl HostState {
+impl ContainerView<'_> {
     /// Who is calling, for the engine's ownership checks.
     pub fn owner(&self) -> Owner {
         Owner {
-            backend: self.backend.to_string(),
+            backend: self.counter.backend().to_string(),
             session: self.call.session_id.clone(),
         }
     }
@@ -72,10 +110,10 @@ impl HostState {
     /// Resolves the mounts, then counts and creates within the backend's turn (see
     /// [`container_turns`](super::container_turns)).
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
-        let services = self.services.clone();
+        let services = self.ctx.services.clone();
         services.containers.configured().map_err(engine_error)?;
         let (mounts, resolved_grants) = self.resolve_mounts(&spec).await?;
-        let backend = self.backend.clone();
+        let backend = self.counter.backend().to_string();
         let turn = super::container_turns::take(&services.create_turns, &backend).await?;
         let created = self
             .count_and_create(&*services.containers, spec, mounts, &resolved_grants)
@@ -94,14 +132,14 @@ impl HostState {
             return Ok((Vec::new(), Vec::new()));
         }
         let forbidden = |d: crate::policy::Denial| guest_error(Code::Forbidden, d.0);
-        let grants = host_mounts::resolve_grants(&self.grants)
+        let grants = host_mounts::resolve_grants(&self.ctx.grants)
             .await
             .map_err(forbidden)?;
         let mut out = Vec::with_capacity(spec.mounts.len());
         for m in &spec.mounts {
             out.push(ResolvedMount {
                 requested: m.host_path.clone(),
-                host_path: host_mounts::resolve_path(&m.host_path, &self.grants, &grants)
+                host_path: host_mounts::resolve_path(&m.host_path, &self.ctx.grants, &grants)
                     .await
                     .map_err(forbidden)?,
                 container_path: m.container_path.clone(),
@@ -155,6 +193,7 @@ impl HostState {
             session_containers: u32::try_from(in_session).unwrap_or(u32::MAX),
         };
         let limits = self
+            .ctx
             .grants
             .check_container(&request)
             .map_err(|d| guest_error(Code::Forbidden, d.0))?;
@@ -209,7 +248,7 @@ impl std::ops::Deref for Engine {
     }
 }
 
-impl HostState {
+impl ContainerView<'_> {
     /// The one wrapper of a `container` (and `exec`) call: the engine (the disabled one's 5012 before
     /// anything else), the caller as owner, the engine's error as the guest sees it, and
     /// the call counted under `import`.
@@ -218,19 +257,19 @@ impl HostState {
         import: &'static str,
         op: impl AsyncFnOnce(Engine, Owner) -> Result<T, EngineError>,
     ) -> Answer<T> {
-        let engine = Engine(self.services.containers.clone());
+        let engine = Engine(self.ctx.services.containers.clone());
         let answer = match engine.configured() {
             Ok(()) => op(engine, self.owner()).await,
             Err(e) => Err(e),
         };
-        self.counted(import, answer.map_err(engine_error))
+        self.counter.counted(import, answer.map_err(engine_error))
     }
 }
 
-impl Host for HostState {
+impl Host for ContainerView<'_> {
     async fn create(&mut self, spec: ContainerSpec) -> Answer<ContainerInfo> {
         let answer = self.create_checked(spec).await;
-        self.counted("container.create", answer)
+        self.counter.counted("container.create", answer)
     }
 
     async fn start(&mut self, id: String) -> Answer<()> {
@@ -288,7 +327,7 @@ impl Host for HostState {
 
     async fn copy_out(&mut self, id: String, path: String, max_bytes: u64) -> Answer<Vec<u8>> {
         // Read whole into host memory before the guest sees it: the host's cap, not the guest's.
-        let max_bytes = self.services.guest_buffer_cap.clamp(max_bytes);
+        let max_bytes = self.ctx.services.guest_buffer_cap.clamp(max_bytes);
         self.engine_op("container.copy-out", async |engine, owner| {
             engine.copy_out(&owner, &id, &path, max_bytes).await
         })

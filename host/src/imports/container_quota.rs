@@ -8,10 +8,9 @@ use super::guest_error;
 use crate::error_code::Code;
 use crate::quotas::Scope;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
-use crate::runtime::host_state::HostState;
 use std::collections::HashSet;
 
-impl HostState {
+impl super::container::ContainerView<'_> {
     /// 4030 naming the quota when the calling tenant's containers are at it (`&mut`: the
     /// state is not `Sync`, and the future must be `Send`).
     pub(super) async fn check_container_quota(
@@ -19,14 +18,18 @@ impl HostState {
         engine: &dyn crate::engines::ContainerEngine,
     ) -> Result<(), Error> {
         let tenant = crate::quotas::current_tenant();
-        let limits = self.services.quotas.limits(&tenant, Some(&*self.backend));
+        let limits = self
+            .ctx
+            .services
+            .quotas
+            .limits(&tenant, Some(self.counter.backend()));
         let Some((limit, scope)) = limits.containers else {
             return Ok(());
         };
-        let Some(store) = self.services.create_turns.store() else {
+        let Some(store) = self.ctx.services.create_turns.store() else {
             return Ok(());
         };
-        let backend = (scope == Scope::Backend).then_some(&*self.backend);
+        let backend = (scope == Scope::Backend).then_some(self.counter.backend());
         let sessions: HashSet<String> = store
             .list_sessions(Some(&*tenant), backend, None)
             .await
@@ -45,11 +48,12 @@ impl HostState {
         if in_use < limit {
             return Ok(());
         }
-        self.services
+        self.ctx
+            .services
             .metrics
             .tenants
             .record_refusal(&tenant, "containers");
-        tracing::info!(target: "wharf::audit", event = "quota_refused", tenant = %tenant, backend = %self.backend, quota = "containers", code = 4030);
+        tracing::info!(target: "wharf::audit", event = "quota_refused", tenant = %tenant, backend = %self.counter.backend(), quota = "containers", code = 4030);
         let mut e = guest_error(
             Code::Forbidden,
             format!(

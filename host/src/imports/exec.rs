@@ -2,30 +2,26 @@
 //! left of the call's deadline. If the call is dropped, the engine kills the
 //! command's process group.
 
+use super::HostImportsView;
+use super::container::{ContainerView, HasContainer, view};
 use crate::engines as engine;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::exec::{
     Command, ExecOutput, ExecRequest, Host,
 };
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
-use crate::runtime::host_state::HostState;
+use crate::runtime::bindings::{v0_1, v0_2};
 use std::time::Instant;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 
-/// Links `exec` for components of every served contract version (0.1.0 through `v0_1`).
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
-    type H = HasSelf<HostState>;
-    crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::exec::add_to_linker::<HostState, H>(
-        linker,
-        |s| s,
-    )?;
-    crate::runtime::bindings::v0_1::backend::wharf::plugin0_1_0::exec::add_to_linker::<HostState, H>(
-        linker,
-        |s| s,
-    )?;
+/// Links `exec` for components of every served contract version (0.1.0 through `v0_1`),
+/// on the `container` import's view: commands run in the caller's own containers.
+pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
+    v0_2::backend::wharf::plugin0_2_0::exec::add_to_linker::<T, HasContainer>(linker, view::<T>)?;
+    v0_1::backend::wharf::plugin0_1_0::exec::add_to_linker::<T, HasContainer>(linker, view::<T>)?;
     Ok(())
 }
 
-impl Host for HostState {
+impl Host for ContainerView<'_> {
     async fn run(&mut self, request: ExecRequest) -> wasmtime::Result<Result<ExecOutput, Error>> {
         let remaining_ms = self
             .call
@@ -38,6 +34,7 @@ impl Host for HostState {
             .unwrap_or(u32::MAX);
         // Buffered by the host before the guest sees it: the host's cap, not the guest's.
         let max_output_bytes = self
+            .ctx
             .services
             .guest_buffer_cap
             .clamp(u64::from(request.max_output_bytes))

@@ -2,26 +2,59 @@
 //! state store, or the disabled store's 5012), per backend or per session, with quotas, so
 //! a backend keeps state across instances, restarts and nodes.
 
-use super::{guest_error, wharf_error};
+use super::{CallContext, HostImportsView, ImportCounter, guest_error, wharf_error};
+use crate::engines::kv::ScopeWrites;
 use crate::engines::{KvScope, KvStore};
 use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::kv::{Host, Scope};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
-use crate::runtime::host_state::HostState;
+use crate::runtime::bindings::{v0_1, v0_2};
 use std::sync::Arc;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasData, Linker};
+
+/// The `kv` import's state in one instance: the store and this node's scope write turns.
+#[derive(Debug, Clone)]
+pub struct KvCtx {
+    store: Arc<dyn KvStore>,
+    writes: Arc<ScopeWrites>,
+}
+
+impl KvCtx {
+    /// The context over the host's key-value store.
+    pub fn new(services: &super::services::HostServices) -> Self {
+        Self {
+            store: services.kv.clone(),
+            writes: services.kv_writes.clone(),
+        }
+    }
+}
+
+/// What one call of `kv` sees: the context, the call (its session) and the counter.
+pub struct KvView<'a> {
+    ctx: &'a KvCtx,
+    counter: &'a ImportCounter,
+    call: &'a CallContext,
+}
+
+struct HasKv;
+
+impl HasData for HasKv {
+    type Data<'a> = KvView<'a>;
+}
+
+fn view<T: HostImportsView>(state: &mut T) -> KvView<'_> {
+    let imports = state.host_imports();
+    KvView {
+        ctx: &imports.contexts.kv,
+        counter: imports.contexts.counter(),
+        call: imports.call,
+    }
+}
 
 /// Links `kv` for components of every served contract version (0.1.0 through `v0_1`).
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
-    type H = HasSelf<HostState>;
-    crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::kv::add_to_linker::<HostState, H>(
-        linker,
-        |s| s,
-    )?;
-    crate::runtime::bindings::v0_1::backend::wharf::plugin0_1_0::kv::add_to_linker::<HostState, H>(
-        linker,
-        |s| s,
-    )?;
+pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
+    v0_2::backend::wharf::plugin0_2_0::kv::add_to_linker::<T, HasKv>(linker, view::<T>)?;
+    v0_1::backend::wharf::plugin0_1_0::kv::add_to_linker::<T, HasKv>(linker, view::<T>)?;
     Ok(())
 }
 
@@ -34,9 +67,9 @@ pub const MAX_KEYS: u64 = 1_000;
 /// Most bytes (keys plus values) in one scope.
 pub const MAX_SCOPE_BYTES: u64 = 4 << 20;
 
-impl HostState {
+impl KvView<'_> {
     fn kv(&self, scope: Scope) -> Result<(Arc<dyn KvStore>, KvScope), Error> {
-        let store = self.services.kv.clone();
+        let store = self.ctx.store.clone();
         let scope = match scope {
             Scope::Backend => KvScope::Backend,
             Scope::Session => match &self.call.session_id {
@@ -123,7 +156,7 @@ fn check_key(key: &str) -> Result<(), Error> {
 
 /// A scope's write turn; the scope's entry goes when the last holder lets go.
 struct ScopeWrite {
-    writes: Arc<crate::imports::services::HostServices>,
+    writes: Arc<ScopeWrites>,
     key: String,
     turn: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
@@ -133,22 +166,19 @@ impl Drop for ScopeWrite {
         // The turn goes first: the map's is then the scope lock's last reference unless
         // another write waits for it.
         self.turn = None;
-        self.writes.kv_writes.forget_unused(&self.key);
+        self.writes.forget_unused(&self.key);
     }
 }
 
 /// The store as `kv_op` hands it to an operation (a named type: see
 /// `container::Engine`), with the host's scope write turns.
-struct Kv(
-    Arc<dyn KvStore>,
-    Arc<crate::imports::services::HostServices>,
-);
+struct Kv(Arc<dyn KvStore>, Arc<ScopeWrites>);
 
 impl Kv {
     /// Waits for `scope`'s write turn.
     async fn hold(&self, backend: &str, scope: &KvScope) -> ScopeWrite {
         let key = format!("{backend}\u{0}{scope:?}");
-        let lock = self.1.kv_writes.lock_for(&key);
+        let lock = self.1.lock_for(&key);
         ScopeWrite {
             writes: self.1.clone(),
             key,
@@ -164,7 +194,7 @@ impl std::ops::Deref for Kv {
     }
 }
 
-impl HostState {
+impl KvView<'_> {
     /// The one wrapper of a `kv` call: the store and the scope, then the operation, counted.
     async fn kv_op<T>(
         &mut self,
@@ -173,14 +203,17 @@ impl HostState {
         op: impl AsyncFnOnce(Kv, &str, KvScope) -> Result<T, Error>,
     ) -> wasmtime::Result<Result<T, Error>> {
         let answer = match self.kv(scope) {
-            Ok((store, scope)) => op(Kv(store, self.services.clone()), &self.backend, scope).await,
+            Ok((store, scope)) => {
+                let writes = self.ctx.writes.clone();
+                op(Kv(store, writes), self.counter.backend(), scope).await
+            }
             Err(e) => Err(e),
         };
-        self.counted(import, answer)
+        self.counter.counted(import, answer)
     }
 }
 
-impl Host for HostState {
+impl Host for KvView<'_> {
     async fn get(
         &mut self,
         scope: Scope,

@@ -46,7 +46,7 @@ impl HasData for HasSecrets {
 }
 
 fn view<T: HostImportsView>(state: &mut T) -> SecretsView<'_> {
-    let contexts: &super::ImportContexts = state.host_imports();
+    let contexts = state.host_imports().contexts;
     SecretsView {
         ctx: &contexts.secrets,
         counter: &contexts.counter,

@@ -23,7 +23,7 @@ pub struct HostServices {
     /// Each backend's cap on outbound requests in flight (`http`).
     pub egress_budgets: crate::imports::http::EgressBudgets,
     /// The scopes whose quota check and write are under way on this node (`kv`).
-    pub kv_writes: crate::engines::kv::ScopeWrites,
+    pub kv_writes: Arc<crate::engines::kv::ScopeWrites>,
 }
 
 impl Default for HostServices {

@@ -47,7 +47,7 @@ fn container_info(i: new::container::ContainerInfo) -> old::container::Container
     }
 }
 
-impl old::container::Host for HostState {
+impl old::container::Host for super::container::ContainerView<'_> {
     async fn create(
         &mut self,
         spec: old::container::ContainerSpec,
@@ -135,7 +135,7 @@ impl old::container::Host for HostState {
     }
 }
 
-impl old::exec::Host for HostState {
+impl old::exec::Host for super::container::ContainerView<'_> {
     async fn run(&mut self, request: old::exec::ExecRequest) -> Answer<old::exec::ExecOutput> {
         let request = new::exec::ExecRequest {
             container: request.container,
@@ -171,7 +171,7 @@ fn scope(s: old::kv::Scope) -> new::kv::Scope {
     }
 }
 
-impl old::kv::Host for HostState {
+impl old::kv::Host for super::kv::KvView<'_> {
     async fn get(&mut self, s: old::kv::Scope, key: String) -> Answer<Option<Vec<u8>>> {
         answer(new::kv::Host::get(self, scope(s), key).await, |v| v)
     }
@@ -192,7 +192,7 @@ impl old::kv::Host for HostState {
     }
 }
 
-impl old::log::Host for HostState {
+impl old::log::Host for super::log::LogView<'_> {
     async fn log(&mut self, level: old::log::Level, message: String) -> wasmtime::Result<()> {
         use new::log::Level as L;
         use old::log::Level as O;

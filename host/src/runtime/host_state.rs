@@ -5,7 +5,7 @@
 
 use crate::imports::http::HttpCtx;
 use crate::imports::services::HostServices;
-use crate::imports::{CallContext, HostImportsView, ImportContexts};
+use crate::imports::{CallContext, HostImportsView, ImportContexts, ImportsView};
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
@@ -107,7 +107,7 @@ impl HostState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let imports = ImportContexts::new(backend.clone(), &grants, services.metrics.clone());
+        let imports = ImportContexts::new(backend.clone(), &grants, &services);
         Self {
             backend,
             grants,
@@ -131,25 +131,12 @@ impl WasiView for HostState {
     }
 }
 
-impl HostState {
-    /// Counts an answer of an import that still implements `Host` on `HostState`.
-    pub(crate) fn counted<T>(
-        &self,
-        import: &str,
-        answer: Result<
-            T,
-            crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error,
-        >,
-    ) -> wasmtime::Result<
-        Result<T, crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error>,
-    > {
-        self.imports.counter().counted(import, answer)
-    }
-}
-
 impl HostImportsView for HostState {
-    fn host_imports(&mut self) -> &mut ImportContexts {
-        &mut self.imports
+    fn host_imports(&mut self) -> ImportsView<'_> {
+        ImportsView {
+            contexts: &self.imports,
+            call: &mut self.call,
+        }
     }
 }
 

@@ -24,11 +24,6 @@ fn add_state_imports(linker: &mut Linker<HostState>) -> Result<()> {
     // `types`, the records the other interfaces share (nothing to call).
     v0_2::backend::wharf::plugin0_2_0::types::add_to_linker::<HostState, H>(linker, |s| s)?;
     v0_1::backend::wharf::plugin0_1_0::types::add_to_linker::<HostState, H>(linker, |s| s)?;
-    crate::imports::log::add_to_linker(linker)?;
-    crate::imports::kv::add_to_linker(linker)?;
-    crate::imports::container::add_to_linker(linker)?;
-    crate::imports::exec::add_to_linker(linker)?;
-    crate::imports::egress::add_to_linker(linker)?;
     crate::imports::http::add_to_linker(linker)?;
     Ok(())
 }
