@@ -2,6 +2,8 @@
 //! Docker, or the disabled engine's 5012), checked against the backend's grants, labelled
 //! by the host from the call context, visible only to their backend.
 
+mod v0_1_adapter;
+
 use super::host_mounts::{self, ResolvedMount};
 use super::services::HostServices;
 use super::{CallContext, HostImportsView, ImportCounter, guest_error};

@@ -2,6 +2,8 @@
 //! left of the call's deadline. If the call is dropped, the engine kills the
 //! command's process group.
 
+mod v0_1_adapter;
+
 use super::HostImportsView;
 use super::container::{ContainerView, HasContainer, view};
 use crate::engines as engine;

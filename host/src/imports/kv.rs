@@ -2,6 +2,8 @@
 //! state store, or the disabled store's 5012), per backend or per session, with quotas, so
 //! a backend keeps state across instances, restarts and nodes.
 
+mod v0_1_adapter;
+
 use super::{CallContext, HostImportsView, ImportCounter, guest_error, wharf_error};
 use crate::engines::kv::ScopeWrites;
 use crate::engines::{KvScope, KvStore};

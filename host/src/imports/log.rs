@@ -2,6 +2,8 @@
 //! message is escaped (line breaks, control and bidi characters) so it stays on its own
 //! line and cannot pass for another line of the host's log, an audit line included.
 
+mod v0_1_adapter;
+
 use super::{CallContext, HostImportsView};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::log::{Host, Level};
 use crate::runtime::bindings::{v0_1, v0_2};

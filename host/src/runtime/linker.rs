@@ -29,3 +29,4 @@ fn add_state_imports(linker: &mut Linker<HostState>) -> Result<()> {
 }
 
 impl v0_2::backend::wharf::plugin0_2_0::types::Host for HostState {}
+impl v0_1::backend::wharf::plugin0_1_0::types::Host for HostState {}
