@@ -130,17 +130,14 @@ fn not_plain(file: &str) -> String {
     )
 }
 
+// Files of the plugins directory are read with `Links::Refuse`: a symbolic link there could
+// point anywhere on the host.
+
 /// The largest `NAME.toml` sidecar read, bytes.
 const MAX_SIDECAR_BYTES: u64 = 1 << 20;
 
 /// The largest `NAME.wasm` read, bytes (the same bound as a component pulled from OCI).
 const MAX_WASM_BYTES: u64 = crate::bounded::MAX_COMPONENT_BYTES;
-
-/// Reads a file of the plugins directory without following a symbolic link (which could
-/// point anywhere on the host): anything but a regular file, or over `limit`, is refused.
-async fn read_plain_file(path: PathBuf, limit: u64) -> std::io::Result<Vec<u8>> {
-    capped_file::read(path, limit, Links::Refuse).await
-}
 
 /// Why a sidecar was refused, as readers of `/v1/backends` see it: the line of a TOML
 /// error and its kind, never the file's text (a TOML error's own message quotes it).
@@ -213,8 +210,12 @@ impl DirState {
     /// A `NAME.toml` alone naming an `oci://` path: pulls and deploys it when the sidecar
     /// changed. False when there is no such sidecar (the caller unloads).
     async fn sync_reference(&mut self, wharf: &Wharf, name: &str) -> bool {
-        let Ok(bytes) =
-            read_plain_file(self.dir.join(format!("{name}.toml")), MAX_SIDECAR_BYTES).await
+        let Ok(bytes) = capped_file::read(
+            self.dir.join(format!("{name}.toml")),
+            MAX_SIDECAR_BYTES,
+            Links::Refuse,
+        )
+        .await
         else {
             return false;
         };
@@ -262,7 +263,7 @@ impl DirState {
     /// Brings `name` in line with the directory: load, replace, or unload.
     async fn sync(&mut self, wharf: &Wharf, name: &str) {
         let wasm_path = self.dir.join(format!("{name}.wasm"));
-        let wasm = match read_plain_file(wasm_path.clone(), MAX_WASM_BYTES).await {
+        let wasm = match capped_file::read(wasm_path.clone(), MAX_WASM_BYTES, Links::Refuse).await {
             Ok(wasm) => wasm,
             Err(e) if capped_file::is_not_plain(&e) => {
                 wharf.record_rejection(name, String::new(), not_plain(&format!("{name}.wasm")));
@@ -290,26 +291,31 @@ impl DirState {
             }
         };
         let sha256 = hex::encode(Sha256::digest(&wasm));
-        let sidecar =
-            match read_plain_file(self.dir.join(format!("{name}.toml")), MAX_SIDECAR_BYTES).await {
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(text) => Some(text),
-                    Err(_) => {
-                        let reason = format!("{name}.toml is not UTF-8 text");
-                        wharf.record_rejection(name, sha256, reason);
-                        return;
-                    }
-                },
-                Err(e) if is_not_found(&e) => None,
-                Err(e) if capped_file::is_not_plain(&e) => {
-                    wharf.record_rejection(name, sha256, not_plain(&format!("{name}.toml")));
+        let sidecar = match capped_file::read(
+            self.dir.join(format!("{name}.toml")),
+            MAX_SIDECAR_BYTES,
+            Links::Refuse,
+        )
+        .await
+        {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => Some(text),
+                Err(_) => {
+                    let reason = format!("{name}.toml is not UTF-8 text");
+                    wharf.record_rejection(name, sha256, reason);
                     return;
                 }
-                Err(e) => {
-                    wharf.record_rejection(name, sha256, format!("reading {name}.toml: {e}"));
-                    return;
-                }
-            };
+            },
+            Err(e) if is_not_found(&e) => None,
+            Err(e) if capped_file::is_not_plain(&e) => {
+                wharf.record_rejection(name, sha256, not_plain(&format!("{name}.toml")));
+                return;
+            }
+            Err(e) => {
+                wharf.record_rejection(name, sha256, format!("reading {name}.toml: {e}"));
+                return;
+            }
+        };
         let applied = Applied {
             sha256: sha256.clone(),
             sidecar: sidecar.clone(),

@@ -7,7 +7,7 @@
 //! The shape is `wasi-http`'s: an import owns its context (its field of
 //! [`ImportContexts`]), implements the generated `Host` on its own view of the store (a
 //! borrow of that context, the call and the counter, nothing else), and links itself for any
-//! store whose data is [`HostImportsView`]. every `wharf:plugin` import has that shape (`exec`
+//! store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`
 //! shares `container`'s context and view: commands run in the caller's own containers);
 //! `wasi:http` keeps wasmtime's own (`http::HttpCtx`, linked by `runtime::linker`).
 
@@ -59,6 +59,11 @@ impl ImportCounter {
         &self.backend
     }
 
+    /// Counts one call of `import` (`interface.function`) that ended `ok` or not.
+    pub fn record(&self, import: &str, ok: bool) {
+        self.metrics.record_import(&self.backend, import, ok);
+    }
+
     /// Counts `answer` of `import` (`interface.function`) and hands it on.
     pub fn counted<T>(
         &self,
@@ -97,7 +102,7 @@ impl ImportContexts {
             container: container::ContainerCtx::new(grants.clone(), services.clone()),
             egress: egress::EgressCtx::new(grants.clone()),
             kv: kv::KvCtx::new(services),
-            secrets: secrets::SecretsCtx::new(grants),
+            secrets: secrets::SecretsCtx::new(grants.clone()),
         }
     }
 
@@ -121,9 +126,9 @@ pub trait HostImportsView: Send + 'static {
     fn host_imports(&mut self) -> ImportsView<'_>;
 }
 
-/// Links the imports of `wasi-http`'s shape for any store whose data is
-/// [`HostImportsView`]: the registration list (a new import adds its line here). The
-/// imports that still implement `Host` on `HostState` are linked by `runtime::linker`.
+/// Links every `wharf:plugin` import, each for every contract version it serves, for any
+/// store whose data is [`HostImportsView`]: the registration list (a new import adds its
+/// line here). `runtime::linker` adds WASI, `wasi:http` and the `types` interfaces.
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
     log::add_to_linker(linker)?;
     kv::add_to_linker(linker)?;

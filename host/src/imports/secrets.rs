@@ -1,5 +1,5 @@
 //! `secrets` (contract 0.3.0): the values the operator granted a backend by name
-//! (`[backends.NAME.grants.secrets]`, [`SecretGrants`]), each read from its source when the
+//! (`[backends.NAME.grants.secrets]`, `policy::SecretGrants`), each read from its source when the
 //! guest asks, so a rotated secret is seen on the next call and no value sits in the host
 //! longer than one answer. In `wasi-http`'s shape: [`SecretsCtx`] is the import's state in
 //! an instance, [`SecretsView`] what the generated `Host` is implemented on, and
@@ -8,28 +8,23 @@
 use super::{HostImportsView, ImportCounter, guest_error};
 use crate::capped_file::{self, Links};
 use crate::error_code::Code;
-use crate::policy::{
-    GrantedBy, Grants, MAX_SECRET_BYTES, SecretGrants, SecretSource, check_secret_name,
-};
+use crate::policy::{GrantedBy, Grants, MAX_SECRET_BYTES, SecretSource, check_secret_name};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::secrets::Host;
 use std::sync::Arc;
 use wasmtime::component::{HasData, Linker};
 
-/// The `secrets` import's state in one instance: what the backend is granted.
+/// The `secrets` import's state in one instance: the backend's grants (`secrets`, and who
+/// gave them, for the refusal's advice).
 #[derive(Debug, Clone)]
 pub struct SecretsCtx {
-    grants: Arc<SecretGrants>,
-    granted_by: GrantedBy,
+    grants: Arc<Grants>,
 }
 
 impl SecretsCtx {
     /// The context of a backend with `grants`.
-    pub fn new(grants: &Grants) -> Self {
-        Self {
-            grants: Arc::new(grants.secrets.clone()),
-            granted_by: grants.granted_by,
-        }
+    pub fn new(grants: Arc<Grants>) -> Self {
+        Self { grants }
     }
 }
 
@@ -49,7 +44,7 @@ fn view<T: HostImportsView>(state: &mut T) -> SecretsView<'_> {
     let contexts = state.host_imports().contexts;
     SecretsView {
         ctx: &contexts.secrets,
-        counter: &contexts.counter,
+        counter: contexts.counter(),
     }
 }
 
@@ -65,8 +60,8 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
 impl SecretsView<'_> {
     async fn get(&self, name: &str) -> Result<String, Error> {
         check_secret_name(name).map_err(|why| guest_error(Code::InvalidInput, why))?;
-        let Some(source) = self.ctx.grants.source(name) else {
-            let fix = match self.ctx.granted_by {
+        let Some(source) = self.ctx.grants.secrets.source(name) else {
+            let fix = match self.ctx.grants.granted_by {
                 GrantedBy::Operator => format!(
                     "the operator grants it under [backends.NAME.grants.secrets] as \
                      `{name} = \"env:VARIABLE\"` or `{name} = \"file:/path\"`"
@@ -117,10 +112,13 @@ impl Host for SecretsView<'_> {
     }
 
     async fn names(&mut self) -> wasmtime::Result<Vec<String>> {
-        let names: Vec<String> = self.ctx.grants.names().map(str::to_string).collect();
+        self.counter.record("secrets.names", true);
         Ok(self
-            .counter
-            .counted("secrets.names", Ok(names))?
-            .unwrap_or_default())
+            .ctx
+            .grants
+            .secrets
+            .names()
+            .map(str::to_string)
+            .collect())
     }
 }

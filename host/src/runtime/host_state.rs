@@ -73,10 +73,6 @@ impl ResourceLimiter for MemoryLimiter {
 pub struct HostState {
     /// The backend's name as loaded.
     pub backend: Arc<str>,
-    /// What the backend is granted.
-    pub grants: Arc<crate::policy::Grants>,
-    /// The engines and the recorder.
-    pub services: Arc<HostServices>,
     /// The call in progress.
     pub call: CallContext,
     /// Memory cap and peak.
@@ -110,8 +106,6 @@ impl HostState {
         let imports = ImportContexts::new(backend.clone(), &grants, &services);
         Self {
             backend,
-            grants,
-            services,
             imports,
             call: CallContext::default(),
             limiter: MemoryLimiter::new(memory_limit_bytes),
