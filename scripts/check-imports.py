@@ -3,8 +3,11 @@
 
 - no import circle between files (a file may use its parent module's items: a child file
   holding `impl` blocks of its parent is one module split for size, not a circle);
-- no file in `api/` (the protocol adapters) reaches `runtime`, `sessions`,
-  `sandbox_toolset`, `store` or `docker`: adapters see the front door and the leaves.
+- no file in `api/` (the protocol adapters) reaches `runtime`, `registry`, `sessions`,
+  `sandbox_toolset`, `imports`, `engines`, `store`, `docker` or `oci`: adapters see the
+  front door and the leaves;
+- the front door re-exports none of those modules' items (`pub use`): what it hands an
+  adapter is its own type or a leaf's, so the rule above cannot be walked around.
 
 Usage: scripts/check-imports.py [host/src]. Exit 1 with the offenders listed.
 """
@@ -13,7 +16,9 @@ import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "host", "src")
-ADAPTER_MAY_NOT_USE = ("runtime", "sessions", "sandbox_toolset", "store", "docker")
+ADAPTER_MAY_NOT_USE = (
+    "runtime", "registry", "sessions", "sandbox_toolset", "imports", "engines", "store", "docker", "oci",
+)
 
 
 def modules(root):
@@ -72,6 +77,11 @@ def main():
             deps.add(target)
             if name.split("::")[0] == "api" and target.split("::")[0] in ADAPTER_MAY_NOT_USE:
                 problems.append(f"{path}: the adapter `{name}` uses `{target}`")
+        if name.split("::")[0] == "front_door":
+            for m in re.finditer(r"\bpub\s+use\s+((?:crate|super)(?:::\w+)+)", src):
+                target = resolve(files, name, m.group(1), inline)
+                if target and target.split("::")[0] in ADAPTER_MAY_NOT_USE:
+                    problems.append(f"{path}: the front door re-exports `{m.group(1)}` to its adapters")
         edges[name] = deps
     index, low, stack, on_stack, counter = {}, {}, [], set(), [0]
     sys.setrecursionlimit(10000)
@@ -105,7 +115,7 @@ def main():
         print(p)
     if problems:
         sys.exit(1)
-    print(f"check-imports: {len(files)} files, no import circle, adapters above the front door")
+    print(f"check-imports: {len(files)} files, no import circle, adapters above the front door, no side door")
 
 
 main()

@@ -54,6 +54,7 @@ async fn a_restart_hits_the_cache_and_a_corrupt_entry_is_rebuilt() {
             &caller,
             "echo:ping",
             serde_json::json!({}),
+            wharf::api::call_request::missing_session,
         ))
         .await
         .unwrap();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wharf::config::{BackendConfig, TokenConfig, TokenScope};
-use wharf::front_door::Deployed;
+use wharf::front_door::Deployment;
 use wharf::runtime::compile_cache::CacheOutcome;
 use wharf_integration_tests::{TestHost, bundled, start, start_with};
 
@@ -206,7 +206,7 @@ async fn replacing_under_load_loses_no_call() {
             .await
             .unwrap();
         assert!(
-            matches!(deployed, Deployed::Active(_)),
+            matches!(deployed, Deployment::Active(_)),
             "a same-permission upgrade is active at once"
         );
         let swapped = started.elapsed();

@@ -8,6 +8,7 @@
 //! `session_routes` acquires and releases sessions.
 
 mod backend_routes;
+mod backend_summary;
 mod call_audit;
 mod invocation;
 mod oci_load;
@@ -19,26 +20,20 @@ mod temporary;
 mod tool_calls;
 mod uploads;
 
-pub use crate::registry::{Deployed, PendingUpgrade, Rejection, requires_beyond};
+pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool};
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
 pub use sandbox_transfer::SandboxTransfer;
 pub use session_routes::SessionRequest;
-pub use tool_calls::{CallOutcome, CallPlace, CallRequest};
+pub use tool_calls::{CallOutcome, CallPlace};
 
-// What the front door hands the API layer, under the front door's own names, so no adapter
-// imports the runtime, the sessions or the store (ARCHITECTURE.md, layers).
 pub use crate::principal::Principal;
-pub use crate::runtime::backend::{SLICE_BYTES, SandboxFiles};
-pub use crate::runtime::guest_types::SessionView;
-pub use crate::runtime::loaded_backend::LoadedBackend;
-pub use crate::sessions::SessionRecord;
-pub use crate::store::SessionState;
 
 use crate::config::{BackendConfig, ServerConfig, WharfConfig};
 use crate::error_code::WharfError;
 use crate::imports::container_turns::CreateTurns;
 use crate::imports::services::HostServices;
-use crate::registry::{BackendRegistry, RegistryParts};
+use crate::registry::{BackendRegistry, Deployed, RegistryParts};
+use crate::runtime::loaded_backend::LoadedBackend;
 use crate::sessions::SessionManager;
 use crate::store::StateStore;
 use anyhow::{Context, Result};
@@ -95,7 +90,7 @@ fn connect_services(
     };
     Ok(HostServices {
         containers,
-        create_turns: CreateTurns::new(node_id, Some(store.clone())),
+        create_turns: Arc::new(CreateTurns::new(node_id, Some(Arc::new(store.clone())))),
         kv: Arc::new(store),
         metrics,
         guest_buffer_cap: crate::bounded::GuestBufferCap(server.max_guest_buffer_bytes),
@@ -219,11 +214,21 @@ impl Wharf {
     }
 
     /// Every loaded backend, by name.
-    pub fn backends(&self) -> Vec<Arc<LoadedBackend>> {
-        self.registry.backends()
+    pub fn backends(&self) -> Vec<BackendSummary> {
+        self.registry
+            .backends()
+            .iter()
+            .map(|b| BackendSummary::of(b))
+            .collect()
     }
 
-    /// One backend, or 5011.
+    /// How many backends are loaded.
+    pub fn backend_count(&self) -> usize {
+        self.registry.backends().len()
+    }
+
+    /// One loaded backend itself, or 5011: for embedding the host and for tests (adapters
+    /// see [`Wharf::backends`]).
     pub fn backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
         self.registry.backend(name)
     }

@@ -16,7 +16,7 @@
 use crate::Wharf;
 use crate::capped_file::{self, Links};
 use crate::config::BackendConfig;
-use crate::front_door::Deployed;
+use crate::front_door::Deployment;
 use anyhow::{Context, Result};
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecursiveMode, Watcher};
@@ -351,11 +351,11 @@ impl DirState {
             return;
         }
         match wharf.deploy(name, Arc::new(wasm), config).await {
-            Ok(Deployed::Active(backend)) => {
-                tracing::info!(backend = name, version = %backend.description.version, "loaded from the plugins directory");
+            Ok(Deployment::Active(backend)) => {
+                tracing::info!(backend = name, version = %backend.version, "loaded from the plugins directory");
                 self.applied.insert(name.to_string(), applied);
             }
-            Ok(Deployed::Pending(pending)) => {
+            Ok(Deployment::Pending(pending)) => {
                 tracing::warn!(backend = name, version = %pending.version, "upgrade from the plugins directory waits for approval");
                 self.applied.insert(name.to_string(), applied);
             }

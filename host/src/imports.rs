@@ -31,8 +31,12 @@ use std::time::Instant;
 use wasmtime::component::Linker;
 
 /// The context of the call in progress; cleared at check-in so nothing leaks to the next.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct CallContext {
+    /// The tenant whose request the call serves ([`HOST_TENANT`](crate::quotas::HOST_TENANT)
+    /// for the host's own work: warmups, sweeps, releases): its quotas apply to what the
+    /// call creates.
+    pub tenant: Arc<str>,
     /// The session the call runs in.
     pub session_id: Option<String>,
     /// When the call must be over.
@@ -43,6 +47,19 @@ pub struct CallContext {
     pub trace_id: Option<String>,
     /// What the guest said (`log.panic`) before it trapped.
     pub panic: Option<String>,
+}
+
+impl Default for CallContext {
+    fn default() -> Self {
+        Self {
+            tenant: Arc::from(crate::quotas::HOST_TENANT),
+            session_id: None,
+            deadline: None,
+            deadline_hit: false,
+            trace_id: None,
+            panic: None,
+        }
+    }
 }
 
 /// Where every import's answers are counted (`wharf_imports_total{backend, import,
@@ -99,7 +116,7 @@ impl ImportContexts {
                 backend,
                 metrics: services.metrics.clone(),
             },
-            container: container::ContainerCtx::new(grants.clone(), services.clone()),
+            container: container::ContainerCtx::new(grants.clone(), services),
             egress: egress::EgressCtx::new(grants.clone()),
             kv: kv::KvCtx::new(services),
             secrets: secrets::SecretsCtx::new(grants.clone()),

@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod audit;
+pub mod backend_status;
 pub mod bounded;
 pub mod bundled;
 pub mod capped_file;
@@ -29,11 +30,13 @@ pub mod private_files;
 pub mod quotas;
 pub mod redact;
 pub mod registry;
+pub mod requires;
 pub mod runtime;
 pub mod sandbox_toolset;
 pub mod scaffold;
 pub mod schema_validation;
 pub mod server;
+pub mod session_record;
 pub mod sessions;
 pub mod store;
 pub mod telemetry;

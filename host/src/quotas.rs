@@ -20,28 +20,12 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Whose request a pool checkout serves, when no tenant's request is on the task (hooks the
-/// sweeper runs, warmups).
+/// Whose request a pool checkout serves when no tenant's request is (hooks the sweeper
+/// runs, releases, warmups).
 pub const HOST_TENANT: &str = "(host)";
 /// Whose request an admin token's call is (admins see every tenant; their calls are not
 /// held to a tenant's quotas, and queue in the pools under this name).
 pub const ADMIN_TENANT: &str = "(admin)";
-
-tokio::task_local! {
-    static CALL_TENANT: Arc<str>;
-}
-
-/// Runs `work` as `tenant`'s: the pool checkouts inside it queue under that tenant.
-pub async fn as_tenant<F: Future>(tenant: &str, work: F) -> F::Output {
-    CALL_TENANT.scope(Arc::from(tenant), work).await
-}
-
-/// The tenant whose request the current task serves ([`HOST_TENANT`] outside any).
-pub fn current_tenant() -> Arc<str> {
-    CALL_TENANT
-        .try_with(Arc::clone)
-        .unwrap_or_else(|_| Arc::from(HOST_TENANT))
-}
 
 type Key = (Arc<str>, Option<Arc<str>>);
 /// Calls in progress per key.

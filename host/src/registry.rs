@@ -13,7 +13,7 @@ mod lifecycle;
 mod oci_load;
 
 pub use hot_swap::Swapped;
-pub use lifecycle::{Deployed, PendingUpgrade, Rejection, requires_beyond};
+pub use lifecycle::{Deployed, PendingUpgrade, Rejection};
 
 use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig};

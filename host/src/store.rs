@@ -10,14 +10,13 @@ mod migrations;
 mod node_rows;
 mod quota_rows;
 mod session_leases;
-mod session_record;
 mod session_rows;
 mod warm_rows;
 
 pub use crate::engines::kv::KvScope;
+pub use crate::session_record::{SessionRecord, SessionState};
 pub use quota_rows::RowQuota;
-pub use session_record::SessionRecord;
-pub use session_rows::{BadSessionRow, SessionState};
+pub use session_rows::BadSessionRow;
 pub use warm_rows::WarmRow;
 
 use crate::error_code::{Code, WharfError};

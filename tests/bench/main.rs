@@ -155,6 +155,7 @@ async fn ping_percentiles(
     samples: usize,
 ) -> Vec<(f64, f64)> {
     let call = || ToolCall {
+        tenant: std::sync::Arc::from(wharf::quotas::HOST_TENANT),
         action: "ping".into(),
         args: json!({}),
         session: None,
@@ -218,6 +219,7 @@ async fn in_process() -> (f64, f64, f64) {
     .unwrap();
     let echo = wharf.load_backend("echo", bundled("echo")).await.unwrap();
     let call = || ToolCall {
+        tenant: std::sync::Arc::from(wharf::quotas::HOST_TENANT),
         action: "ping".into(),
         args: json!({}),
         session: None,

@@ -152,6 +152,7 @@ async fn an_instance_checked_in_after_the_drain_is_not_kept() {
     );
     let refused = backend
         .call_tool(wharf::runtime::ToolCall {
+            tenant: std::sync::Arc::from(wharf::quotas::HOST_TENANT),
             action: "count".into(),
             args: json!({}),
             session: None,

@@ -17,7 +17,7 @@ use crate::api::backends::backend_entry;
 use crate::api::envelope::{Envelope, RequestClock};
 use crate::config::{BackendConfig, TokenScope};
 use crate::error_code::{Code, WharfError};
-use crate::front_door::{CallPlace, Deployed, Wharf};
+use crate::front_door::{CallPlace, Deployment, Wharf};
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
@@ -114,8 +114,8 @@ async fn upload(
         tracing::info!(backend = %name, bytes = wasm.len(), by = %caller.name, "component uploaded");
         // Kept in the data dir and loaded again at the next start.
         match wharf.deploy_upload(&name, Arc::new(wasm), config).await? {
-            Deployed::Active(backend) => Ok(backend_entry(&wharf, &backend)),
-            Deployed::Pending(pending) => Ok(json!({
+            Deployment::Active(backend) => Ok(backend_entry(&wharf, &backend)),
+            Deployment::Pending(pending) => Ok(json!({
                 "name": name,
                 "state": "pending",
                 "pending": pending,
@@ -153,8 +153,8 @@ async fn approve(
     let result = async {
         caller.require(TokenScope::Admin)?;
         let backend = wharf.approve_backend(&name).await?;
-        wharf.keep_approved_upload(&name, &backend.description.sha256);
-        tracing::info!(backend = %name, version = %backend.description.version, by = %caller.name, "upgrade approved");
+        wharf.keep_approved_upload(&name, &backend.sha256);
+        tracing::info!(backend = %name, version = %backend.version, by = %caller.name, "upgrade approved");
         Ok(backend_entry(&wharf, &backend))
     }
     .await;

@@ -4,33 +4,31 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock};
 use crate::config::TokenScope;
-use crate::front_door::{LoadedBackend, Wharf};
+use crate::front_door::{BackendSummary, Wharf};
 use axum::extract::State;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// What `/v1/backends` shows of a backend.
-pub fn backend_json(b: &LoadedBackend) -> Value {
-    let d = &b.description;
-    let pool = b.pool_status();
-    let settings = &b.settings;
+pub fn backend_json(b: &BackendSummary) -> Value {
+    let limits = &b.limits;
     json!({
-        "name": &*b.name,
-        "declared_name": d.declared_name,
-        "version": d.version,
-        "description": d.description,
-        "world": d.world,
-        "wit": d.wit,
+        "name": b.name,
+        "declared_name": b.declared_name,
+        "version": b.version,
+        "description": b.description,
+        "world": b.world,
+        "wit": b.wit,
         "state": "ready",
-        "sha256": d.sha256,
-        "tools": d.tools.iter().map(|t| format!("{}:{}", b.name, t.action)).collect::<Vec<_>>(),
-        "requires": d.requires,
-        "provider_features": d.provider_features,
-        "config": crate::redact::redact(&b.config),
-        "contract": d.contract,
-        "instances": pool,
-        "limits": { "pool_min": settings.min, "pool_max": settings.max,
-                     "memory_bytes": settings.memory_limit_bytes, "call_timeout_ms": settings.hook_timeout.as_millis() as u64 },
+        "sha256": b.sha256,
+        "tools": b.tools.iter().map(|t| format!("{}:{}", b.name, t.action)).collect::<Vec<_>>(),
+        "requires": b.requires,
+        "provider_features": b.provider_features,
+        "config": b.config,
+        "contract": b.contract,
+        "instances": b.instances,
+        "limits": { "pool_min": limits.pool_min, "pool_max": limits.pool_max,
+                     "memory_bytes": limits.memory_bytes, "call_timeout_ms": limits.call_timeout_ms },
     })
 }
 
@@ -38,12 +36,12 @@ pub fn backend_json(b: &LoadedBackend) -> Value {
 /// last refused component, cleared by a successful load) and `pending` (an upgrade
 /// waiting for approval, with what it adds) and `oci` (where an `oci://` backend was
 /// pulled from: reference, resolved digest, signature checked, served from the cache).
-pub fn backend_entry(wharf: &Wharf, backend: &LoadedBackend) -> Value {
+pub fn backend_entry(wharf: &Wharf, backend: &BackendSummary) -> Value {
     let mut entry = backend_json(backend);
     let (error, pending) = wharf.backend_status(&backend.name);
     entry["last_error"] = json!(error);
     entry["pending"] = json!(pending);
-    entry["oci"] = json!(wharf.backend_source(backend));
+    entry["oci"] = json!(wharf.backend_source(&backend.name));
     entry
 }
 

@@ -21,13 +21,15 @@ pub(crate) use batch::BatchBody;
 pub(crate) use execute::ExecuteBody;
 pub(crate) use sessions::{CreateBody, ListBody, WorkerBody, WorkerOnly};
 
+use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock};
 pub(super) use crate::api::json_body::from_json;
 use crate::api::json_body::{self, EmptyBody};
+use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
-use crate::front_door::SessionRecord;
-use crate::front_door::SessionState;
 use crate::front_door::Wharf;
+use crate::session_record::SessionRecord;
+use crate::session_record::SessionState;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -66,6 +68,26 @@ pub fn router() -> Router<Arc<Wharf>> {
 /// A JSON body parsed leniently: an empty body is `{}` (the client sends bodiless POSTs).
 fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, WharfError> {
     json_body::parse_body(body, EmptyBody::EmptyObject)
+}
+
+/// The opening every compat call shares: the caller may call, the body parses, its
+/// `trace_id` is a valid one (or absent); the request's span and clock start under
+/// `protocol`. On a refusal, the envelope to answer with.
+#[allow(clippy::result_large_err)]
+fn open_call<T: DeserializeOwned>(
+    caller: &Caller,
+    body: Result<Bytes, BytesRejection>,
+    protocol: &'static str,
+    trace_id_of: impl FnOnce(&T) -> Option<&str>,
+) -> Result<(T, tracing::Span, RequestClock), Envelope> {
+    let body: T = caller
+        .require(TokenScope::Call)
+        .and_then(|()| parse_body(body))
+        .map_err(|e| RequestClock::start().reply(Err(e)))?;
+    let trace_id = crate::api::envelope::client_trace_id(trace_id_of(&body))
+        .map_err(|e| RequestClock::start().reply(Err(e)))?;
+    let (span, clock) = RequestClock::for_request(protocol, &caller.name, trace_id);
+    Ok((body, span, clock))
 }
 
 /// The worker id: the body's when it has a non-empty one, else the `X-Worker-ID` header's.
@@ -158,13 +180,13 @@ async fn health() -> Envelope {
 /// `GET /ready`: at least one backend is loaded, else 5011 (open, no token).
 async fn ready(State(wharf): State<Arc<Wharf>>) -> Envelope {
     let clock = RequestClock::start();
-    let backends = wharf.backends();
-    if backends.is_empty() {
+    let backends = wharf.backend_count();
+    if backends == 0 {
         return clock.reply(Err(WharfError::backend_unavailable("no backend is loaded")));
     }
     clock.reply(Ok(json!({
         "status": "ready",
-        "backends": backends.len(),
+        "backends": backends,
         "tools_count": wharf.tools().len(),
     })))
 }

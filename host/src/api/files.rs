@@ -15,8 +15,8 @@ use crate::api::envelope::{Envelope, Meta};
 use crate::api::json_body::parse_query;
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
+use crate::front_door::SandboxTransfer;
 use crate::front_door::Wharf;
-use crate::front_door::{SLICE_BYTES, SandboxTransfer};
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -24,6 +24,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
+
+const SLICE_BYTES: u64 = SandboxTransfer::SLICE_BYTES;
 
 /// Upload chunks are flushed to the sandbox at this size.
 const UPLOAD_CHUNK: usize = 1 << 20;

@@ -1,13 +1,14 @@
 //! The REST routes (docs/agents.md) over the front door.
 
 use crate::api::auth::Caller;
+use crate::api::call_request::{self, CallRequest};
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::api::json_body::{self, EmptyBody};
 use crate::api::session_reply::{SessionList, SessionReply};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
-use crate::front_door::SessionRecord;
-use crate::front_door::{CallRequest, Invocation, SessionChoice, SessionRequest, Wharf};
+use crate::front_door::{Invocation, SessionChoice, SessionRequest, Wharf};
+use crate::session_record::SessionRecord;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
@@ -136,11 +137,11 @@ async fn healthz() -> Envelope {
 
 async fn readyz(State(wharf): State<Arc<Wharf>>) -> Envelope {
     let t = RequestClock::start();
-    let backends = wharf.backends();
-    if backends.is_empty() {
+    let backends = wharf.backend_count();
+    if backends == 0 {
         return t.reply(Err(WharfError::backend_unavailable("no backend is loaded")));
     }
-    t.reply(Ok(json!({ "status": "ready", "backends": backends.len() })))
+    t.reply(Ok(json!({ "status": "ready", "backends": backends })))
 }
 
 async fn list_tools(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
@@ -359,7 +360,12 @@ async fn call(
             .map_or(SessionChoice::None, SessionChoice::Id),
         deadline: request.timeout_ms.map(Duration::from_millis),
         trace_id: Some(t.trace_id.clone()),
-        ..Invocation::new(caller.principal(), request.tool, request.args)
+        ..Invocation::new(
+            caller.principal(),
+            request.tool,
+            request.args,
+            call_request::missing_session,
+        )
     };
     match wharf.invoke(invocation).instrument(span).await {
         Ok(outcome) => {

@@ -1,6 +1,6 @@
 //! A session as the REST routes show it: the reply type `/openapi.json` documents.
 
-use crate::front_door::{SessionRecord, SessionState};
+use crate::session_record::{SessionRecord, SessionState};
 use serde::Serialize;
 use serde_json::Value;
 

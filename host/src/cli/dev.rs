@@ -7,7 +7,7 @@
 
 use crate::Wharf;
 use crate::config::{BackendConfig, ServerConfig};
-use crate::front_door::Deployed;
+use crate::front_door::Deployment;
 use crate::server::{BoundServer, termination_signal};
 use anyhow::{Context, Result, bail};
 use notify::Watcher;
@@ -224,14 +224,13 @@ async fn deploy(wharf: &Arc<Wharf>, krate: &DevCrate) -> Result<()> {
     let requires = &description.requires;
     let config = dev_config(&krate.wasm, requires);
     let loaded = match wharf.deploy(&krate.name, Arc::new(wasm), config).await? {
-        Deployed::Active(loaded) => loaded,
-        Deployed::Pending(_) => {
+        Deployment::Active(loaded) => loaded,
+        Deployment::Pending(_) => {
             eprintln!("wharf dev: the upgrade declares more (`requires`); approved in dev mode");
             wharf.approve_backend(&krate.name).await?
         }
     };
     let tools: Vec<String> = loaded
-        .description
         .tools
         .iter()
         .map(|t| format!("{}:{}", krate.name, t.action))
@@ -239,7 +238,7 @@ async fn deploy(wharf: &Arc<Wharf>, krate: &DevCrate) -> Result<()> {
     eprintln!(
         "wharf dev: loaded `{}` {} (tools: {}; granted what its `requires` declares: images {:?}, http_hosts {:?}, networks {:?}, host_mounts {:?}; plus HTTP to loopback. To reach more, declare it in `requires` and save)",
         krate.name,
-        loaded.description.version,
+        loaded.version,
         tools.join(", "),
         requires.images,
         requires.http_hosts,

@@ -1,24 +1,13 @@
-//! The host's labels (`wharf.backend`, `wharf.session`, `wharf.node`), the checks on guest
-//! labels, and the id rule: guests name containers by full 64-hex id only.
+//! The checks on guest labels, the host's labels on a new container (their names are every
+//! engine's: `engines::container_types`), and the id rule: guests name containers by full 64-hex id only.
 
 use std::collections::HashMap;
 
 use super::error::DockerError;
 use super::types::Owner;
-
-/// Label with the owning backend's name. Every container Wharf creates carries it.
-pub const LABEL_BACKEND: &str = "wharf.backend";
-/// Label with the session the container was created in (absent outside a session).
-pub const LABEL_SESSION: &str = "wharf.session";
-/// Label with the id of the Wharf node that created the container.
-pub const LABEL_NODE: &str = "wharf.node";
-/// Label with the backend whose warm pool made the container (ARCHITECTURE.md, "Warm
-/// sandboxes"); set when the session label is a pool id.
-pub const LABEL_POOL: &str = "wharf.pool";
-/// The session id prefix of a warm pool's sandboxes (session ids are UUIDs: never this).
-pub const POOL_SESSION_PREFIX: &str = "wharf-pool-";
-/// The prefix reserved to the host.
-pub const RESERVED_PREFIX: &str = "wharf.";
+pub use crate::engines::container_types::{
+    LABEL_BACKEND, LABEL_NODE, LABEL_POOL, LABEL_SESSION, POOL_SESSION_PREFIX, RESERVED_PREFIX,
+};
 
 /// Whether `id` is a full container id: exactly 64 lowercase hex digits. Names and
 /// prefixes are not ids (a guest could otherwise probe other containers by name).

@@ -2,6 +2,23 @@
 //! They belong to no engine and to no contract version (not the WIT bindings); the import
 //! layer converts, and every engine (`docker`, later others) speaks them.
 
+// The labels every engine puts on what it creates (the sweeper, the reaper and the warm
+// pool find containers by them, whichever engine made them).
+
+/// Label with the owning backend's name. Every container Wharf creates carries it.
+pub const LABEL_BACKEND: &str = "wharf.backend";
+/// Label with the session the container was created in (absent outside a session).
+pub const LABEL_SESSION: &str = "wharf.session";
+/// Label with the id of the Wharf node that created the container.
+pub const LABEL_NODE: &str = "wharf.node";
+/// Label with the backend whose warm pool made the container (ARCHITECTURE.md, "Warm
+/// sandboxes"); set when the session label is a pool id.
+pub const LABEL_POOL: &str = "wharf.pool";
+/// The session id prefix of a warm pool's sandboxes (session ids are UUIDs: never this).
+pub const POOL_SESSION_PREFIX: &str = "wharf-pool-";
+/// The prefix reserved to the host.
+pub const RESERVED_PREFIX: &str = "wharf.";
+
 /// Who is calling: the operator's name of the backend, and its current session if any.
 /// The host derives both from the call context; a guest never names them.
 #[derive(Debug, Clone, PartialEq, Eq)]

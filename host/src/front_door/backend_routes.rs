@@ -3,9 +3,12 @@
 //! hot load the backend's stored sessions are re-checked with the new version's
 //! `discover`.
 
-use super::{Deployed, PendingUpgrade, Rejection, Wharf};
+use super::Wharf;
+use super::backend_summary::{BackendSummary, Deployment, FoundTool};
+use crate::backend_status::{PendingUpgrade, Rejection};
 use crate::config::{BackendConfig, OciSource};
 use crate::error_code::{Code, WharfError};
+use crate::registry::Deployed;
 use crate::registry::Swapped;
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::tool::ToolDescription;
@@ -45,18 +48,25 @@ impl Wharf {
         name: &str,
         wasm: Arc<Vec<u8>>,
         config: BackendConfig,
-    ) -> Result<Deployed, WharfError> {
-        self.install(name, wasm, config, true)
-            .await
-            .map_err(|e| WharfError::new(Code::InvalidInput, format!("{e:#}")))
+    ) -> Result<Deployment, WharfError> {
+        Ok(
+            match self
+                .install(name, wasm, config, true)
+                .await
+                .map_err(|e| WharfError::new(Code::InvalidInput, format!("{e:#}")))?
+            {
+                Deployed::Active(loaded) => Deployment::Active(BackendSummary::of(&loaded)),
+                Deployed::Pending(pending) => Deployment::Pending(pending),
+            },
+        )
     }
 
     /// Activates the upgrade of `name` that waits for approval.
-    pub async fn approve_backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
+    pub async fn approve_backend(&self, name: &str) -> Result<BackendSummary, WharfError> {
         let turn = self.registry.deploy_turn().await;
         let (loaded, swapped) = self.registry.approve(&turn, name).await?;
         self.recover_after_swap(&loaded, swapped).await;
-        Ok(loaded)
+        Ok(BackendSummary::of(&loaded))
     }
 
     /// Checks the backend's stored sessions with the (new) version's `discover`: the ones
@@ -112,13 +122,13 @@ impl Wharf {
     /// The backend a request names: loaded, or 5011 when the name was loaded or
     /// configured once (unloaded, or failed to load), or 4002 when this host never heard
     /// of it (a typo is the caller's fault, not worth a retry).
-    pub fn requested_backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
+    pub(crate) fn requested_backend(&self, name: &str) -> Result<Arc<LoadedBackend>, WharfError> {
         self.registry.requested_backend(name)
     }
 
     /// Where a loaded `oci://` backend came from.
-    pub fn backend_source(&self, backend: &LoadedBackend) -> Option<OciSource> {
-        self.registry.backend_source(backend)
+    pub fn backend_source(&self, name: &str) -> Option<OciSource> {
+        self.registry.backend_config(name)?.oci_source
     }
 
     /// Every tool of every backend.
@@ -127,11 +137,26 @@ impl Wharf {
     }
 
     /// Resolves a tool name (aliases, short names) to its backend and action.
-    pub fn resolve_tool(
+    pub(super) fn resolve_tool(
         &self,
         requested: &str,
     ) -> Result<(Arc<LoadedBackend>, String), WharfError> {
         self.registry.resolve_tool(requested)
+    }
+
+    /// A tool by any of its names (aliases, short names); 4002 when there is none.
+    pub fn find_tool(&self, requested: &str) -> Result<FoundTool, WharfError> {
+        let (backend, action) = self.registry.resolve_tool(requested)?;
+        let tool = backend
+            .tool(&action)
+            .cloned()
+            .ok_or_else(|| WharfError::invalid_request(format!("unknown tool `{requested}`")))?;
+        Ok(FoundTool {
+            backend: backend.name.to_string(),
+            action,
+            version: backend.description.version.clone(),
+            tool,
+        })
     }
 
     /// Says why a session is gone when an upgrade ended it.

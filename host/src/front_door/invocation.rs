@@ -6,7 +6,7 @@
 //! call).
 
 use super::Wharf;
-use super::tool_calls::{Admitted, CallOutcome, CallPlace, CallRequest, ResolvedTool};
+use super::tool_calls::{Admitted, CallOutcome, CallPlace, PlacedCall, Placement, ResolvedTool};
 use crate::error_code::WharfError;
 use crate::principal::Principal;
 use crate::tool::SessionNeed;
@@ -57,14 +57,21 @@ pub struct Invocation<'a> {
     pub deadline: Option<Duration>,
     /// The trace id for the audit line and the guest's logs.
     pub trace_id: Option<String>,
-    /// The refusal when the tool needs a session and `session` gives none (each protocol
-    /// says in its own words how to pass one); `None` is the REST wording, 4007.
-    pub missing_session: Option<fn(&str) -> WharfError>,
+    /// The refusal (4007) when the tool needs a session and `session` gives none: each
+    /// protocol says in its own words how to pass one. Called with the tool's canonical
+    /// name.
+    pub missing_session: fn(&str) -> WharfError,
 }
 
 impl<'a> Invocation<'a> {
-    /// A call of `tool` with `args` for `caller`, in no session, with the backend's limit.
-    pub fn new(caller: &'a Principal, tool: impl Into<String>, args: Value) -> Self {
+    /// A call of `tool` with `args` for `caller`, in no session, with the backend's limit;
+    /// `missing_session` is the protocol's refusal of a tool that needs a session.
+    pub fn new(
+        caller: &'a Principal,
+        tool: impl Into<String>,
+        args: Value,
+        missing_session: fn(&str) -> WharfError,
+    ) -> Self {
         Self {
             caller,
             tool: tool.into(),
@@ -72,7 +79,7 @@ impl<'a> Invocation<'a> {
             session: SessionChoice::None,
             deadline: None,
             trace_id: None,
-            missing_session: None,
+            missing_session,
         }
     }
 }
@@ -96,27 +103,26 @@ impl Wharf {
         } = invocation;
         let (tool, resolved) = self.listed_name(tool);
         let tenant = caller.session_tenant();
-        let mut request = CallRequest {
-            tool,
-            args,
-            session_id: match &session {
-                SessionChoice::Id(id) => Some(id.clone()),
-                _ => None,
-            },
-            timeout_ms: deadline.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX)),
+        let given_session = match &session {
+            SessionChoice::Id(id) => Some(id.clone()),
+            _ => None,
         };
-        let audit_args = super::call_audit::audit_args(&request.args);
+        let audit_args = super::call_audit::audit_args(&args);
         let audit_trace_id = trace_id.clone();
         let work = Box::pin(async {
             let permit = |backend: &str, action: &str| caller.require_tool(backend, Some(action));
             let admitted = self
-                .admit(tenant, &request, resolved, permit)
+                .admit(tenant, &tool, given_session, resolved, permit)
                 .map_err(|e| *e)?;
-            let (session_id, temporary) = self
-                .pick_session(caller, &admitted, &request, session, missing_session)
+            let (placement, temporary) = self
+                .pick_session(caller, &admitted, &args, session, missing_session)
                 .await?;
-            request.session_id = session_id;
-            let outcome = self.run_admitted(tenant, admitted, request, trace_id).await;
+            let call = PlacedCall {
+                args,
+                deadline,
+                placement,
+            };
+            let outcome = self.run_admitted(tenant, admitted, call, trace_id).await;
             if let Some(temporary) = temporary {
                 temporary.destroy().await;
             }
@@ -141,17 +147,17 @@ impl Wharf {
         (listed, None)
     }
 
-    /// The session the call runs in (and the temporary session to release after it). The
-    /// session paths are boxed: inline, their futures (tens of KB) made every call's future
+    /// Where the call runs, decided here once (and the temporary session to release after
+    /// it). The session paths are boxed: inline, their futures (tens of KB) made every call's future
     /// that size, copied at each move on the hot path (ARCHITECTURE.md, "The path of one call").
     async fn pick_session(
         &self,
         caller: &Principal,
         admitted: &Admitted,
-        request: &CallRequest,
+        args: &Value,
         choice: SessionChoice,
-        missing_session: Option<fn(&str) -> WharfError>,
-    ) -> Result<(Option<String>, Option<super::temporary::TemporarySession>), (WharfError, CallPlace)>
+        missing_session: fn(&str) -> WharfError,
+    ) -> Result<(Placement, Option<super::temporary::TemporarySession>), (WharfError, CallPlace)>
     {
         let backend = &admitted.backend;
         let action = &admitted.tool.action;
@@ -160,14 +166,15 @@ impl Wharf {
         let place = admitted.place.clone();
         let refuse = |e: WharfError| (e, place.clone());
         match (choice, need) {
-            // A stateless tool called in a session: the call path explains the mistake.
-            (SessionChoice::Id(id), _) => Ok((Some(id), None)),
-            (_, SessionNeed::None) => Ok((None, None)),
-            (SessionChoice::None, SessionNeed::Required) => match missing_session {
-                Some(refusal) => Err(refuse(refusal(&canonical))),
-                None => Ok((None, None)),
-            },
-            (SessionChoice::None, SessionNeed::Optional) => Ok((None, None)),
+            // A stateless tool called in a session: it runs without, and the call path
+            // explains the mistake if the backend then asks for one.
+            (SessionChoice::Id(id), SessionNeed::None) => Ok((Placement::Undeclared(id), None)),
+            (SessionChoice::Id(id), _) => Ok((Placement::Session(id), None)),
+            (_, SessionNeed::None) => Ok((Placement::Sessionless, None)),
+            (SessionChoice::None, SessionNeed::Required) => {
+                Err(refuse(missing_session(&canonical)))
+            }
+            (SessionChoice::None, SessionNeed::Optional) => Ok((Placement::Sessionless, None)),
             (SessionChoice::Key { key, missing }, need) => {
                 let required = need == SessionNeed::Required;
                 if required && missing == WhenMissing::Create {
@@ -175,25 +182,26 @@ impl Wharf {
                         Box::pin(self.acquire_keyed(&caller.tenant, &backend.name, &key))
                             .await
                             .map_err(refuse)?;
-                    return Ok((Some(record.id), None));
+                    return Ok((Placement::Session(record.id), None));
                 }
                 let existing = Box::pin(self.ready_session_of(caller, &backend.name, &key))
                     .await
                     .map_err(refuse)?;
                 match existing {
-                    Some(id) => Ok((Some(id), None)),
+                    Some(id) => Ok((Placement::Session(id), None)),
                     None if required => {
                         // Bad arguments are refused before a session is paid for.
-                        backend
-                            .validate_args(action, &request.args)
-                            .map_err(refuse)?;
+                        backend.validate_args(action, args).map_err(refuse)?;
                         let temporary =
                             Box::pin(self.temporary_session(&caller.tenant, &backend.name, &key))
                                 .await
                                 .map_err(refuse)?;
-                        Ok((Some(temporary.id().to_string()), Some(temporary)))
+                        Ok((
+                            Placement::Session(temporary.id().to_string()),
+                            Some(temporary),
+                        ))
                     }
-                    None => Ok((None, None)),
+                    None => Ok((Placement::Sessionless, None)),
                 }
             }
         }
@@ -206,7 +214,7 @@ impl Wharf {
         tenant: &str,
         backend: &str,
         key: &str,
-    ) -> Result<(super::SessionRecord, bool), WharfError> {
+    ) -> Result<(crate::session_record::SessionRecord, bool), WharfError> {
         let request = super::SessionRequest {
             backend: backend.to_string(),
             key: Some(key.to_string()),
@@ -230,7 +238,7 @@ impl Wharf {
             .sessions(caller.session_tenant(), Some(backend), Some(key))
             .await?
             .into_iter()
-            .filter(|s| s.state == super::SessionState::Ready)
+            .filter(|s| s.state == crate::session_record::SessionState::Ready)
             .collect();
         let chosen = ready
             .iter()

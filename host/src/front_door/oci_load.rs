@@ -4,7 +4,7 @@
 //! nothing cached, or refused) is listed in `rejected` and tried again in the background;
 //! the other backends serve meanwhile.
 
-use super::{Deployed, Wharf};
+use super::{Deployment, Wharf};
 use crate::config::BackendConfig;
 use crate::error_code::{Code, WharfError};
 use crate::oci::OciError;
@@ -75,7 +75,7 @@ impl Wharf {
         &self,
         name: &str,
         mut config: BackendConfig,
-    ) -> Result<Deployed, WharfError> {
+    ) -> Result<Deployment, WharfError> {
         let wasm = self
             .registry
             .pull_component(name, &mut config)

@@ -10,7 +10,12 @@ impl Wharf {
     /// The limits and use of `own` (the caller's tenant), or of every tenant the host knows
     /// (tokens, and tenants with sessions) when `view` is every tenant's (an admin).
     pub async fn quota_report(&self, view: &Tenant, own: &str) -> Result<Value, WharfError> {
-        let backends: Vec<String> = self.backends().iter().map(|b| b.name.to_string()).collect();
+        let backends: Vec<String> = self
+            .registry
+            .backends()
+            .iter()
+            .map(|b| b.name.to_string())
+            .collect();
         let store = self.sessions.store();
         let quotas = &self.services.quotas;
         let tenants: Vec<String> = match view {

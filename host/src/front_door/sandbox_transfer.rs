@@ -20,6 +20,9 @@ pub struct SandboxTransfer {
 }
 
 impl SandboxTransfer {
+    /// The size of every slice but the last.
+    pub const SLICE_BYTES: u64 = crate::runtime::backend::SLICE_BYTES;
+
     fn files(&self) -> Result<&dyn crate::runtime::backend::SandboxFiles, WharfError> {
         self.backend.behaviour().files().ok_or_else(|| {
             WharfError::invalid_request(format!(
@@ -34,7 +37,7 @@ impl SandboxTransfer {
         self.files()?.size(&self.session, path).await
     }
 
-    /// Slice `index` of `path` (`SLICE_BYTES` each, the last one shorter).
+    /// Slice `index` of `path` ([`Self::SLICE_BYTES`] each, the last one shorter).
     pub async fn slice(&self, path: &str, index: u64) -> Result<Vec<u8>, WharfError> {
         self.files()?.slice(&self.session, path, index).await
     }

@@ -9,7 +9,7 @@ use crate::store::SessionState;
 impl Wharf {
     /// The metrics in OpenMetrics text, scrape-time gauges read now.
     pub async fn render_metrics(&self) -> Result<String, std::fmt::Error> {
-        let backends = self.backends();
+        let backends = self.registry.backends();
         let contracts = ContractVersion::SUPPORTED
             .into_iter()
             .map(|version| {

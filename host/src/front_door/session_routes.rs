@@ -90,10 +90,11 @@ impl Wharf {
             holder: request.holder.clone(),
             claim_ttl: CLAIM_TTL,
         };
-        let (record, created) =
-            crate::quotas::as_tenant(tenant, self.sessions.acquire(&backend, acquire))
-                .await
-                .inspect_err(|e| self.audit_quota_refusal(tenant, &backend.name, e))?;
+        let (record, created) = self
+            .sessions
+            .acquire(&backend, acquire)
+            .await
+            .inspect_err(|e| self.audit_quota_refusal(tenant, &backend.name, e))?;
         self.watch_expiry(record.id.clone());
         Ok((record, created))
     }
@@ -223,7 +224,7 @@ impl Wharf {
     /// restart) and arms their expiry timers.
     pub async fn recover_sessions(&self) -> Vec<(String, RecoveryReport)> {
         let mut reports = Vec::new();
-        for backend in self.backends() {
+        for backend in self.registry.backends() {
             match self.sessions.recover(&backend).await {
                 Ok((report, adopted)) => {
                     for record in adopted {

@@ -6,31 +6,30 @@ use crate::error_code::{Code, WharfError};
 use crate::runtime::{LoadedBackend, ToolCall};
 use crate::tenant::Tenant;
 use crate::tool::{SessionNeed, ToolResult};
-use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A request to run a tool.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(example = serde_json::json!({"tool": "echo:say", "args": {"text": "hi", "times": 2}}))]
-pub struct CallRequest {
-    /// `backend:action` or an alias.
-    pub tool: String,
-    /// Arguments (a JSON object).
-    #[serde(default = "empty_object")]
-    pub args: Value,
-    /// The session to run in.
-    #[serde(default)]
-    pub session_id: Option<String>,
-    /// Wall-clock limit; capped by the backend's own.
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
+/// Where a call runs, decided once, before it is admitted to run (`Wharf::pick_session`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Placement {
+    /// In no session.
+    Sessionless,
+    /// In this session.
+    Session(String),
+    /// The caller named this session, but the tool takes none: it runs without it, and a
+    /// backend that then asks for one is told the tool's declaration is at fault.
+    Undeclared(String),
 }
 
-fn empty_object() -> Value {
-    Value::Object(Default::default())
+impl Placement {
+    /// The session the envelope's `meta` names.
+    fn session_id(&self) -> Option<String> {
+        match self {
+            Placement::Sessionless => None,
+            Placement::Session(id) | Placement::Undeclared(id) => Some(id.clone()),
+        }
+    }
 }
 
 /// What a call produced, with where it ran.
@@ -81,6 +80,16 @@ pub(super) struct Admitted {
     _admission: crate::quotas::CallAdmission,
 }
 
+/// An admitted call's arguments, deadline and place, once its session is decided.
+pub(super) struct PlacedCall {
+    /// Arguments (a JSON object).
+    pub args: Value,
+    /// The caller's limit, capped by the backend's own.
+    pub deadline: Option<Duration>,
+    /// Where it runs.
+    pub placement: Placement,
+}
+
 /// A tool name resolved in the registry: its backend and its action.
 pub(super) type ResolvedTool = (Arc<LoadedBackend>, String);
 
@@ -99,13 +108,12 @@ fn quota_tenant(tenant: &Tenant) -> &str {
 }
 
 impl Wharf {
-    /// Runs `work` (one call) as the tenant's, then writes the call's audit line and
-    /// metrics, refusals included. The audit line never carries content or commands (only
+    /// Runs `work` (one call, which carries its tenant to the backend), then writes the
+    /// call's audit line and metrics, refusals included. The audit line never carries content or commands (only
     /// their length and sha256).
     ///
     /// `args` is [`super::call_audit::audit_args`] of the call's arguments. `work` comes
-    /// boxed from where it is made, so only a pointer moves through this and the tenant's
-    /// scope.
+    /// boxed from where it is made, so only a pointer moves through this.
     pub(super) async fn audited<F>(
         &self,
         tenant: &Tenant,
@@ -118,7 +126,7 @@ impl Wharf {
     {
         let started = std::time::Instant::now();
         let who = quota_tenant(tenant);
-        let outcome = crate::quotas::as_tenant(who, work).await;
+        let outcome = work.await;
         let refused = self.record_tenant_call(who, &outcome);
         let (code, tool, backend, session) = match &outcome {
             Ok(o) => (
@@ -183,18 +191,19 @@ impl Wharf {
     pub(super) fn admit(
         &self,
         tenant: &Tenant,
-        request: &CallRequest,
+        requested: &str,
+        given_session: Option<String>,
         resolved: Option<ResolvedTool>,
         permit: impl Fn(&str, &str) -> Result<(), WharfError>,
     ) -> Result<Admitted, Box<(WharfError, CallPlace)>> {
         let mut place = CallPlace {
-            session_id: request.session_id.clone(),
+            session_id: given_session,
             ..CallPlace::default()
         };
         let (backend, action) = match resolved {
             Some(found) => found,
             None => self
-                .resolve_tool(&request.tool)
+                .resolve_tool(requested)
                 .map_err(|e| Box::new((e, place.clone())))?,
         };
         place.tool = Some(format!("{}:{action}", backend.name));
@@ -207,7 +216,7 @@ impl Wharf {
             .map_err(|e| Box::new((e, place.clone())))?;
         let Some(session) = backend.tool(&action).map(|t| t.session) else {
             return Err(Box::new((
-                WharfError::invalid_request(format!("unknown tool `{}`", request.tool)),
+                WharfError::invalid_request(format!("unknown tool `{requested}`")),
                 place,
             )));
         };
@@ -219,12 +228,12 @@ impl Wharf {
         })
     }
 
-    /// Runs an admitted call in `request.session_id` (if any).
+    /// Runs an admitted call where `call.placement` says.
     pub(super) async fn run_admitted(
         &self,
         tenant: &Tenant,
         admitted: Admitted,
-        request: CallRequest,
+        call: PlacedCall,
         trace_id: Option<String>,
     ) -> Result<CallOutcome, (WharfError, CallPlace)> {
         let Admitted {
@@ -233,8 +242,8 @@ impl Wharf {
             mut place,
             _admission,
         } = admitted;
-        place.session_id = request.session_id.clone();
-        self.call_resolved(tenant, &backend, &tool, request, trace_id)
+        place.session_id = call.placement.session_id();
+        self.call_resolved(tenant, &backend, &tool, call, trace_id)
             .await
             .map_err(|e| {
                 let e = self.explain_session_error(e, place.session_id.as_deref());
@@ -247,39 +256,26 @@ impl Wharf {
         tenant: &Tenant,
         backend: &Arc<LoadedBackend>,
         tool: &AdmittedTool,
-        request: CallRequest,
+        call: PlacedCall,
         trace_id: Option<String>,
     ) -> Result<CallOutcome, WharfError> {
         let limit = backend.call_timeout();
-        let timeout = request
-            .timeout_ms
-            .map(Duration::from_millis)
-            .map_or(limit, |t| t.min(limit));
-        let mut request = request;
-        request.args = validated(backend, &tool.action, request.args, timeout).await?;
+        let timeout = call.deadline.map_or(limit, |t| t.min(limit));
+        let args = validated(backend, &tool.action, call.args, timeout).await?;
         let canonical = format!("{}:{}", backend.name, tool.action);
         // A stateless tool never receives the caller's session; if it then asks for one,
         // the fault is the declaration, and the answer says how to fix it.
-        let undeclared_session = match (&request.session_id, tool.session) {
-            (Some(id), SessionNeed::None) => Some(id.clone()),
-            _ => None,
-        };
-        let session_id = match (&request.session_id, tool.session) {
-            (_, SessionNeed::None) => None,
-            (Some(id), _) => Some(id.clone()),
-            (None, SessionNeed::Required) => {
-                return Err(WharfError::session_not_found(format!(
-                    "`{canonical}` needs a session: create one with POST /v1/sessions {{\"backend\": \"{}\"}} and pass its id as session_id",
-                    backend.name
-                )));
-            }
-            (None, SessionNeed::Optional) => None,
+        let (session_id, undeclared_session) = match call.placement {
+            Placement::Session(id) => (Some(id), None),
+            Placement::Undeclared(id) => (None, Some(id)),
+            Placement::Sessionless => (None, None),
         };
         let Some(session_id) = session_id else {
             let result = backend
                 .call_tool(ToolCall {
+                    tenant: Arc::from(quota_tenant(tenant)),
                     action: tool.action.clone(),
-                    args: request.args,
+                    args,
                     session: None,
                     timeout,
                     trace_id,
@@ -311,8 +307,9 @@ impl Wharf {
         }
         let result = backend
             .call_tool(ToolCall {
+                tenant: Arc::from(quota_tenant(tenant)),
                 action: tool.action.clone(),
-                args: request.args,
+                args,
                 session: Some(record.view()),
                 timeout,
                 trace_id,

@@ -4,7 +4,7 @@
 //! configured version, so it replaces it again). Unloading through the admin route removes
 //! the record (and the blob when no other name uses it).
 
-use super::{Deployed, Wharf};
+use super::{Deployment, Wharf};
 use crate::config::BackendConfig;
 use crate::error_code::WharfError;
 use anyhow::{Context, Result};
@@ -80,10 +80,10 @@ impl Wharf {
         name: &str,
         wasm: Arc<Vec<u8>>,
         config: BackendConfig,
-    ) -> Result<Deployed, WharfError> {
+    ) -> Result<Deployment, WharfError> {
         let deployed = self.deploy(name, wasm.clone(), config).await?;
         let sha256 = hex::encode(Sha256::digest(wasm.as_slice()));
-        if let Deployed::Active(_) = &deployed {
+        if let Deployment::Active(_) = &deployed {
             self.keep_upload(name, &sha256, &wasm)
                 .map_err(|e| WharfError::internal(format!("keeping the upload: {e:#}")))?;
         } else {

@@ -4,6 +4,7 @@
 
 mod v0_1_adapter;
 
+use super::container_turns::CreateTurns;
 use super::host_mounts::{self, ResolvedMount};
 use super::services::HostServices;
 use super::{CallContext, HostImportsView, ImportCounter, guest_error};
@@ -19,17 +20,30 @@ use std::sync::Arc;
 use wasmtime::component::{HasData, Linker};
 
 /// The `container` (and `exec`) import's state in one instance: the backend's grants and
-/// the services containers take (the engine, create turns, quotas, the buffer cap).
+/// what of the process's services containers take — the engine, the create turns, the
+/// tenants' quotas (and where their refusals are counted), the buffer cap — and nothing
+/// else of them.
 #[derive(Debug, Clone)]
 pub struct ContainerCtx {
     grants: Arc<Grants>,
-    pub(super) services: Arc<HostServices>,
+    pub(super) engine: Arc<dyn ContainerEngine>,
+    pub(super) create_turns: Arc<CreateTurns>,
+    pub(super) quotas: Arc<crate::quotas::Quotas>,
+    pub(super) metrics: Arc<crate::metrics::Metrics>,
+    pub(super) guest_buffer_cap: crate::bounded::GuestBufferCap,
 }
 
 impl ContainerCtx {
-    /// The context of a backend with `grants`.
-    pub fn new(grants: Arc<Grants>, services: Arc<HostServices>) -> Self {
-        Self { grants, services }
+    /// The context of a backend with `grants`, on the process's `services`.
+    pub fn new(grants: Arc<Grants>, services: &HostServices) -> Self {
+        Self {
+            grants,
+            engine: services.containers.clone(),
+            create_turns: services.create_turns.clone(),
+            quotas: services.quotas.clone(),
+            metrics: services.metrics.clone(),
+            guest_buffer_cap: services.guest_buffer_cap,
+        }
     }
 }
 
@@ -112,13 +126,13 @@ impl ContainerView<'_> {
     /// Resolves the mounts, then counts and creates within the backend's turn (see
     /// [`container_turns`](super::container_turns)).
     async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
-        let services = self.ctx.services.clone();
-        services.containers.configured().map_err(engine_error)?;
+        let (engine, turns) = (self.ctx.engine.clone(), self.ctx.create_turns.clone());
+        engine.configured().map_err(engine_error)?;
         let (mounts, resolved_grants) = self.resolve_mounts(&spec).await?;
         let backend = self.counter.backend().to_string();
-        let turn = super::container_turns::take(&services.create_turns, &backend).await?;
+        let turn = super::container_turns::take(&turns, &backend).await?;
         let created = self
-            .count_and_create(&*services.containers, spec, mounts, &resolved_grants)
+            .count_and_create(&*engine, spec, mounts, &resolved_grants)
             .await;
         turn.end().await;
         created
@@ -259,7 +273,7 @@ impl ContainerView<'_> {
         import: &'static str,
         op: impl AsyncFnOnce(Engine, Owner) -> Result<T, EngineError>,
     ) -> Answer<T> {
-        let engine = Engine(self.ctx.services.containers.clone());
+        let engine = Engine(self.ctx.engine.clone());
         let answer = match engine.configured() {
             Ok(()) => op(engine, self.owner()).await,
             Err(e) => Err(e),
@@ -329,7 +343,7 @@ impl Host for ContainerView<'_> {
 
     async fn copy_out(&mut self, id: String, path: String, max_bytes: u64) -> Answer<Vec<u8>> {
         // Read whole into host memory before the guest sees it: the host's cap, not the guest's.
-        let max_bytes = self.ctx.services.guest_buffer_cap.clamp(max_bytes);
+        let max_bytes = self.ctx.guest_buffer_cap.clamp(max_bytes);
         self.engine_op("container.copy-out", async |engine, owner| {
             engine.copy_out(&owner, &id, &path, max_bytes).await
         })

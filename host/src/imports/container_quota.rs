@@ -1,14 +1,13 @@
 //! The tenant's container quota, checked inside the backend's create turn: the containers
 //! labelled with the tenant's sessions (of this backend, or of every backend when the
 //! quota is the tenant's own), counted on the container engine against the sessions in the
-//! store. The tenant is the one whose request the call serves (`quotas::current_tenant`).
+//! shared ledger (`engines::CreateLedger`). The tenant is the one whose request the call serves (the call's context).
 
 use super::container::engine_error;
 use super::guest_error;
 use crate::error_code::Code;
 use crate::quotas::Scope;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
-use std::collections::HashSet;
 
 impl super::container::ContainerView<'_> {
     /// 4030 naming the quota when the calling tenant's containers are at it (`&mut`: the
@@ -17,26 +16,22 @@ impl super::container::ContainerView<'_> {
         &mut self,
         engine: &dyn crate::engines::ContainerEngine,
     ) -> Result<(), Error> {
-        let tenant = crate::quotas::current_tenant();
+        let tenant = self.call.tenant.clone();
         let limits = self
             .ctx
-            .services
             .quotas
             .limits(&tenant, Some(self.counter.backend()));
         let Some((limit, scope)) = limits.containers else {
             return Ok(());
         };
-        let Some(store) = self.ctx.services.create_turns.store() else {
+        let Some(ledger) = self.ctx.create_turns.ledger() else {
             return Ok(());
         };
         let backend = (scope == Scope::Backend).then_some(self.counter.backend());
-        let sessions: HashSet<String> = store
-            .list_sessions(Some(&*tenant), backend, None)
+        let sessions = ledger
+            .tenant_sessions(&tenant, backend)
             .await
-            .map_err(super::wharf_error)?
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
+            .map_err(super::wharf_error)?;
         let in_use = engine
             .list_all()
             .await
@@ -49,7 +44,6 @@ impl super::container::ContainerView<'_> {
             return Ok(());
         }
         self.ctx
-            .services
             .metrics
             .tenants
             .record_refusal(&tenant, "containers");

@@ -12,9 +12,9 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::{guest_error, wharf_error};
 use crate::clock::now_ms;
+use crate::engines::CreateLedger;
 use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
-use crate::store::StateStore;
 
 /// How long a store lock is held at most: longer than a list, a create and an inspect
 /// (each bounded by the Docker client's call limit), so a live holder never loses it; a
@@ -27,18 +27,19 @@ const WAIT: Duration = Duration::from_secs(30);
 const FIRST_PAUSE: Duration = Duration::from_millis(10);
 const MAX_PAUSE: Duration = Duration::from_millis(200);
 
-/// Where a backend's turns are kept: this process's locks, and the state store nodes may
-/// share (absent only on a host that never runs a call, e.g. one describing a component).
+/// Where a backend's turns are kept: this process's locks, and the ledger nodes share (the
+/// state store; absent only on a host that never runs a call, e.g. one describing a
+/// component).
 #[derive(Debug, Default)]
 pub struct CreateTurns {
     node_id: String,
-    store: Option<StateStore>,
+    store: Option<Arc<dyn CreateLedger>>,
     local: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl CreateTurns {
     /// The turns of node `node_id`, shared with other nodes through `store`.
-    pub fn new(node_id: impl Into<String>, store: Option<StateStore>) -> Self {
+    pub fn new(node_id: impl Into<String>, store: Option<Arc<dyn CreateLedger>>) -> Self {
         Self {
             node_id: node_id.into(),
             store,
@@ -46,9 +47,9 @@ impl CreateTurns {
         }
     }
 
-    /// The shared store (the tenant's sessions are counted against it).
-    pub fn store(&self) -> Option<&StateStore> {
-        self.store.as_ref()
+    /// The shared ledger (the tenant's sessions are counted against it).
+    pub fn ledger(&self) -> Option<&dyn CreateLedger> {
+        self.store.as_deref()
     }
 
     /// The lock a caller holds across counting `backend`'s containers and creating one,
@@ -69,7 +70,7 @@ pub struct CreateTurn {
 }
 
 struct StoredLock {
-    store: StateStore,
+    store: Arc<dyn CreateLedger>,
     backend: String,
     holder: String,
 }

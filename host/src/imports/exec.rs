@@ -37,7 +37,6 @@ impl Host for ContainerView<'_> {
         // Buffered by the host before the guest sees it: the host's cap, not the guest's.
         let max_output_bytes = self
             .ctx
-            .services
             .guest_buffer_cap
             .clamp(u64::from(request.max_output_bytes))
             .try_into()

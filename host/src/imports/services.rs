@@ -11,7 +11,7 @@ pub struct HostServices {
     /// The container engine (`container`, `exec`).
     pub containers: Arc<dyn crate::engines::ContainerEngine>,
     /// Where container creates take their backend's turn (`container`).
-    pub create_turns: crate::imports::container_turns::CreateTurns,
+    pub create_turns: Arc<crate::imports::container_turns::CreateTurns>,
     /// The key-value store (`kv`).
     pub kv: Arc<dyn crate::engines::KvStore>,
     /// Where host imports record their calls.

@@ -6,12 +6,13 @@
 //! cannot be loaded is refused and the running version keeps serving, with the reason kept
 //! for `/v1/backends`. The front door re-checks the backend's sessions after a swap.
 
-use super::lifecycle::{Deployed, Pending, PendingUpgrade, is_empty, requires_beyond};
+use super::lifecycle::{Deployed, Pending, PendingUpgrade};
 use super::{BackendEntry, BackendRegistry};
 use crate::clock::now_ms;
 use crate::config::{BackendConfig, toml_to_json};
 use crate::error_code::WharfError;
 use crate::metrics::BackendEvent;
+use crate::requires::requires_beyond;
 use crate::runtime::backend::Backend;
 use crate::runtime::backend_description::CompiledPre;
 use crate::runtime::instance_pool::PoolSettings;
@@ -252,7 +253,7 @@ impl BackendRegistry {
         if check_permissions && let Some(current) = &current {
             let added =
                 requires_beyond(&loaded.description.requires, &current.description.requires);
-            if !is_empty(&added) {
+            if !added.is_empty() {
                 let d = &loaded.description;
                 let view = PendingUpgrade {
                     version: d.version.clone(),

@@ -3,43 +3,13 @@
 //! tools answer 5011). Why an upgrade ended a session is the sessions' (`sessions/ended`).
 
 use super::BackendRegistry;
+pub use crate::backend_status::{PendingUpgrade, Rejection};
 use crate::clock::now_ms;
 use crate::config::BackendConfig;
 use crate::error_code::WharfError;
-use crate::runtime::backend_description::Requires;
 use crate::runtime::loaded_backend::LoadedBackend;
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-
-/// Why a component was refused.
-#[derive(Debug, Clone, Serialize)]
-pub struct Rejection {
-    /// What went wrong, for people.
-    pub reason: String,
-    /// sha256 of the refused `.wasm`.
-    pub sha256: String,
-    /// When, in ms since the epoch.
-    pub at_ms: u64,
-}
-
-/// An upgrade held until an admin approves it, because it declares more than the
-/// running version.
-#[derive(Debug, Clone, Serialize)]
-pub struct PendingUpgrade {
-    /// The waiting version.
-    pub version: String,
-    /// The component's own name.
-    pub declared_name: String,
-    /// sha256 of its `.wasm`.
-    pub sha256: String,
-    /// What it declares beyond the running version.
-    pub added: Requires,
-    /// Everything it declares.
-    pub requires: Requires,
-    /// When it arrived, in ms since the epoch.
-    pub since_ms: u64,
-}
 
 /// What a deployment did.
 #[derive(Debug, Clone)]
@@ -75,26 +45,6 @@ impl Lifecycle {
     pub(super) fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> Option<T> {
         self.state.lock().ok().map(|mut s| f(&mut s))
     }
-}
-
-/// Entries of `new` that `old` does not declare.
-pub fn requires_beyond(new: &Requires, old: &Requires) -> Requires {
-    let diff = |n: &[String], o: &[String]| -> Vec<String> {
-        n.iter().filter(|x| !o.contains(x)).cloned().collect()
-    };
-    Requires {
-        images: diff(&new.images, &old.images),
-        http_hosts: diff(&new.http_hosts, &old.http_hosts),
-        networks: diff(&new.networks, &old.networks),
-        host_mounts: diff(&new.host_mounts, &old.host_mounts),
-    }
-}
-
-pub(super) fn is_empty(r: &Requires) -> bool {
-    r.images.is_empty()
-        && r.http_hosts.is_empty()
-        && r.networks.is_empty()
-        && r.host_mounts.is_empty()
 }
 
 impl BackendRegistry {

@@ -4,9 +4,8 @@
 //! reference that could not be had at start is the front door's (`front_door/oci_load`).
 
 use super::BackendRegistry;
-use crate::config::{BackendConfig, OciSource};
+use crate::config::BackendConfig;
 use crate::oci::OciError;
-use crate::runtime::loaded_backend::LoadedBackend;
 use anyhow::Result;
 use std::sync::Arc;
 
@@ -49,10 +48,5 @@ impl BackendRegistry {
             "require_signature needs an oci:// path: a local file carries no signature (pin it with sha256)"
         );
         Ok(Arc::new(Self::read_wasm(&config.path)?))
-    }
-
-    /// Where a loaded `oci://` backend came from.
-    pub fn backend_source(&self, backend: &LoadedBackend) -> Option<OciSource> {
-        self.backend_config(&backend.name)?.oci_source
     }
 }

@@ -15,6 +15,8 @@ use std::time::Duration;
 /// One tool call, its arguments already validated against the tool's schema.
 #[derive(Debug, Clone)]
 pub struct ToolCall {
+    /// The tenant whose request this is.
+    pub tenant: std::sync::Arc<str>,
     /// Action name.
     pub action: String,
     /// Arguments.
@@ -30,6 +32,9 @@ pub struct ToolCall {
 /// A session being created: what the backend needs to make its resources.
 #[derive(Debug, Clone)]
 pub struct SessionStart {
+    /// The tenant whose request creates it ([`HOST_TENANT`](crate::quotas::HOST_TENANT)
+    /// for a warm pool's).
+    pub tenant: std::sync::Arc<str>,
     /// Session id.
     pub id: String,
     /// Caller's key.

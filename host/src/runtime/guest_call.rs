@@ -17,6 +17,9 @@ use tracing::Instrument;
 /// Where and for how long a guest call runs.
 #[derive(Debug, Clone)]
 pub struct CallSite<'a> {
+    /// The tenant whose request the call serves (it queues in the pool under this name, and
+    /// its quotas apply to what the call creates).
+    pub tenant: &'a str,
     /// The session the call runs in, if any (host imports read it).
     pub session_id: Option<&'a str>,
     /// Wall-clock limit.
@@ -71,6 +74,7 @@ where
         trace_id = site.trace_id.unwrap_or("-"),
     );
     let context = CallContext {
+        tenant: Arc::from(site.tenant),
         session_id: site.session_id.map(str::to_string),
         deadline: Some(deadline),
         trace_id: site.trace_id.map(str::to_string),

@@ -74,18 +74,7 @@ pub struct RawToolSpec {
     pub annotations: ToolAnnotations,
 }
 
-/// Capabilities a component declares.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Requires {
-    /// Container images.
-    pub images: Vec<String>,
-    /// Outbound HTTP `host:port` patterns.
-    pub http_hosts: Vec<String>,
-    /// Docker networks.
-    pub networks: Vec<String>,
-    /// Host paths to mount.
-    pub host_mounts: Vec<String>,
-}
+pub use crate::requires::Requires;
 
 /// What a resource backend says about itself.
 #[derive(Debug, Clone)]

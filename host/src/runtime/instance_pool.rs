@@ -21,6 +21,7 @@ mod guest_world;
 mod status;
 
 pub use checked_out::CheckedOut;
+pub(crate) use guest_world::versioned_guest_world;
 pub use guest_world::{BoxFuture, GuestWorld};
 pub use status::{PoolStats, PoolStatus, PoolWatch};
 
@@ -207,7 +208,7 @@ impl<W: GuestWorld> InstancePool<W> {
         self: &Arc<Self>,
         context: CallContext,
     ) -> Result<CheckedOut<W>, WharfError> {
-        let permit = self.admit().await?;
+        let permit = self.admit(&context.tenant).await?;
         let mut instance = match self.pop_idle() {
             Some(instance) => instance,
             None => self.instantiate().await.map_err(|e| {
@@ -230,11 +231,10 @@ impl<W: GuestWorld> InstancePool<W> {
         })
     }
 
-    /// A slot for the current task's tenant, within its share of the pool, waiting up to
+    /// A slot for `tenant`, within its share of the pool, waiting up to
     /// the queue timeout; past it the answer is "busy" (5011, retryable), which is not the
     /// backend's fault and not a blown call deadline.
-    async fn admit(self: &Arc<Self>) -> Result<GatePermit, WharfError> {
-        let tenant = crate::quotas::current_tenant();
+    async fn admit(self: &Arc<Self>, tenant: &Arc<str>) -> Result<GatePermit, WharfError> {
         let fairness = self
             .services
             .quotas

@@ -78,8 +78,9 @@ impl ProviderComponent {
         self.pool.drain().await
     }
 
-    fn site<'a>(session_id: &'a str, timeout: Duration) -> CallSite<'a> {
+    fn site<'a>(tenant: &'a str, session_id: &'a str, timeout: Duration) -> CallSite<'a> {
         CallSite {
+            tenant,
             session_id: Some(session_id),
             timeout,
             trace_id: None,
@@ -89,6 +90,7 @@ impl ProviderComponent {
     /// Provisions a sandbox for `session_id`; returns its handle.
     pub async fn create(
         &self,
+        tenant: &str,
         session_id: &str,
         spec: SandboxSpec,
         timeout: Duration,
@@ -96,7 +98,7 @@ impl ProviderComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            Self::site(session_id, timeout),
+            Self::site(tenant, session_id, timeout),
             move |i| Box::pin(async move { i.exports.create(&mut i.store, &spec).await }),
         )
         .await
@@ -105,6 +107,7 @@ impl ProviderComponent {
     /// Runs a shell command in a sandbox.
     pub async fn run_command(
         &self,
+        tenant: &str,
         session_id: &str,
         sandbox: &str,
         request: CommandRequest,
@@ -114,7 +117,7 @@ impl ProviderComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            Self::site(session_id, timeout),
+            Self::site(tenant, session_id, timeout),
             move |i| {
                 Box::pin(async move {
                     i.exports
@@ -129,6 +132,7 @@ impl ProviderComponent {
     /// Destroys a sandbox (idempotent).
     pub async fn destroy(
         &self,
+        tenant: &str,
         session_id: &str,
         sandbox: &str,
         timeout: Duration,
@@ -137,7 +141,7 @@ impl ProviderComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            Self::site(session_id, timeout),
+            Self::site(tenant, session_id, timeout),
             move |i| Box::pin(async move { i.exports.destroy(&mut i.store, &sandbox).await }),
         )
         .await
@@ -146,6 +150,7 @@ impl ProviderComponent {
     /// Whether a sandbox still exists and answers.
     pub async fn is_alive(
         &self,
+        tenant: &str,
         session_id: &str,
         sandbox: &str,
         timeout: Duration,
@@ -154,7 +159,7 @@ impl ProviderComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            Self::site(session_id, timeout),
+            Self::site(tenant, session_id, timeout),
             move |i| Box::pin(async move { i.exports.is_alive(&mut i.store, &sandbox).await }),
         )
         .await
@@ -163,6 +168,7 @@ impl ProviderComponent {
     /// Native read (feature `read-file`).
     pub async fn read_file(
         &self,
+        tenant: &str,
         session_id: &str,
         sandbox: &str,
         path: &str,
@@ -174,7 +180,7 @@ impl ProviderComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            Self::site(session_id, timeout),
+            Self::site(tenant, session_id, timeout),
             move |i| {
                 Box::pin(async move {
                     i.exports
@@ -189,6 +195,7 @@ impl ProviderComponent {
     /// Native write (feature `write-file`).
     pub async fn write_file(
         &self,
+        tenant: &str,
         session_id: &str,
         sandbox: &str,
         path: &str,
@@ -199,7 +206,7 @@ impl ProviderComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            Self::site(session_id, timeout),
+            Self::site(tenant, session_id, timeout),
             move |i| {
                 Box::pin(async move {
                     i.exports
@@ -214,6 +221,7 @@ impl ProviderComponent {
     /// Native listing (feature `list-dir`).
     pub async fn list_dir(
         &self,
+        tenant: &str,
         session_id: &str,
         sandbox: &str,
         path: &str,
@@ -223,7 +231,7 @@ impl ProviderComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            Self::site(session_id, timeout),
+            Self::site(tenant, session_id, timeout),
             move |i| {
                 Box::pin(async move { i.exports.list_dir(&mut i.store, &sandbox, &path).await })
             },

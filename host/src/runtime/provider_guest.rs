@@ -7,28 +7,17 @@ use crate::runtime::guest_types::{
     CommandRequest, CommandResult, DirEntry, FileChunk, GuestError, RawProviderInfo, SandboxSpec,
 };
 use crate::runtime::host_state::HostState;
-use crate::runtime::instance_pool::{BoxFuture, GuestWorld};
-use crate::runtime::world::ContractVersion;
-use anyhow::Result;
-use wasmtime::component::InstancePre;
-use wasmtime::{Engine, Store};
+use crate::runtime::instance_pool::versioned_guest_world;
+use wasmtime::Store;
 
-/// A pre-instantiated sandbox provider.
-#[derive(Clone)]
-pub enum ProviderPre {
-    /// Built against 0.1.0.
-    V0_1(v0_1::provider::SandboxProviderPre<HostState>),
-    /// Built against 0.2.0 or 0.3.0 (whose `provider` export is 0.2.0's).
-    V0_2(v0_2::provider::SandboxProviderPre<HostState>),
-}
-
-/// One instance's exports.
-pub enum ProviderExports {
-    /// Built against 0.1.0.
-    V0_1(v0_1::provider::SandboxProvider),
-    /// Built against 0.2.0.
-    V0_2(v0_2::provider::SandboxProvider),
-}
+versioned_guest_world!(
+    "sandbox provider",
+    ProviderPre, ProviderExports,
+    V0_1: v0_1::provider::SandboxProviderPre<HostState>, v0_1::provider::SandboxProvider,
+        wharf_plugin0_1_0_provider;
+    V0_2: v0_2::provider::SandboxProviderPre<HostState>, v0_2::provider::SandboxProvider,
+        wharf_plugin0_2_0_provider;
+);
 
 /// Runs `$body` with `$g` bound to the instance's `provider` export, whatever its version.
 macro_rules! on_guest {
@@ -47,62 +36,6 @@ macro_rules! on_guest {
 }
 
 type Answer<T> = wasmtime::Result<Result<T, GuestError>>;
-
-impl ProviderPre {
-    /// Wraps an `InstancePre` of a component built against `version`.
-    pub fn new(version: ContractVersion, pre: InstancePre<HostState>) -> Result<Self> {
-        Ok(match version {
-            ContractVersion::V0_1 => Self::V0_1(v0_1::provider::SandboxProviderPre::new(pre)?),
-            // 0.3.0 exports 0.2.0's `provider` as it is.
-            ContractVersion::V0_2 | ContractVersion::V0_3 => {
-                Self::V0_2(v0_2::provider::SandboxProviderPre::new(pre)?)
-            }
-        })
-    }
-}
-
-impl GuestWorld for ProviderPre {
-    type Exports = ProviderExports;
-
-    fn engine(&self) -> &Engine {
-        match self {
-            Self::V0_1(p) => p.engine(),
-            Self::V0_2(p) => p.engine(),
-        }
-    }
-
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<HostState>,
-    ) -> BoxFuture<'a, Result<ProviderExports>> {
-        Box::pin(async move {
-            Ok(match self {
-                Self::V0_1(p) => ProviderExports::V0_1(p.instantiate_async(store).await?),
-                Self::V0_2(p) => ProviderExports::V0_2(p.instantiate_async(store).await?),
-            })
-        })
-    }
-
-    fn warmup<'a>(
-        exports: &'a ProviderExports,
-        store: &'a mut Store<HostState>,
-        config: &'a str,
-    ) -> BoxFuture<'a, Answer<()>> {
-        Box::pin(async move {
-            on_guest!(exports, |g| Ok(g
-                .call_warmup(&mut *store, config)
-                .await?
-                .map_err(Into::into)))
-        })
-    }
-
-    fn shutdown<'a>(
-        exports: &'a ProviderExports,
-        store: &'a mut Store<HostState>,
-    ) -> BoxFuture<'a, wasmtime::Result<()>> {
-        Box::pin(async move { on_guest!(exports, |g| g.call_shutdown(&mut *store).await) })
-    }
-}
 
 impl ProviderExports {
     /// `describe`.

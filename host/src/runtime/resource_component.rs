@@ -52,8 +52,9 @@ impl ResourceComponent {
         Ok(Self { name, pool })
     }
 
-    fn hook_site<'a>(&self, session: &'a str) -> CallSite<'a> {
+    fn hook_site<'a>(&self, tenant: &'a str, session: &'a str) -> CallSite<'a> {
         CallSite {
+            tenant,
             session_id: Some(session),
             timeout: self.pool.settings().hook_timeout,
             trace_id: None,
@@ -65,6 +66,7 @@ impl ResourceComponent {
 impl Backend for ResourceComponent {
     async fn call(&self, call: ToolCall) -> Result<ToolResult, WharfError> {
         let site = CallSite {
+            tenant: &call.tenant,
             session_id: call.session.as_ref().map(|s| s.id.as_str()),
             timeout: call.timeout,
             trace_id: call.trace_id.as_deref(),
@@ -106,7 +108,7 @@ impl Backend for ResourceComponent {
         let data = guest_call::run(
             &self.pool,
             &self.name,
-            self.hook_site(&start.id),
+            self.hook_site(&start.tenant, &start.id),
             move |i| {
                 Box::pin(
                     async move { i.exports.initialize(&mut i.store, &id, &key, &config).await },
@@ -122,7 +124,7 @@ impl Backend for ResourceComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            self.hook_site(&session.id),
+            self.hook_site(crate::quotas::HOST_TENANT, &session.id),
             move |i| Box::pin(async move { i.exports.cleanup(&mut i.store, &owned).await }),
         )
         .await
@@ -133,7 +135,7 @@ impl Backend for ResourceComponent {
         let found = guest_call::run(
             &self.pool,
             &self.name,
-            self.hook_site(&session.id),
+            self.hook_site(crate::quotas::HOST_TENANT, &session.id),
             move |i| Box::pin(async move { i.exports.discover(&mut i.store, &owned).await }),
         )
         .await?;

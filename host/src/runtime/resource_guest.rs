@@ -7,27 +7,17 @@ use crate::runtime::guest_types::{
     GuestError, RawBackendInfo, RawDiscovery, RawToolOutput, SessionView,
 };
 use crate::runtime::host_state::HostState;
-use crate::runtime::instance_pool::{BoxFuture, GuestWorld};
-use anyhow::Result;
-use wasmtime::component::InstancePre;
-use wasmtime::{Engine, Store};
+use crate::runtime::instance_pool::versioned_guest_world;
+use wasmtime::Store;
 
-/// A pre-instantiated resource backend.
-#[derive(Clone)]
-pub enum ResourcePre {
-    /// Built against 0.1.0.
-    V0_1(v0_1::backend::ResourceBackendPre<HostState>),
-    /// Built against 0.2.0 or 0.3.0 (whose `backend` export is 0.2.0's).
-    V0_2(v0_2::backend::ResourceBackendPre<HostState>),
-}
-
-/// One instance's exports.
-pub enum ResourceExports {
-    /// Built against 0.1.0.
-    V0_1(v0_1::backend::ResourceBackend),
-    /// Built against 0.2.0.
-    V0_2(v0_2::backend::ResourceBackend),
-}
+versioned_guest_world!(
+    "resource backend",
+    ResourcePre, ResourceExports,
+    V0_1: v0_1::backend::ResourceBackendPre<HostState>, v0_1::backend::ResourceBackend,
+        wharf_plugin0_1_0_backend;
+    V0_2: v0_2::backend::ResourceBackendPre<HostState>, v0_2::backend::ResourceBackend,
+        wharf_plugin0_2_0_backend;
+);
 
 /// Runs `$body` with `$g` bound to the instance's `backend` export, whatever its version;
 /// the conversions in `guest_types` make the same body type-check for each.
@@ -46,63 +36,7 @@ macro_rules! on_guest {
     };
 }
 
-impl ResourcePre {
-    /// Wraps an `InstancePre` of a component built against `version`.
-    pub fn new(
-        version: crate::runtime::world::ContractVersion,
-        pre: InstancePre<HostState>,
-    ) -> Result<Self> {
-        use crate::runtime::world::ContractVersion as V;
-        Ok(match version {
-            V::V0_1 => Self::V0_1(v0_1::backend::ResourceBackendPre::new(pre)?),
-            // 0.3.0 exports 0.2.0's `backend` as it is.
-            V::V0_2 | V::V0_3 => Self::V0_2(v0_2::backend::ResourceBackendPre::new(pre)?),
-        })
-    }
-}
-
-impl GuestWorld for ResourcePre {
-    type Exports = ResourceExports;
-
-    fn engine(&self) -> &Engine {
-        match self {
-            Self::V0_1(p) => p.engine(),
-            Self::V0_2(p) => p.engine(),
-        }
-    }
-
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<HostState>,
-    ) -> BoxFuture<'a, Result<ResourceExports>> {
-        Box::pin(async move {
-            Ok(match self {
-                Self::V0_1(p) => ResourceExports::V0_1(p.instantiate_async(store).await?),
-                Self::V0_2(p) => ResourceExports::V0_2(p.instantiate_async(store).await?),
-            })
-        })
-    }
-
-    fn warmup<'a>(
-        exports: &'a ResourceExports,
-        store: &'a mut Store<HostState>,
-        config: &'a str,
-    ) -> BoxFuture<'a, wasmtime::Result<Result<(), GuestError>>> {
-        Box::pin(async move {
-            on_guest!(exports, |g| Ok(g
-                .call_warmup(&mut *store, config)
-                .await?
-                .map_err(Into::into)))
-        })
-    }
-
-    fn shutdown<'a>(
-        exports: &'a ResourceExports,
-        store: &'a mut Store<HostState>,
-    ) -> BoxFuture<'a, wasmtime::Result<()>> {
-        Box::pin(async move { on_guest!(exports, |g| g.call_shutdown(&mut *store).await) })
-    }
-}
+type Answer<T> = wasmtime::Result<Result<T, GuestError>>;
 
 impl ResourceExports {
     /// `describe`.
@@ -117,7 +51,7 @@ impl ResourceExports {
         session_id: &str,
         key: &str,
         config: &str,
-    ) -> wasmtime::Result<Result<String, GuestError>> {
+    ) -> Answer<String> {
         on_guest!(self, |g| Ok(g
             .call_initialize(&mut *store, session_id, key, config)
             .await?
@@ -125,11 +59,7 @@ impl ResourceExports {
     }
 
     /// `cleanup`.
-    pub async fn cleanup(
-        &self,
-        store: &mut Store<HostState>,
-        session: &SessionView,
-    ) -> wasmtime::Result<Result<(), GuestError>> {
+    pub async fn cleanup(&self, store: &mut Store<HostState>, session: &SessionView) -> Answer<()> {
         on_guest!(self, |g| Ok(g
             .call_cleanup(&mut *store, &session.into())
             .await?
@@ -141,7 +71,7 @@ impl ResourceExports {
         &self,
         store: &mut Store<HostState>,
         session: &SessionView,
-    ) -> wasmtime::Result<Result<RawDiscovery, GuestError>> {
+    ) -> Answer<RawDiscovery> {
         on_guest!(self, |g| Ok(g
             .call_discover(&mut *store, &session.into())
             .await?
@@ -156,7 +86,7 @@ impl ResourceExports {
         tool: &str,
         args: &str,
         session: Option<&SessionView>,
-    ) -> wasmtime::Result<Result<RawToolOutput, GuestError>> {
+    ) -> Answer<RawToolOutput> {
         on_guest!(self, |g| {
             let session = session.map(Into::into);
             Ok(g.call_call(&mut *store, tool, args, session.as_ref())

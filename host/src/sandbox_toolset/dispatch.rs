@@ -82,6 +82,7 @@ fn ok(content: Value) -> ToolResult {
 /// Runs `action` of the toolset in `session`'s sandbox.
 pub async fn call(
     provider: &ProviderComponent,
+    tenant: &str,
     session: &SessionView,
     action: &str,
     arguments: Value,
@@ -90,6 +91,7 @@ pub async fn call(
     let handle = sandbox_handle(session)?;
     let sandbox = Sandbox {
         provider,
+        tenant,
         session_id: &session.id,
         handle,
         timeout,

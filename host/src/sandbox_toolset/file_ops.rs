@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct Sandbox<'a> {
     /// The provider.
     pub provider: &'a ProviderComponent,
+    /// The tenant whose request this is.
+    pub tenant: &'a str,
     /// The session that owns the sandbox.
     pub session_id: &'a str,
     /// The provider's handle.
@@ -76,7 +78,13 @@ impl Sandbox<'_> {
         let call_timeout = timeout + Duration::from_secs(5);
         let result = self
             .provider
-            .run_command(self.session_id, self.handle, request, call_timeout)
+            .run_command(
+                self.tenant,
+                self.session_id,
+                self.handle,
+                request,
+                call_timeout,
+            )
             .await?;
         if result.sandbox_terminated {
             return Err(WharfError::session_not_found(
@@ -104,6 +112,7 @@ impl Sandbox<'_> {
             let chunk = self
                 .provider
                 .read_file(
+                    self.tenant,
                     self.session_id,
                     self.handle,
                     path,
@@ -138,7 +147,15 @@ impl Sandbox<'_> {
         if self.provider.features().read_file {
             let chunk = self
                 .provider
-                .read_file(self.session_id, self.handle, path, 0, 0, self.timeout)
+                .read_file(
+                    self.tenant,
+                    self.session_id,
+                    self.handle,
+                    path,
+                    0,
+                    0,
+                    self.timeout,
+                )
                 .await?;
             return Ok(chunk.total_size);
         }
@@ -175,6 +192,7 @@ impl Sandbox<'_> {
             let chunk = self
                 .provider
                 .read_file(
+                    self.tenant,
                     self.session_id,
                     self.handle,
                     path,
@@ -199,7 +217,14 @@ impl Sandbox<'_> {
         if self.provider.features().write_file {
             return self
                 .provider
-                .write_file(self.session_id, self.handle, path, content, self.timeout)
+                .write_file(
+                    self.tenant,
+                    self.session_id,
+                    self.handle,
+                    path,
+                    content,
+                    self.timeout,
+                )
                 .await;
         }
         self.write_over_shell(path, content, false).await
@@ -250,7 +275,13 @@ impl Sandbox<'_> {
         if self.provider.features().list_dir {
             let entries = self
                 .provider
-                .list_dir(self.session_id, self.handle, path, self.timeout)
+                .list_dir(
+                    self.tenant,
+                    self.session_id,
+                    self.handle,
+                    path,
+                    self.timeout,
+                )
                 .await?;
             return Ok(entries
                 .into_iter()

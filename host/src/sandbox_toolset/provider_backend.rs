@@ -61,8 +61,10 @@ impl ProviderBackend {
     }
 
     fn sandbox<'a>(&'a self, session: &'a SessionView) -> Result<Sandbox<'a>, WharfError> {
+        // The files route runs as the host's own work, as releases do.
         Ok(Sandbox {
             provider: &self.provider,
+            tenant: crate::quotas::HOST_TENANT,
             session_id: &session.id,
             handle: sandbox_handle(session)?,
             timeout: self.provider.settings().hook_timeout,
@@ -82,6 +84,7 @@ impl Backend for ProviderBackend {
         };
         dispatch::call(
             &self.provider,
+            &call.tenant,
             session,
             &call.action,
             call.args,
@@ -99,7 +102,10 @@ impl Backend for ProviderBackend {
             return Ok(json!({ "sandbox": taken.handle, "warm": taken.id }));
         }
         let timeout = self.provider.settings().hook_timeout;
-        let handle = self.provider.create(&start.id, spec, timeout).await?;
+        let handle = self
+            .provider
+            .create(&start.tenant, &start.id, spec, timeout)
+            .await?;
         Ok(json!({ "sandbox": handle }))
     }
 
@@ -107,7 +113,9 @@ impl Backend for ProviderBackend {
         match sandbox_handle(session) {
             Ok(handle) => {
                 let timeout = self.provider.settings().hook_timeout;
-                self.provider.destroy(&session.id, handle, timeout).await?;
+                self.provider
+                    .destroy(crate::quotas::HOST_TENANT, &session.id, handle, timeout)
+                    .await?;
                 if let (Some(pool), Some(warm)) = (&self.warm, session.data["warm"].as_str()) {
                     pool.forget(warm).await?;
                 }
@@ -124,7 +132,11 @@ impl Backend for ProviderBackend {
         };
         let timeout = self.provider.settings().hook_timeout;
         Ok(
-            if self.provider.is_alive(&session.id, handle, timeout).await? {
+            if self
+                .provider
+                .is_alive(crate::quotas::HOST_TENANT, &session.id, handle, timeout)
+                .await?
+            {
                 Discovery::Alive
             } else {
                 Discovery::Gone

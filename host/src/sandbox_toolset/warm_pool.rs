@@ -25,7 +25,8 @@ use tokio::sync::Semaphore;
 
 /// The session-id prefix of the pool's sandboxes: provider calls for them carry
 /// `wharf-pool-<uuid>`, so their containers are labelled with it (and `wharf.pool`).
-pub use crate::docker::POOL_SESSION_PREFIX as POOL_ID_PREFIX;
+pub use crate::engines::container_types::POOL_SESSION_PREFIX as POOL_ID_PREFIX;
+use crate::quotas::HOST_TENANT;
 
 /// How often idle sandboxes are checked for age and the pool topped up.
 const TICK: Duration = Duration::from_secs(2);
@@ -233,7 +234,7 @@ impl Inner {
         let timeout = self.provider.settings().hook_timeout;
         match self
             .provider
-            .is_alive(&warm.id, &warm.handle, timeout)
+            .is_alive(HOST_TENANT, &warm.id, &warm.handle, timeout)
             .await
         {
             Ok(alive) => alive,
@@ -248,7 +249,11 @@ impl Inner {
     /// when the destroy fails).
     async fn destroy(&self, warm: Warm) {
         let timeout = self.provider.settings().hook_timeout;
-        match self.provider.destroy(&warm.id, &warm.handle, timeout).await {
+        match self
+            .provider
+            .destroy(HOST_TENANT, &warm.id, &warm.handle, timeout)
+            .await
+        {
             Ok(()) => {
                 if let Err(e) = self.store.delete_warm(&warm.id).await {
                     tracing::warn!(sandbox = %warm.id, "forgetting a warm sandbox failed: {}", e.message);
@@ -276,7 +281,11 @@ impl Inner {
             .await?;
         let begun = Instant::now();
         let timeout = self.provider.settings().hook_timeout;
-        let handle = match self.provider.create(&id, spec.clone(), timeout).await {
+        let handle = match self
+            .provider
+            .create(HOST_TENANT, &id, spec.clone(), timeout)
+            .await
+        {
             Ok(handle) => handle,
             Err(e) => {
                 let _ = self.store.delete_warm(&id).await;

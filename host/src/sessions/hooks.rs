@@ -36,6 +36,7 @@ pub async fn initialize(
     warm: bool,
 ) -> Result<Value, WharfError> {
     let start = SessionStart {
+        tenant: std::sync::Arc::from(record.tenant.as_str()),
         id: record.id.clone(),
         key: record.key.clone(),
         owner: record.owner.clone(),

@@ -25,7 +25,7 @@ impl SessionManager {
                 continue;
             };
             let node = c
-                .label(crate::docker::LABEL_NODE)
+                .label(crate::engines::container_types::LABEL_NODE)
                 .unwrap_or_default()
                 .to_string();
             // Only this node's containers, or those of a node of this store whose lease ran

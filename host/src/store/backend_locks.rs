@@ -3,10 +3,14 @@
 //! one compare-and-set statement and deleted by its holder. A row is free when its lease ran
 //! out, or when the node that holds it is no longer alive in that incarnation (its node
 //! lease ran out, or it restarted with another boot id), so a node killed mid-create
-//! blocks the backend's creates only until its node lease runs out.
+//! blocks the backend's creates only until its node lease runs out. The container import
+//! reaches these rows through the `engines::CreateLedger` seam.
 
 use super::{StateStore, unavailable};
+use crate::engines::CreateLedger;
 use crate::error_code::WharfError;
+use async_trait::async_trait;
+use std::collections::HashSet;
 
 impl StateStore {
     /// Takes `backend`'s lock for `holder` (on `node`, in this store's incarnation) until
@@ -54,5 +58,37 @@ impl StateStore {
             .await
             .map_err(unavailable)?;
         Ok(())
+    }
+}
+
+/// The seam the container import's create turns see (`engines::CreateLedger`).
+#[async_trait]
+impl CreateLedger for StateStore {
+    async fn try_lock_backend(
+        &self,
+        backend: &str,
+        holder: &str,
+        node: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<bool, WharfError> {
+        StateStore::try_lock_backend(self, backend, holder, node, now_ms, until_ms).await
+    }
+
+    async fn unlock_backend(&self, backend: &str, holder: &str) -> Result<(), WharfError> {
+        StateStore::unlock_backend(self, backend, holder).await
+    }
+
+    async fn tenant_sessions(
+        &self,
+        tenant: &str,
+        backend: Option<&str>,
+    ) -> Result<HashSet<String>, WharfError> {
+        Ok(self
+            .list_sessions(Some(tenant), backend, None)
+            .await?
+            .into_iter()
+            .map(|s| s.id)
+            .collect())
     }
 }

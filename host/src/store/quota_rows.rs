@@ -6,7 +6,7 @@
 
 use super::{StateStore, unavailable};
 use crate::error_code::{Code, WharfError};
-use crate::sessions::SessionRecord;
+use crate::session_record::SessionRecord;
 use std::time::{Duration, Instant};
 
 /// How long a quota lock row is held at most (it is given back within one count and one

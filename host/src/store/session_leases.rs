@@ -4,7 +4,8 @@
 //! store's incarnation); an expired `creating` or `releasing` lease, or one held by an
 //! earlier incarnation of the same node, is taken over by whoever comes next.
 
-use super::session_rows::{COLUMNS, SessionState, record};
+use super::SessionState;
+use super::session_rows::{COLUMNS, record};
 use super::{SessionRecord, StateStore, unavailable};
 use crate::error_code::WharfError;
 use serde_json::Value;

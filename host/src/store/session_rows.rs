@@ -2,43 +2,13 @@
 //! (insert, data, activity, holder claims, delete). The lease transitions are in
 //! `session_leases`.
 
-use super::SessionRecord;
+use super::{SessionRecord, SessionState};
 use super::{StateStore, unavailable};
 use crate::bounded::{MAX_TIMESTAMP_MS, MAX_TTL_SECONDS, from_column, to_column};
 use crate::error_code::WharfError;
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
-
-/// Where a session is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SessionState {
-    /// A node is running `initialize` under a lease.
-    Creating,
-    /// Usable.
-    Ready,
-    /// Cleanup is running.
-    Releasing,
-}
-
-impl SessionState {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            SessionState::Creating => "creating",
-            SessionState::Ready => "ready",
-            SessionState::Releasing => "releasing",
-        }
-    }
-    fn parse(s: &str) -> Option<Self> {
-        match s {
-            "creating" => Some(SessionState::Creating),
-            "ready" => Some(SessionState::Ready),
-            "releasing" => Some(SessionState::Releasing),
-            _ => None,
-        }
-    }
-}
 
 pub(super) const COLUMNS: &str = "id, tenant, backend, skey, state, data, owner, holder, holder_until, plugin_version, node, \
                        lease_until, created_at, last_activity, idle_ttl, max_expires_at, generation";

@@ -15,11 +15,9 @@
 //! every action has started before any has failed.
 
 use super::execute::{ActionSpec, Ctx, result_data, run_action};
-use super::{from_json, parse_body, worker_id};
+use super::{from_json, open_call, worker_id};
 use crate::api::auth::Caller;
-use crate::api::envelope::RequestClock;
 use crate::api::envelope::{Envelope, Meta};
-use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallPlace, Wharf};
 use axum::body::Bytes;
@@ -113,18 +111,11 @@ pub(super) async fn batch(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let body: BatchBody = match caller
-        .require(TokenScope::Call)
-        .and_then(|()| parse_body(body))
-    {
-        Ok(b) => b,
-        Err(e) => return RequestClock::start().reply(Err(e)),
-    };
-    let trace_id = match crate::api::envelope::client_trace_id(body.trace_id.as_deref()) {
-        Ok(t) => t,
-        Err(e) => return RequestClock::start().reply(Err(e)),
-    };
-    let (span, clock) = RequestClock::for_request("compat.batch", &caller.name, trace_id);
+    let (body, span, clock) =
+        match open_call::<BatchBody>(&caller, body, "compat.batch", |b| b.trace_id.as_deref()) {
+            Ok(opened) => opened,
+            Err(refused) => return refused,
+        };
     let Some(actions) = body.actions else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,

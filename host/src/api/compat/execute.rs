@@ -12,11 +12,9 @@
 //!
 //! `/api/v1/execute/batch` (in `batch`) runs several actions the same way.
 
-use super::{parse_body, worker_id};
+use super::{open_call, worker_id};
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
-use crate::api::envelope::RequestClock;
-use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{
     CallPlace, Invocation, InvocationResult, SessionChoice, Wharf, WhenMissing,
@@ -96,10 +94,10 @@ pub(super) async fn run_action(ctx: &Ctx<'_>, spec: ActionSpec) -> InvocationRes
             let e = WharfError::new(Code::InvalidType, "`params` must be a JSON object");
             let place = ctx
                 .wharf
-                .resolve_tool(&spec.action)
-                .map(|(backend, action)| CallPlace {
-                    tool: Some(format!("{}:{action}", backend.name)),
-                    backend: Some(backend.name.to_string()),
+                .find_tool(&spec.action)
+                .map(|found| CallPlace {
+                    tool: Some(format!("{}:{}", found.backend, found.action)),
+                    backend: Some(found.backend),
                     session_id: None,
                 })
                 .unwrap_or_default();
@@ -115,8 +113,7 @@ pub(super) async fn run_action(ctx: &Ctx<'_>, spec: ActionSpec) -> InvocationRes
             }),
         deadline: timeout(spec.timeout),
         trace_id: Some(ctx.trace_id.to_string()),
-        missing_session: Some(missing_worker),
-        ..Invocation::new(ctx.caller.principal(), spec.action, params)
+        ..Invocation::new(ctx.caller.principal(), spec.action, params, missing_worker)
     };
     ctx.wharf.invoke(invocation).await
 }
@@ -153,18 +150,12 @@ pub(super) async fn execute(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let body: ExecuteBody = match caller
-        .require(TokenScope::Call)
-        .and_then(|()| parse_body(body))
-    {
-        Ok(b) => b,
-        Err(e) => return RequestClock::start().reply(Err(e)),
+    let (body, span, clock) = match open_call::<ExecuteBody>(&caller, body, "compat.execute", |b| {
+        b.trace_id.as_deref()
+    }) {
+        Ok(opened) => opened,
+        Err(refused) => return refused,
     };
-    let trace_id = match crate::api::envelope::client_trace_id(body.trace_id.as_deref()) {
-        Ok(t) => t,
-        Err(e) => return RequestClock::start().reply(Err(e)),
-    };
-    let (span, clock) = RequestClock::for_request("compat.execute", &caller.name, trace_id);
     let Some(action) = body.action.filter(|a| !a.is_empty()) else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,

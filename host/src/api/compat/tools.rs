@@ -77,12 +77,9 @@ pub(super) async fn schema(
     let clock = RequestClock::start();
     let result = (|| {
         caller.require(TokenScope::Read)?;
-        let (backend, action) = wharf.resolve_tool(&name)?;
-        caller.require_tool(&backend.name, Some(&action))?;
-        let tool = backend.tool(&action).ok_or_else(|| {
-            crate::error_code::WharfError::invalid_request(format!("unknown tool `{name}`"))
-        })?;
-        Ok(tool_json(&backend.name, &backend.description.version, tool))
+        let found = wharf.find_tool(&name)?;
+        caller.require_tool(&found.backend, Some(&found.action))?;
+        Ok(tool_json(&found.backend, &found.version, &found.tool))
     })();
     let mut envelope = clock.reply(result);
     envelope.meta.tool = envelope

@@ -90,11 +90,11 @@ pub async fn run(
             missing: WhenMissing::Create,
         }),
         trace_id: Some(trace_id),
-        missing_session: Some(missing_session),
         ..Invocation::new(
             caller.principal(),
             request.name.to_string(),
             Value::Object(request.arguments.unwrap_or_default()),
+            missing_session,
         )
     };
     // Boxed: the front door's future is about 4 KB, and an async fn keeps both its argument

@@ -6,11 +6,12 @@ use super::shared::{
     WORKER_QUERY,
 };
 use super::{Body, Operation, Reply, body, delete, get, param, post, put};
+use crate::api::call_request::CallRequest;
 use crate::api::compat::{BatchBody, CreateBody, ExecuteBody, ListBody, WorkerBody, WorkerOnly};
 use crate::api::session_reply::{SessionList, SessionReply};
 use crate::config::TokenScope::{Admin, Call, Read};
 use crate::error_code::Code::*;
-use crate::front_door::{CallRequest, SessionRequest};
+use crate::front_door::SessionRequest;
 
 /// Every route.
 pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[

@@ -1,7 +1,8 @@
-//! One session as the store keeps it (its row, decoded). The session state machine over
-//! these rows is `sessions/` (ARCHITECTURE.md, the session state machine).
+//! One session as the host knows it (its stored row, decoded) and where it is in its life:
+//! shared names, kept in a leaf so that the store, the session service, the front door and
+//! the adapters' replies speak of one type. The state machine over these records is
+//! `sessions/` (ARCHITECTURE.md, the session state machine).
 
-use super::SessionState;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -53,6 +54,38 @@ impl SessionRecord {
         match (idle, self.max_expires_at_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionState {
+    /// A node is running `initialize` under a lease.
+    Creating,
+    /// Usable.
+    Ready,
+    /// Cleanup is running.
+    Releasing,
+}
+
+impl SessionState {
+    /// The state as the store writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Creating => "creating",
+            SessionState::Ready => "ready",
+            SessionState::Releasing => "releasing",
+        }
+    }
+    /// The state a stored name stands for.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "creating" => Some(SessionState::Creating),
+            "ready" => Some(SessionState::Ready),
+            "releasing" => Some(SessionState::Releasing),
+            _ => None,
         }
     }
 }
