@@ -224,7 +224,7 @@ async fn deploy(wharf: &Arc<Wharf>, krate: &DevCrate) -> Result<()> {
     let requires = &description.requires;
     let config = dev_config(&krate.wasm, requires);
     let loaded = match wharf.deploy(&krate.name, Arc::new(wasm), config).await? {
-        Deployment::Active(loaded) => loaded,
+        Deployment::Active(loaded) => *loaded,
         Deployment::Pending(_) => {
             eprintln!("wharf dev: the upgrade declares more (`requires`); approved in dev mode");
             wharf.approve_backend(&krate.name).await?

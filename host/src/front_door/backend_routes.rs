@@ -55,7 +55,9 @@ impl Wharf {
                 .await
                 .map_err(|e| WharfError::new(Code::InvalidInput, format!("{e:#}")))?
             {
-                Deployed::Active(loaded) => Deployment::Active(BackendSummary::of(&loaded)),
+                Deployed::Active(loaded) => {
+                    Deployment::Active(Box::new(BackendSummary::of(&loaded)))
+                }
                 Deployed::Pending(pending) => Deployment::Pending(pending),
             },
         )

@@ -87,7 +87,7 @@ impl BackendSummary {
 #[derive(Debug, Clone)]
 pub enum Deployment {
     /// The new version serves.
-    Active(BackendSummary),
+    Active(Box<BackendSummary>),
     /// The new version waits for approval; the running one keeps serving.
     Pending(Box<PendingUpgrade>),
 }

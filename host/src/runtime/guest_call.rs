@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 /// Where and for how long a guest call runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct CallSite<'a> {
     /// The tenant whose request the call serves (it queues in the pool under this name, and
     /// its quotas apply to what the call creates).
@@ -26,6 +26,18 @@ pub struct CallSite<'a> {
     pub timeout: Duration,
     /// The request's trace id, for logs.
     pub trace_id: Option<&'a str>,
+}
+
+impl<'a> CallSite<'a> {
+    /// A call of the host's own for `tenant` in session `session_id`, within `timeout`.
+    pub fn in_session(tenant: &'a str, session_id: &'a str, timeout: Duration) -> Self {
+        Self {
+            tenant,
+            session_id: Some(session_id),
+            timeout,
+            trace_id: None,
+        }
+    }
 }
 
 /// A guest's error as the host answers it. A code a backend may not use becomes 5000,

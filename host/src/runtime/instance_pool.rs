@@ -238,7 +238,7 @@ impl<W: GuestWorld> InstancePool<W> {
         let fairness = self
             .services
             .quotas
-            .limits(&tenant, Some(&*self.name))
+            .limits(tenant, Some(&*self.name))
             .fairness(self.settings.max);
         let started = Instant::now();
         let admitted = self
@@ -246,10 +246,10 @@ impl<W: GuestWorld> InstancePool<W> {
             .acquire(tenant.clone(), fairness, self.settings.queue_timeout)
             .await;
         let tenants = &self.services.metrics.tenants;
-        tenants.record_queue_wait(&tenant, started.elapsed());
+        tenants.record_queue_wait(tenant, started.elapsed());
         admitted.map_err(|refusal| match refusal {
             GateRefusal::Busy => {
-                tenants.record_refusal(&tenant, "pool_busy");
+                tenants.record_refusal(tenant, "pool_busy");
                 let waited = u64::try_from(self.settings.queue_timeout.as_millis()).unwrap_or(u64::MAX);
                 WharfError::backend_unavailable(format!(
                     "backend `{}` is busy: its {} instances stayed in use for the queue timeout of {waited} ms; retry later",

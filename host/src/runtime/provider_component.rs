@@ -17,7 +17,6 @@ use crate::runtime::resource_component::config_text;
 use anyhow::Result;
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A running sandbox provider.
 pub struct ProviderComponent {
@@ -78,164 +77,104 @@ impl ProviderComponent {
         self.pool.drain().await
     }
 
-    fn site<'a>(tenant: &'a str, session_id: &'a str, timeout: Duration) -> CallSite<'a> {
-        CallSite {
-            tenant,
-            session_id: Some(session_id),
-            timeout,
-            trace_id: None,
-        }
-    }
-
     /// Provisions a sandbox for `session_id`; returns its handle.
     pub async fn create(
         &self,
-        tenant: &str,
-        session_id: &str,
+        site: CallSite<'_>,
         spec: SandboxSpec,
-        timeout: Duration,
     ) -> Result<String, WharfError> {
-        guest_call::run(
-            &self.pool,
-            &self.name,
-            Self::site(tenant, session_id, timeout),
-            move |i| Box::pin(async move { i.exports.create(&mut i.store, &spec).await }),
-        )
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move { i.exports.create(&mut i.store, &spec).await })
+        })
         .await
     }
 
     /// Runs a shell command in a sandbox.
     pub async fn run_command(
         &self,
-        tenant: &str,
-        session_id: &str,
+        site: CallSite<'_>,
         sandbox: &str,
         request: CommandRequest,
-        timeout: Duration,
     ) -> Result<CommandResult, WharfError> {
         let sandbox = sandbox.to_string();
-        guest_call::run(
-            &self.pool,
-            &self.name,
-            Self::site(tenant, session_id, timeout),
-            move |i| {
-                Box::pin(async move {
-                    i.exports
-                        .run_command(&mut i.store, &sandbox, &request)
-                        .await
-                })
-            },
-        )
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move {
+                i.exports
+                    .run_command(&mut i.store, &sandbox, &request)
+                    .await
+            })
+        })
         .await
     }
 
     /// Destroys a sandbox (idempotent).
-    pub async fn destroy(
-        &self,
-        tenant: &str,
-        session_id: &str,
-        sandbox: &str,
-        timeout: Duration,
-    ) -> Result<(), WharfError> {
+    pub async fn destroy(&self, site: CallSite<'_>, sandbox: &str) -> Result<(), WharfError> {
         let sandbox = sandbox.to_string();
-        guest_call::run(
-            &self.pool,
-            &self.name,
-            Self::site(tenant, session_id, timeout),
-            move |i| Box::pin(async move { i.exports.destroy(&mut i.store, &sandbox).await }),
-        )
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move { i.exports.destroy(&mut i.store, &sandbox).await })
+        })
         .await
     }
 
     /// Whether a sandbox still exists and answers.
-    pub async fn is_alive(
-        &self,
-        tenant: &str,
-        session_id: &str,
-        sandbox: &str,
-        timeout: Duration,
-    ) -> Result<bool, WharfError> {
+    pub async fn is_alive(&self, site: CallSite<'_>, sandbox: &str) -> Result<bool, WharfError> {
         let sandbox = sandbox.to_string();
-        guest_call::run(
-            &self.pool,
-            &self.name,
-            Self::site(tenant, session_id, timeout),
-            move |i| Box::pin(async move { i.exports.is_alive(&mut i.store, &sandbox).await }),
-        )
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move { i.exports.is_alive(&mut i.store, &sandbox).await })
+        })
         .await
     }
 
     /// Native read (feature `read-file`).
     pub async fn read_file(
         &self,
-        tenant: &str,
-        session_id: &str,
+        site: CallSite<'_>,
         sandbox: &str,
         path: &str,
         offset: u64,
         max_bytes: u64,
-        timeout: Duration,
     ) -> Result<FileChunk, WharfError> {
         let (sandbox, path) = (sandbox.to_string(), path.to_string());
-        guest_call::run(
-            &self.pool,
-            &self.name,
-            Self::site(tenant, session_id, timeout),
-            move |i| {
-                Box::pin(async move {
-                    i.exports
-                        .read_file(&mut i.store, &sandbox, &path, offset, max_bytes)
-                        .await
-                })
-            },
-        )
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move {
+                i.exports
+                    .read_file(&mut i.store, &sandbox, &path, offset, max_bytes)
+                    .await
+            })
+        })
         .await
     }
 
     /// Native write (feature `write-file`).
     pub async fn write_file(
         &self,
-        tenant: &str,
-        session_id: &str,
+        site: CallSite<'_>,
         sandbox: &str,
         path: &str,
         content: Vec<u8>,
-        timeout: Duration,
     ) -> Result<(), WharfError> {
         let (sandbox, path) = (sandbox.to_string(), path.to_string());
-        guest_call::run(
-            &self.pool,
-            &self.name,
-            Self::site(tenant, session_id, timeout),
-            move |i| {
-                Box::pin(async move {
-                    i.exports
-                        .write_file(&mut i.store, &sandbox, &path, &content)
-                        .await
-                })
-            },
-        )
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move {
+                i.exports
+                    .write_file(&mut i.store, &sandbox, &path, &content)
+                    .await
+            })
+        })
         .await
     }
 
     /// Native listing (feature `list-dir`).
     pub async fn list_dir(
         &self,
-        tenant: &str,
-        session_id: &str,
+        site: CallSite<'_>,
         sandbox: &str,
         path: &str,
-        timeout: Duration,
     ) -> Result<Vec<DirEntry>, WharfError> {
         let (sandbox, path) = (sandbox.to_string(), path.to_string());
-        guest_call::run(
-            &self.pool,
-            &self.name,
-            Self::site(tenant, session_id, timeout),
-            move |i| {
-                Box::pin(async move { i.exports.list_dir(&mut i.store, &sandbox, &path).await })
-            },
-        )
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move { i.exports.list_dir(&mut i.store, &sandbox, &path).await })
+        })
         .await
     }
 }

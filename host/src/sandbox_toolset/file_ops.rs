@@ -3,6 +3,7 @@
 
 use super::shell::{self, Entry};
 use crate::error_code::{Code, WharfError};
+use crate::runtime::guest_call::CallSite;
 use crate::runtime::guest_types::{CommandRequest, CommandResult, EntryKind};
 use crate::runtime::provider_component::ProviderComponent;
 use base64::Engine as _;
@@ -57,6 +58,11 @@ fn check_exit(result: &CommandResult, path: &str) -> Result<(), WharfError> {
 }
 
 impl Sandbox<'_> {
+    /// Each provider call's site: the session's, within the per-call time.
+    fn site(&self) -> CallSite<'_> {
+        CallSite::in_session(self.tenant, self.session_id, self.timeout)
+    }
+
     /// Runs a command; a sandbox the provider reports gone is 4007.
     pub async fn exec(
         &self,
@@ -79,11 +85,9 @@ impl Sandbox<'_> {
         let result = self
             .provider
             .run_command(
-                self.tenant,
-                self.session_id,
+                CallSite::in_session(self.tenant, self.session_id, call_timeout),
                 self.handle,
                 request,
-                call_timeout,
             )
             .await?;
         if result.sandbox_terminated {
@@ -111,15 +115,7 @@ impl Sandbox<'_> {
         if self.provider.features().read_file {
             let chunk = self
                 .provider
-                .read_file(
-                    self.tenant,
-                    self.session_id,
-                    self.handle,
-                    path,
-                    0,
-                    shell::MAX_READ_BYTES + 1,
-                    self.timeout,
-                )
+                .read_file(self.site(), self.handle, path, 0, shell::MAX_READ_BYTES + 1)
                 .await?;
             if chunk.total_size > shell::MAX_READ_BYTES
                 || chunk.data.len() as u64 > shell::MAX_READ_BYTES
@@ -147,15 +143,7 @@ impl Sandbox<'_> {
         if self.provider.features().read_file {
             let chunk = self
                 .provider
-                .read_file(
-                    self.tenant,
-                    self.session_id,
-                    self.handle,
-                    path,
-                    0,
-                    0,
-                    self.timeout,
-                )
+                .read_file(self.site(), self.handle, path, 0, 0)
                 .await?;
             return Ok(chunk.total_size);
         }
@@ -191,15 +179,7 @@ impl Sandbox<'_> {
             let offset = index.saturating_mul(shell::SLICE_BYTES);
             let chunk = self
                 .provider
-                .read_file(
-                    self.tenant,
-                    self.session_id,
-                    self.handle,
-                    path,
-                    offset,
-                    shell::SLICE_BYTES,
-                    self.timeout,
-                )
+                .read_file(self.site(), self.handle, path, offset, shell::SLICE_BYTES)
                 .await?;
             return Ok(chunk.data);
         }
@@ -217,14 +197,7 @@ impl Sandbox<'_> {
         if self.provider.features().write_file {
             return self
                 .provider
-                .write_file(
-                    self.tenant,
-                    self.session_id,
-                    self.handle,
-                    path,
-                    content,
-                    self.timeout,
-                )
+                .write_file(self.site(), self.handle, path, content)
                 .await;
         }
         self.write_over_shell(path, content, false).await
@@ -275,13 +248,7 @@ impl Sandbox<'_> {
         if self.provider.features().list_dir {
             let entries = self
                 .provider
-                .list_dir(
-                    self.tenant,
-                    self.session_id,
-                    self.handle,
-                    path,
-                    self.timeout,
-                )
+                .list_dir(self.site(), self.handle, path)
                 .await?;
             return Ok(entries
                 .into_iter()

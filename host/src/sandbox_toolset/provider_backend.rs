@@ -11,8 +11,10 @@ use super::session_spec::{self, sandbox_spec};
 use super::tools::tool_descriptions;
 use super::warm_pool::{WarmPool, WarmSetup};
 use crate::error_code::WharfError;
+use crate::quotas::HOST_TENANT;
 use crate::runtime::backend::{Backend, PoolWatch, SandboxFiles, SessionStart, ToolCall};
 use crate::runtime::backend_description::BackendDescription;
+use crate::runtime::guest_call::CallSite;
 use crate::runtime::guest_types::{Discovery, SessionView};
 use crate::runtime::provider_component::ProviderComponent;
 use crate::tool::ToolResult;
@@ -64,7 +66,7 @@ impl ProviderBackend {
         // The files route runs as the host's own work, as releases do.
         Ok(Sandbox {
             provider: &self.provider,
-            tenant: crate::quotas::HOST_TENANT,
+            tenant: HOST_TENANT,
             session_id: &session.id,
             handle: sandbox_handle(session)?,
             timeout: self.provider.settings().hook_timeout,
@@ -104,7 +106,10 @@ impl Backend for ProviderBackend {
         let timeout = self.provider.settings().hook_timeout;
         let handle = self
             .provider
-            .create(&start.tenant, &start.id, spec, timeout)
+            .create(
+                CallSite::in_session(&start.tenant, &start.id, timeout),
+                spec,
+            )
             .await?;
         Ok(json!({ "sandbox": handle }))
     }
@@ -114,7 +119,10 @@ impl Backend for ProviderBackend {
             Ok(handle) => {
                 let timeout = self.provider.settings().hook_timeout;
                 self.provider
-                    .destroy(crate::quotas::HOST_TENANT, &session.id, handle, timeout)
+                    .destroy(
+                        CallSite::in_session(HOST_TENANT, &session.id, timeout),
+                        handle,
+                    )
                     .await?;
                 if let (Some(pool), Some(warm)) = (&self.warm, session.data["warm"].as_str()) {
                     pool.forget(warm).await?;
@@ -134,7 +142,10 @@ impl Backend for ProviderBackend {
         Ok(
             if self
                 .provider
-                .is_alive(crate::quotas::HOST_TENANT, &session.id, handle, timeout)
+                .is_alive(
+                    CallSite::in_session(HOST_TENANT, &session.id, timeout),
+                    handle,
+                )
                 .await?
             {
                 Discovery::Alive

@@ -27,6 +27,7 @@ use tokio::sync::Semaphore;
 /// `wharf-pool-<uuid>`, so their containers are labelled with it (and `wharf.pool`).
 pub use crate::engines::container_types::POOL_SESSION_PREFIX as POOL_ID_PREFIX;
 use crate::quotas::HOST_TENANT;
+use crate::runtime::guest_call::CallSite;
 
 /// How often idle sandboxes are checked for age and the pool topped up.
 const TICK: Duration = Duration::from_secs(2);
@@ -234,7 +235,10 @@ impl Inner {
         let timeout = self.provider.settings().hook_timeout;
         match self
             .provider
-            .is_alive(HOST_TENANT, &warm.id, &warm.handle, timeout)
+            .is_alive(
+                CallSite::in_session(HOST_TENANT, &warm.id, timeout),
+                &warm.handle,
+            )
             .await
         {
             Ok(alive) => alive,
@@ -251,7 +255,10 @@ impl Inner {
         let timeout = self.provider.settings().hook_timeout;
         match self
             .provider
-            .destroy(HOST_TENANT, &warm.id, &warm.handle, timeout)
+            .destroy(
+                CallSite::in_session(HOST_TENANT, &warm.id, timeout),
+                &warm.handle,
+            )
             .await
         {
             Ok(()) => {
@@ -283,7 +290,10 @@ impl Inner {
         let timeout = self.provider.settings().hook_timeout;
         let handle = match self
             .provider
-            .create(HOST_TENANT, &id, spec.clone(), timeout)
+            .create(
+                CallSite::in_session(HOST_TENANT, &id, timeout),
+                spec.clone(),
+            )
             .await
         {
             Ok(handle) => handle,

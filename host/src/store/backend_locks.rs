@@ -12,12 +12,15 @@ use crate::error_code::WharfError;
 use async_trait::async_trait;
 use std::collections::HashSet;
 
-impl StateStore {
+/// The lock rows, behind the seam the container import's create turns see
+/// (`engines::CreateLedger`); the tenants' session-quota locks use the same rows.
+#[async_trait]
+impl CreateLedger for StateStore {
     /// Takes `backend`'s lock for `holder` (on `node`, in this store's incarnation) until
     /// `until_ms` unless a live node holds it with a lease still running at `now_ms`; true
     /// when taken.
     #[tracing::instrument(name = "store.try_lock_backend", level = "debug", skip_all)]
-    pub async fn try_lock_backend(
+    async fn try_lock_backend(
         &self,
         backend: &str,
         holder: &str,
@@ -50,7 +53,7 @@ impl StateStore {
 
     /// Gives `backend`'s lock back if `holder` still holds it.
     #[tracing::instrument(name = "store.unlock_backend", level = "debug", skip_all)]
-    pub async fn unlock_backend(&self, backend: &str, holder: &str) -> Result<(), WharfError> {
+    async fn unlock_backend(&self, backend: &str, holder: &str) -> Result<(), WharfError> {
         sqlx::query("DELETE FROM wharf_backend_locks WHERE backend = $1 AND holder = $2")
             .bind(backend)
             .bind(holder)
@@ -58,25 +61,6 @@ impl StateStore {
             .await
             .map_err(unavailable)?;
         Ok(())
-    }
-}
-
-/// The seam the container import's create turns see (`engines::CreateLedger`).
-#[async_trait]
-impl CreateLedger for StateStore {
-    async fn try_lock_backend(
-        &self,
-        backend: &str,
-        holder: &str,
-        node: &str,
-        now_ms: i64,
-        until_ms: i64,
-    ) -> Result<bool, WharfError> {
-        StateStore::try_lock_backend(self, backend, holder, node, now_ms, until_ms).await
-    }
-
-    async fn unlock_backend(&self, backend: &str, holder: &str) -> Result<(), WharfError> {
-        StateStore::unlock_backend(self, backend, holder).await
     }
 
     async fn tenant_sessions(

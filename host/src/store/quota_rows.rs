@@ -5,6 +5,7 @@
 //! last slot cannot both take it.
 
 use super::{StateStore, unavailable};
+use crate::engines::CreateLedger;
 use crate::error_code::{Code, WharfError};
 use crate::session_record::SessionRecord;
 use std::time::{Duration, Instant};
