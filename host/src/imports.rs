@@ -52,7 +52,7 @@ pub struct CallContext {
 impl Default for CallContext {
     fn default() -> Self {
         Self {
-            tenant: Arc::from(crate::quotas::HOST_TENANT),
+            tenant: crate::quotas::host_tenant().clone(),
             session_id: None,
             deadline: None,
             deadline_hit: false,

@@ -23,6 +23,14 @@ use std::time::Duration;
 /// Whose request a pool checkout serves when no tenant's request is (hooks the sweeper
 /// runs, releases, warmups).
 pub const HOST_TENANT: &str = "(host)";
+
+/// [`HOST_TENANT`] as the `Arc` a call's context holds: made once, so clearing a context
+/// at check-in and the host's own calls cost a reference count, not an allocation.
+pub fn host_tenant() -> &'static std::sync::Arc<str> {
+    static HOST: std::sync::LazyLock<std::sync::Arc<str>> =
+        std::sync::LazyLock::new(|| std::sync::Arc::from(HOST_TENANT));
+    &HOST
+}
 /// Whose request an admin token's call is (admins see every tenant; their calls are not
 /// held to a tenant's quotas, and queue in the pools under this name).
 pub const ADMIN_TENANT: &str = "(admin)";

@@ -19,7 +19,7 @@ use tracing::Instrument;
 pub struct CallSite<'a> {
     /// The tenant whose request the call serves (it queues in the pool under this name, and
     /// its quotas apply to what the call creates).
-    pub tenant: &'a str,
+    pub tenant: &'a Arc<str>,
     /// The session the call runs in, if any (host imports read it).
     pub session_id: Option<&'a str>,
     /// Wall-clock limit.
@@ -30,7 +30,7 @@ pub struct CallSite<'a> {
 
 impl<'a> CallSite<'a> {
     /// A call of the host's own for `tenant` in session `session_id`, within `timeout`.
-    pub fn in_session(tenant: &'a str, session_id: &'a str, timeout: Duration) -> Self {
+    pub fn in_session(tenant: &'a Arc<str>, session_id: &'a str, timeout: Duration) -> Self {
         Self {
             tenant,
             session_id: Some(session_id),
@@ -86,7 +86,7 @@ where
         trace_id = site.trace_id.unwrap_or("-"),
     );
     let context = CallContext {
-        tenant: Arc::from(site.tenant),
+        tenant: site.tenant.clone(),
         session_id: site.session_id.map(str::to_string),
         deadline: Some(deadline),
         trace_id: site.trace_id.map(str::to_string),

@@ -52,7 +52,7 @@ impl ResourceComponent {
         Ok(Self { name, pool })
     }
 
-    fn hook_site<'a>(&self, tenant: &'a str, session: &'a str) -> CallSite<'a> {
+    fn hook_site<'a>(&self, tenant: &'a Arc<str>, session: &'a str) -> CallSite<'a> {
         CallSite {
             tenant,
             session_id: Some(session),
@@ -124,7 +124,7 @@ impl Backend for ResourceComponent {
         guest_call::run(
             &self.pool,
             &self.name,
-            self.hook_site(crate::quotas::HOST_TENANT, &session.id),
+            self.hook_site(crate::quotas::host_tenant(), &session.id),
             move |i| Box::pin(async move { i.exports.cleanup(&mut i.store, &owned).await }),
         )
         .await
@@ -135,7 +135,7 @@ impl Backend for ResourceComponent {
         let found = guest_call::run(
             &self.pool,
             &self.name,
-            self.hook_site(crate::quotas::HOST_TENANT, &session.id),
+            self.hook_site(crate::quotas::host_tenant(), &session.id),
             move |i| Box::pin(async move { i.exports.discover(&mut i.store, &owned).await }),
         )
         .await?;

@@ -82,7 +82,7 @@ fn ok(content: Value) -> ToolResult {
 /// Runs `action` of the toolset in `session`'s sandbox.
 pub async fn call(
     provider: &ProviderComponent,
-    tenant: &str,
+    tenant: &std::sync::Arc<str>,
     session: &SessionView,
     action: &str,
     arguments: Value,

@@ -14,7 +14,7 @@ pub struct Sandbox<'a> {
     /// The provider.
     pub provider: &'a ProviderComponent,
     /// The tenant whose request this is.
-    pub tenant: &'a str,
+    pub tenant: &'a std::sync::Arc<str>,
     /// The session that owns the sandbox.
     pub session_id: &'a str,
     /// The provider's handle.

@@ -11,7 +11,7 @@ use super::session_spec::{self, sandbox_spec};
 use super::tools::tool_descriptions;
 use super::warm_pool::{WarmPool, WarmSetup};
 use crate::error_code::WharfError;
-use crate::quotas::HOST_TENANT;
+use crate::quotas::host_tenant;
 use crate::runtime::backend::{Backend, PoolWatch, SandboxFiles, SessionStart, ToolCall};
 use crate::runtime::backend_description::BackendDescription;
 use crate::runtime::guest_call::CallSite;
@@ -66,7 +66,7 @@ impl ProviderBackend {
         // The files route runs as the host's own work, as releases do.
         Ok(Sandbox {
             provider: &self.provider,
-            tenant: HOST_TENANT,
+            tenant: host_tenant(),
             session_id: &session.id,
             handle: sandbox_handle(session)?,
             timeout: self.provider.settings().hook_timeout,
@@ -120,7 +120,7 @@ impl Backend for ProviderBackend {
                 let timeout = self.provider.settings().hook_timeout;
                 self.provider
                     .destroy(
-                        CallSite::in_session(HOST_TENANT, &session.id, timeout),
+                        CallSite::in_session(host_tenant(), &session.id, timeout),
                         handle,
                     )
                     .await?;
@@ -143,7 +143,7 @@ impl Backend for ProviderBackend {
             if self
                 .provider
                 .is_alive(
-                    CallSite::in_session(HOST_TENANT, &session.id, timeout),
+                    CallSite::in_session(host_tenant(), &session.id, timeout),
                     handle,
                 )
                 .await?

@@ -26,7 +26,7 @@ use tokio::sync::Semaphore;
 /// The session-id prefix of the pool's sandboxes: provider calls for them carry
 /// `wharf-pool-<uuid>`, so their containers are labelled with it (and `wharf.pool`).
 pub use crate::engines::container_types::POOL_SESSION_PREFIX as POOL_ID_PREFIX;
-use crate::quotas::HOST_TENANT;
+use crate::quotas::host_tenant;
 use crate::runtime::guest_call::CallSite;
 
 /// How often idle sandboxes are checked for age and the pool topped up.
@@ -236,7 +236,7 @@ impl Inner {
         match self
             .provider
             .is_alive(
-                CallSite::in_session(HOST_TENANT, &warm.id, timeout),
+                CallSite::in_session(host_tenant(), &warm.id, timeout),
                 &warm.handle,
             )
             .await
@@ -256,7 +256,7 @@ impl Inner {
         match self
             .provider
             .destroy(
-                CallSite::in_session(HOST_TENANT, &warm.id, timeout),
+                CallSite::in_session(host_tenant(), &warm.id, timeout),
                 &warm.handle,
             )
             .await
@@ -291,7 +291,7 @@ impl Inner {
         let handle = match self
             .provider
             .create(
-                CallSite::in_session(HOST_TENANT, &id, timeout),
+                CallSite::in_session(host_tenant(), &id, timeout),
                 spec.clone(),
             )
             .await
