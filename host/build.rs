@@ -1,5 +1,6 @@
-//! Builds the example backends in `plugins/` for wasm32-wasip2 and embeds them, so
-//! `wharf serve` runs with no files beside the binary and the tests load real components.
+//! Builds the example backends in `plugins/` for wasm32-wasip2 and the sandbox agent in
+//! `sandboxd/` (a static binary for this target) and embeds them, so `wharf serve` runs
+//! with no files beside the binary and the tests load real components.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +17,10 @@ const PLUGINS: &[&str] = &[
 ];
 
 fn main() {
-    if let Err(e) = run().and_then(|()| embed_sdks()) {
+    if let Err(e) = run()
+        .and_then(|()| embed_sdks())
+        .and_then(|()| embed_sandbox_agent())
+    {
         println!("cargo::error={e}");
     }
 }
@@ -142,8 +146,7 @@ fn run() -> Result<(), String> {
     let target_dir = std::env::var("WHARF_PLUGINS_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| root.join("target").join("wasm-plugins"));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
+    let mut cmd = nested_cargo();
     cmd.arg("build")
         .arg("--release")
         .arg("--target=wasm32-wasip2")
@@ -151,24 +154,6 @@ fn run() -> Result<(), String> {
         .arg(root.join("plugins").join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target_dir);
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
-        cmd.env_remove(var);
-    }
-    for (key, _) in std::env::vars() {
-        if key.starts_with("CARGO_PROFILE_")
-            || key.starts_with("CARGO_FEATURE_")
-            || key.starts_with("CARGO_CFG_")
-        {
-            cmd.env_remove(key);
-        }
-    }
     let status = cmd
         .status()
         .map_err(|e| format!("running cargo for the plugins: {e}"))?;
@@ -193,6 +178,85 @@ fn run() -> Result<(), String> {
     code.push_str("];\n");
     std::fs::write(out_dir.join("bundled.rs"), code).map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// A cargo command for a nested build, without the outer build's flags and target.
+fn nested_cargo() -> Command {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (key, _) in std::env::vars() {
+        if key.starts_with("CARGO_PROFILE_")
+            || key.starts_with("CARGO_FEATURE_")
+            || key.starts_with("CARGO_CFG_")
+        {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+/// Builds `wharf-sandboxd` statically (glibc's static CRT: the musl target is not
+/// installable everywhere) for the target the host is built for, and embeds it as
+/// `SANDBOX_AGENT`. On a target that is not Linux the agent is empty (sandboxes then run
+/// without it).
+fn embed_sandbox_agent() -> Result<(), String> {
+    let manifest_dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+    let root = manifest_dir.parent().ok_or("no workspace root")?;
+    for watched in [
+        "sandboxd/src",
+        "sandboxd/Cargo.toml",
+        "sandboxd/Cargo.lock",
+        "sandbox-protocol/src",
+        "sandbox-protocol/Cargo.toml",
+    ] {
+        println!("cargo::rerun-if-changed={}", root.join(watched).display());
+    }
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    let target = std::env::var("TARGET").map_err(|e| e.to_string())?;
+    let code = if target.ends_with("-linux-gnu") {
+        let target_dir = root.join("target").join("sandboxd");
+        let status = nested_cargo()
+            .arg("build")
+            .arg("--release")
+            .arg("--locked")
+            .arg(format!("--target={target}"))
+            .arg("--manifest-path")
+            .arg(root.join("sandboxd").join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+crt-static")
+            .status()
+            .map_err(|e| format!("running cargo for the sandbox agent: {e}"))?;
+        if !status.success() {
+            return Err(format!("building the sandbox agent failed ({status})"));
+        }
+        let binary = target_dir
+            .join(&target)
+            .join("release")
+            .join("wharf-sandboxd");
+        let copied = out_dir.join("wharf-sandboxd");
+        std::fs::copy(&binary, &copied)
+            .map_err(|e| format!("copying {}: {e}", binary.display()))?;
+        format!(
+            "/// The sandbox agent (`wharf-sandboxd`), a static binary for this host's target.\npub static SANDBOX_AGENT: &[u8] = include_bytes!({:?});\n",
+            path_str(&copied)
+        )
+    } else {
+        "/// No sandbox agent is built for this target.\npub static SANDBOX_AGENT: &[u8] = &[];\n"
+            .to_string()
+    };
+    std::fs::write(out_dir.join("sandbox_agent.rs"), code).map_err(|e| e.to_string())
 }
 
 fn path_str(p: &Path) -> String {

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod auth;
 pub mod backends;
 pub mod call_request;
+pub mod call_stream;
 pub mod compat;
 pub mod edge;
 pub mod envelope;

@@ -1,6 +1,8 @@
-//! The example backends built from `plugins/` and embedded at compile time.
+//! The example backends built from `plugins/` and the sandbox agent built from
+//! `sandboxd/`, embedded at compile time.
 
 include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+include!(concat!(env!("OUT_DIR"), "/sandbox_agent.rs"));
 
 /// The backends `wharf serve` loads when there is no config: every bundled one except the
 /// test-only `misbehaving`.

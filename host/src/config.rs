@@ -80,6 +80,11 @@ pub struct ServerConfig {
     /// The Docker engine (`unix:///var/run/docker.sock`, `tcp://host:2375`); `DOCKER_HOST`
     /// or the local socket when unset.
     pub docker_host: Option<String>,
+    /// Place the sandbox agent (`wharf-sandboxd`) as PID 1 of every container the host
+    /// creates on a local engine (default `true`): commands and background processes then
+    /// go through it. `false` runs containers as the image says, commands through the
+    /// engine's exec, and no background processes.
+    pub sandbox_agent: bool,
     /// The state store: `sqlite://PATH` or `postgres://…`; the SQLite file `wharf.db`
     /// in the data dir when unset.
     pub store_url: Option<String>,
@@ -144,6 +149,7 @@ impl Default for ServerConfig {
             max_body_bytes: 4 * 1024 * 1024,
             default_call_timeout_ms: 30_000,
             docker_host: None,
+            sandbox_agent: true,
             store_url: None,
             auth: AuthConfig::default(),
             allowed_hosts: Vec::new(),

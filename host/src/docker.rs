@@ -19,6 +19,8 @@
 //! Files: [`client`] (connection, ownership check), [`containers`] (lifecycle), [`exec`],
 //! [`archive`] (copy in/out), `resident_shell` (the fast exec path), `frames` and `leftovers`, [`labels`], [`types`], [`error`].
 
+mod agent_calls;
+mod agent_client;
 pub mod archive;
 pub mod client;
 pub mod containers;
@@ -28,10 +30,12 @@ pub mod exec;
 mod frames;
 mod info;
 mod kill;
+mod known_agents;
 pub mod labels;
 mod leftovers;
 mod output;
 mod resident_shell;
+pub mod sandbox_agent;
 mod shell_line;
 mod shell_pool;
 pub mod types;

@@ -68,7 +68,8 @@ fn node_id(data_dir: &std::path::Path) -> Result<String> {
 }
 
 /// The services of a serving host, composed here and nowhere else: Docker as its container
-/// engine (the disabled engine when no client can be made for `server.docker_host`),
+/// engine with the sandbox agent placed in its containers (the disabled engine when no
+/// client can be made for `server.docker_host`),
 /// `store` as its key-value store and where creates take turns across nodes, `server`'s
 /// quotas and buffer cap.
 fn connect_services(
@@ -82,7 +83,19 @@ fn connect_services(
         None => crate::docker::Docker::connect(node_id),
     };
     let containers: Arc<dyn crate::engines::ContainerEngine> = match connected {
-        Ok(d) => Arc::new(d),
+        Ok(d) if !server.sandbox_agent => Arc::new(d),
+        Ok(d) => {
+            match crate::docker::sandbox_agent::AgentPlacement::install(
+                &server.data_dir,
+                crate::bundled::SANDBOX_AGENT,
+            ) {
+                Ok(placement) => d.place_agent(placement),
+                Err(e) => tracing::warn!(
+                    "sandboxes run without the sandbox agent (commands go through the engine's exec): {e:#}"
+                ),
+            }
+            Arc::new(d)
+        }
         Err(e) => {
             tracing::warn!("no Docker engine: container imports will answer 5012 ({e})");
             Arc::new(crate::engines::DisabledEngine)

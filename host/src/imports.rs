@@ -20,6 +20,7 @@ pub mod host_mounts;
 pub mod http;
 pub mod kv;
 pub mod log;
+pub mod process;
 pub mod secrets;
 pub mod services;
 pub mod v0_1;
@@ -47,6 +48,9 @@ pub struct CallContext {
     pub trace_id: Option<String>,
     /// What the guest said (`log.panic`) before it trapped.
     pub panic: Option<String>,
+    /// Where the call's output goes while it runs (a streaming caller's), if anywhere:
+    /// `exec` streams a command's output there.
+    pub output: Option<crate::call_output::OutputSink>,
 }
 
 impl Default for CallContext {
@@ -58,6 +62,7 @@ impl Default for CallContext {
             deadline_hit: false,
             trace_id: None,
             panic: None,
+            output: None,
         }
     }
 }
@@ -151,6 +156,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     kv::add_to_linker(linker)?;
     container::add_to_linker(linker)?;
     exec::add_to_linker(linker)?;
+    process::add_to_linker(linker)?;
     egress::add_to_linker(linker)?;
     secrets::add_to_linker(linker)?;
     Ok(())

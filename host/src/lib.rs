@@ -12,6 +12,7 @@ pub mod audit;
 pub mod backend_status;
 pub mod bounded;
 pub mod bundled;
+pub mod call_output;
 pub mod capped_file;
 pub mod cli;
 pub mod clock;

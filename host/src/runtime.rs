@@ -16,6 +16,7 @@ pub mod linker;
 pub mod loaded_backend;
 pub mod provider_component;
 pub mod provider_guest;
+pub mod provider_processes;
 pub mod resource_component;
 pub mod resource_guest;
 pub mod world;

@@ -306,6 +306,14 @@ impl SessionManager {
                 }
             },
             None => {
+                // The idle TTL counts from the last activity the store holds: a call within a
+                // tenth of the TTL (at most a second) of it writes nothing, so a busy session
+                // costs one write a second instead of one per call, and expires at most that
+                // much earlier than its last call would say.
+                let grain_ms = record.idle_ttl_seconds.saturating_mul(100).min(1000);
+                if (now as u64).saturating_sub(record.last_activity_ms) < grain_ms {
+                    return Ok(());
+                }
                 self.store.touch(&record.id, now).await?;
                 if let Ok(mut cache) = self.cache.lock()
                     && let Some(cached) = cache.by_id.get_mut(&record.id)

@@ -1,5 +1,5 @@
 //! What the host offers a backend: logs, key-value state, containers and commands in them,
-//! the secrets the operator granted it.
+//! background processes in those containers, the secrets the operator granted it.
 //! Every call returns [`ToolError`](crate::ToolError)-compatible errors (`?` works).
 //! Outbound HTTP is [`crate::http`] (over the standard `wasi:http/outgoing-handler`).
 
@@ -137,4 +137,16 @@ pub mod secrets {
     pub fn names() -> Vec<String> {
         wit_secrets::names()
     }
+}
+
+/// Background processes in the backend's own containers (contract 0.3.0), run by the
+/// sandbox agent that is PID 1 of every container the host creates: start one, read its
+/// output from any offset (waiting for more), write to its stdin, signal it, list them.
+/// A process outlives the call that started it and a restart of the host; its recent
+/// output (1 MiB by default) waits in the agent.
+pub mod process {
+    pub use crate::bindings::backend_world::wharf::plugin0_3_0::process::{
+        ProcessInfo, ProcessOutput, ProcessSpec, Signal, list, output, send_signal, start,
+        write_stdin,
+    };
 }

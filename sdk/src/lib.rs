@@ -30,8 +30,8 @@ mod tools;
 pub use backend::{Backend, BackendInfo, Capabilities, Discovery};
 pub use error::{ToolError, codes};
 pub use provider::{
-    CommandRequest, CommandResult, DirEntry, EntryKind, FileChunk, NetworkPolicy, Provider,
-    ProviderFeatures, ProviderInfo, SandboxSpec,
+    CommandRequest, CommandResult, DirEntry, EntryKind, FileChunk, NetworkPolicy, ProcessRequest,
+    Provider, ProviderFeatures, ProviderInfo, SandboxSpec,
 };
 pub use session::Session;
 pub use tools::{Annotations, Attachment, Call, NoArgs, SessionNeed, Tools};

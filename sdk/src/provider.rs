@@ -1,7 +1,9 @@
 //! Sandbox providers: create / run-command / destroy plus declared native file operations,
 //! and the glue that exports them. The host builds the standard sandbox toolset on top.
 
+use crate::bindings::provider_world::exports::wharf::plugin0_3_0::processes as wit_processes;
 use crate::bindings::{provider_world::exports::wharf::plugin0_2_0::provider as wit, wit_types};
+use crate::host::process::{ProcessInfo, ProcessOutput, Signal};
 use crate::{Capabilities, ToolError};
 use serde_json::Value;
 use std::any::Any;
@@ -12,6 +14,7 @@ pub use wit::{
     CommandRequest, CommandResult, DirEntry, EntryKind, FileChunk, NetworkPolicy, ProviderFeatures,
     SandboxSpec,
 };
+pub use wit_processes::StartRequest as ProcessRequest;
 
 impl CommandResult {
     /// The answer when the sandbox no longer exists: no exit code, no output, and
@@ -120,6 +123,57 @@ pub trait Provider: Sized + 'static {
     fn list_dir(&mut self, _sandbox: &str, _path: &str) -> Result<Vec<DirEntry>, ToolError> {
         Err(unsupported("list-dir"))
     }
+    /// Whether this provider runs background processes (contract 0.3.0): when `true`, the
+    /// host offers the process tools and calls the `*_process` methods below.
+    fn processes_available() -> bool {
+        false
+    }
+    /// Starts a background process in the sandbox.
+    fn start_process(
+        &mut self,
+        _sandbox: &str,
+        _request: ProcessRequest,
+    ) -> Result<ProcessInfo, ToolError> {
+        Err(no_processes())
+    }
+    /// A process's output from `offset`, waiting up to `wait_ms` for some.
+    fn process_output(
+        &mut self,
+        _sandbox: &str,
+        _pid: u32,
+        _offset: u64,
+        _max_bytes: u32,
+        _wait_ms: u32,
+    ) -> Result<ProcessOutput, ToolError> {
+        Err(no_processes())
+    }
+    /// Writes to a process's stdin, closing it after when `close`.
+    fn process_input(
+        &mut self,
+        _sandbox: &str,
+        _pid: u32,
+        _data: Vec<u8>,
+        _close: bool,
+    ) -> Result<(), ToolError> {
+        Err(no_processes())
+    }
+    /// Signals a process's process group.
+    fn signal_process(
+        &mut self,
+        _sandbox: &str,
+        _pid: u32,
+        _signal: Signal,
+    ) -> Result<(), ToolError> {
+        Err(no_processes())
+    }
+    /// The sandbox's background processes.
+    fn list_processes(&mut self, _sandbox: &str) -> Result<Vec<ProcessInfo>, ToolError> {
+        Err(no_processes())
+    }
+}
+
+fn no_processes() -> ToolError {
+    ToolError::new(4030, "this provider does not run background processes")
 }
 
 thread_local! {
@@ -199,5 +253,37 @@ impl<P: Provider> wit::Guest for ProviderExport<P> {
     }
     fn list_dir(sandbox: String, path: String) -> Result<Vec<DirEntry>, wit_types::Error> {
         with_provider::<P, _>(|p| p.list_dir(&sandbox, &path))
+    }
+}
+
+impl<P: Provider> wit_processes::Guest for ProviderExport<P> {
+    fn available() -> bool {
+        P::processes_available()
+    }
+    fn start(sandbox: String, request: ProcessRequest) -> Result<ProcessInfo, wit_types::Error> {
+        with_provider::<P, _>(|p| p.start_process(&sandbox, request))
+    }
+    fn output(
+        sandbox: String,
+        pid: u32,
+        offset: u64,
+        max_bytes: u32,
+        wait_ms: u32,
+    ) -> Result<ProcessOutput, wit_types::Error> {
+        with_provider::<P, _>(|p| p.process_output(&sandbox, pid, offset, max_bytes, wait_ms))
+    }
+    fn write_stdin(
+        sandbox: String,
+        pid: u32,
+        data: Vec<u8>,
+        close: bool,
+    ) -> Result<(), wit_types::Error> {
+        with_provider::<P, _>(|p| p.process_input(&sandbox, pid, data, close))
+    }
+    fn send_signal(sandbox: String, pid: u32, signal: Signal) -> Result<(), wit_types::Error> {
+        with_provider::<P, _>(|p| p.signal_process(&sandbox, pid, signal))
+    }
+    fn list(sandbox: String) -> Result<Vec<ProcessInfo>, wit_types::Error> {
+        with_provider::<P, _>(|p| p.list_processes(&sandbox))
     }
 }

@@ -161,6 +161,7 @@ async fn ping_percentiles(
         session: None,
         timeout: Duration::from_secs(5),
         trace_id: None,
+        output: None,
     };
     for b in backends {
         for _ in 0..2_000 {
@@ -225,6 +226,7 @@ async fn in_process() -> (f64, f64, f64) {
         session: None,
         timeout: Duration::from_secs(5),
         trace_id: None,
+        output: None,
     };
     for _ in 0..2_000 {
         echo.call_tool(call()).await.unwrap();
@@ -261,6 +263,13 @@ fn main() {
         .build()
         .unwrap();
     let mut rows: Vec<(String, String)> = Vec::new();
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("agent") && docker_ready() {
+        let agent = rt.block_on(sandbox::run_agent(seconds));
+        for (k, v) in &agent.rows {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
     if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("warm") && docker_ready() {
         let warm = rt.block_on(sandbox::run_warm(seconds));
         for (k, v) in &warm.rows {
@@ -420,18 +429,22 @@ fn main() {
         println!("| {k:width$} | {v} |");
     }
     let met = |ok: bool| if ok { "met" } else { "NOT met" };
-    let (create, exec, warm) = match &sandbox {
+    let (create, exec, warm, agent, many) = match &sandbox {
         Some(s) => (
             met(s.create_ratio <= 1.2),
             met(s.exec_ratio <= 0.5),
             met(s.warm_hit.0 <= 10.0 && s.warm_hit.1 <= 0.05),
+            met(s.agent_exec.0 <= 2.0 && s.agent_exec.1 <= 0.03),
+            met(s.concurrent.0 >= 4.0 * 235.0 && s.concurrent.1 >= 0.5 && s.concurrent.2 <= 200.0),
         ),
-        None => ("skipped", "skipped", "skipped"),
+        None => ("skipped", "skipped", "skipped", "skipped", "skipped"),
     };
     println!(
         "\ntargets: ratio at concurrency 32 >= 0.5 ({}), warm call <= 10 µs ({}), warm start <= 300 ms ({}), \
          session create <= 1.2x docker run ({create}), run_command <= 0.5x docker exec ({exec}), \
-         warm-pool hit <= 10 ms and <= 0.05x docker run ({warm})",
+         warm-pool hit <= 10 ms and <= 0.05x docker run ({warm}), \
+         run_command through the agent <= 2 ms and <= 0.03x docker exec ({agent}), \
+         100 sessions >= 4x 235 commands/s, >= 0.5x the spawn limit, p99 <= 200 ms, 0 failures ({many})",
         met(ratio32 >= 0.5),
         met(p50 <= 10.0),
         met(warm_time <= Duration::from_millis(300)),

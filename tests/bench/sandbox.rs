@@ -3,10 +3,9 @@
 //!
 //! - session create (a container created and started through the provider) vs `docker run -d`
 //!   of the same image, N=20 sequential each, interleaved so both see the same machine load;
-//! - `run_command "true"` over `/v1/call` vs `docker exec <id> true`, 50 sequential each,
-//!   interleaved;
-//! - 32 sessions, each with one task calling `run_command "echo x"` in a loop for
-//!   `BENCH_SECONDS`.
+//! - the sandbox agent: `run_command "true"` through it, through the engine's exec and
+//!   `docker exec`, the in-container spawn floor, the first streamed line, 100 sessions at
+//!   once (see `sandbox/agent.rs`);
 //!
 //! - the warm pool: hit vs `docker run -d`, 100 sessions back to back with and without a
 //!   pool, 100 concurrent sessions (see `sandbox/warm.rs`).
@@ -14,11 +13,11 @@
 //! One untimed warm-up of each operation precedes the timed ones. Everything created here is
 //! removed at the end, and also when the run panics (see `Cleanup`).
 
+mod agent;
 mod warm;
 
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wharf_integration_tests::{TestHost, containers_labelled, docker_provider, start_with};
 
@@ -26,13 +25,16 @@ const IMAGE: &str = "wharf-sandbox:test";
 const IDLE: &str = r#"trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done"#;
 const CREATES: usize = 20;
 const EXECS: usize = 50;
-const SESSIONS: usize = 32;
 
 /// The sandbox rows, and the two ratios the targets line checks.
 pub struct Figures {
     pub rows: Vec<(String, String)>,
     pub create_ratio: f64,
     pub exec_ratio: f64,
+    /// `run_command "true"` through the agent: p50 (ms) and its ratio to `docker exec`.
+    pub agent_exec: (f64, f64),
+    /// 100 sessions' commands/s, its ratio to the spawn limit, and p99 (ms).
+    pub concurrent: (f64, f64, f64),
     /// Warm-pool hit create p50 (ms) and its ratio to `docker run -d`.
     pub warm_hit: (f64, f64),
 }
@@ -208,80 +210,6 @@ async fn creates(client: &Client, cleanup: &mut Cleanup) -> (f64, f64) {
     (p50(&mut wharf), p50(&mut cli))
 }
 
-/// `run_command "true"` vs `docker exec <id> true`: (Wharf p50 ms, CLI p50 ms).
-async fn execs(client: &Client, cleanup: &mut Cleanup) -> (f64, f64) {
-    let session = client.create_session("bench-exec").await;
-    cleanup.sessions.push(session.clone());
-    let container = docker_run();
-    cleanup.cli.push(container.clone());
-    client.run(&session, "true").await;
-    docker(&["exec", &container, "true"]);
-    let (mut wharf, mut cli) = (Vec::new(), Vec::new());
-    for _ in 0..EXECS {
-        let t = Instant::now();
-        client.run(&session, "true").await;
-        wharf.push(ms(t.elapsed()));
-
-        let t = Instant::now();
-        docker(&["exec", &container, "true"]);
-        cli.push(ms(t.elapsed()));
-    }
-    client.delete_all(&[session], cleanup).await;
-    cleanup.remove_cli();
-    (p50(&mut wharf), p50(&mut cli))
-}
-
-/// 32 sessions, one looping task each: (commands/s, p50 ms, p99 ms).
-async fn concurrent(seconds: u32, cleanup: &mut Cleanup) -> (f64, f64, f64) {
-    let mut cfg = docker_provider();
-    cfg.grants.max_containers = 40;
-    // The pool size is the backend's concurrency limit (default 16): let all 32 run at once.
-    cfg.limits.pool_max = SESSIONS;
-    let host = start_with(vec![("docker", cfg)], |s| s.max_body_bytes = 32 << 20).await;
-    let client = Arc::new(Client::new(&host));
-    let ids: Vec<String> = futures::future::join_all((0..SESSIONS).map(|i| {
-        let client = client.clone();
-        async move { client.create_session(&format!("bench-c{i}")).await }
-    }))
-    .await;
-    cleanup.sessions.extend(ids.iter().cloned());
-    for id in &ids {
-        assert_eq!(client.run(id, "echo x").await["stdout"], "x\n");
-    }
-
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs(seconds.into());
-    let tasks: Vec<_> = ids
-        .iter()
-        .map(|id| {
-            let (client, id) = (client.clone(), id.clone());
-            tokio::spawn(async move {
-                let mut latencies = Vec::new();
-                while Instant::now() < deadline {
-                    let t = Instant::now();
-                    let out = client.run(&id, "echo x").await;
-                    latencies.push(ms(t.elapsed()));
-                    assert_eq!(out["stdout"], "x\n");
-                }
-                latencies
-            })
-        })
-        .collect();
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await.expect("a command loop panicked"));
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    latencies.sort_by(f64::total_cmp);
-    client.delete_all(&ids, cleanup).await;
-    drop(host);
-    (
-        latencies.len() as f64 / elapsed,
-        super::percentile(&latencies, 0.5),
-        super::percentile(&latencies, 0.99),
-    )
-}
-
 /// Runs the sandbox part (needs Docker and the test image; the caller checks).
 pub async fn run(seconds: u32) -> Figures {
     let mut cleanup = Cleanup::default();
@@ -307,37 +235,25 @@ pub async fn run(seconds: u32) -> Figures {
         format!("{create_ratio:.2}x"),
     ));
 
-    let (w, c) = execs(&client, &mut cleanup).await;
-    let exec_ratio = w / c;
-    rows.push((
-        format!("run_command \"true\" round trip, p50 of {EXECS}"),
-        format!("{w:.1} ms"),
-    ));
-    rows.push((
-        format!("`docker exec <id> true` (CLI), p50 of {EXECS}"),
-        format!("{c:.1} ms"),
-    ));
-    rows.push((
-        "ratio Wharf / CLI, exec".into(),
-        format!("{exec_ratio:.2}x"),
-    ));
     drop(host);
-
-    let (rate, p50, p99) = concurrent(seconds, &mut cleanup).await;
-    rows.push((
-        format!(
-            "{SESSIONS} sessions (pool_max {SESSIONS}), run_command \"echo x\" loop, {seconds} s"
-        ),
-        format!("{rate:.0} commands/s, p50 {p50:.1} ms, p99 {p99:.1} ms"),
-    ));
+    let agent = agent::rows(seconds, &mut cleanup).await;
+    rows.extend(agent.rows);
     let warm = warm::run(seconds, &mut cleanup).await;
     rows.extend(warm.rows);
     Figures {
         rows,
         create_ratio,
-        exec_ratio,
+        exec_ratio: agent.exec_ratio,
+        agent_exec: agent.agent_exec,
+        concurrent: agent.concurrent,
         warm_hit: (warm.hit_p50_ms, warm.hit_ratio),
     }
+}
+
+/// Only the sandbox agent's rows (`WHARF_BENCH_ONLY=agent`).
+pub async fn run_agent(seconds: u32) -> Figures {
+    let mut cleanup = Cleanup::default();
+    agent::rows(seconds, &mut cleanup).await
 }
 
 /// Only the warm-pool rows (`WHARF_BENCH_ONLY=warm`).
@@ -348,6 +264,8 @@ pub async fn run_warm(seconds: u32) -> Figures {
         rows: warm.rows,
         create_ratio: f64::NAN,
         exec_ratio: f64::NAN,
+        agent_exec: (f64::NAN, f64::NAN),
+        concurrent: (f64::NAN, f64::NAN, f64::NAN),
         warm_hit: (warm.hit_p50_ms, warm.hit_ratio),
     }
 }

@@ -204,6 +204,15 @@ pub fn containers_labelled(key: &str, value: &str) -> Vec<String> {
         .collect()
 }
 
+/// Removes every container of `backend` (tests give each backend a name of their own).
+pub fn remove_backend_containers(backend: &str) {
+    for id in containers_labelled("wharf.backend", backend) {
+        let _ = std::process::Command::new("docker")
+            .args(["rm", "-f", &id])
+            .output();
+    }
+}
+
 /// A docker-provider backend config granted the test image.
 pub fn docker_provider() -> BackendConfig {
     let mut cfg = bundled("docker-provider");

@@ -68,6 +68,14 @@ fn envelope_content() -> Value {
 fn success_content(reply: Reply) -> Value {
     match reply {
         Reply::Envelope => envelope_content(),
+        Reply::EnvelopeOrLines => {
+            let mut content = envelope_content();
+            content["application/x-ndjson"] = json!({
+                "schema": {"type": "string"},
+                "description": "Sent when the request's Accept names application/x-ndjson: one JSON object per line, `{\"output\": {\"stream\": \"stdout\"|\"stderr\", \"text\": string}}` for each piece of output the call writes while it runs (a command's, through the sandbox agent), then the call's envelope as the last line (its `code` is the call's; the HTTP status is 200 once the stream has started)."
+            });
+            content
+        }
         Reply::Document => json!({"application/json": {"schema": {"type": "object"}}}),
         Reply::Metrics => json!({"application/openmetrics-text": {"schema": {"type": "string"}}}),
         Reply::Octets => json!({"application/octet-stream": {"schema": {}}}),

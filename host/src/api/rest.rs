@@ -2,9 +2,11 @@
 
 use crate::api::auth::Caller;
 use crate::api::call_request::{self, CallRequest};
+use crate::api::call_stream;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::api::json_body::{self, EmptyBody};
 use crate::api::session_reply::{SessionList, SessionReply};
+use crate::call_output::OutputSink;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{Invocation, SessionChoice, SessionRequest, Wharf};
@@ -13,6 +15,8 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -344,22 +348,47 @@ async fn delete_session(
 async fn call(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Envelope {
+) -> Response {
     let (span, t) = RequestClock::for_request("rest.call", &caller.name, None);
     let request: CallRequest = match caller
         .require(TokenScope::Call)
         .and_then(|()| parse_body(body))
     {
         Ok(r) => r,
-        Err(e) => return t.reply(Err(e)),
+        Err(e) => return t.reply(Err(e)).into_response(),
     };
+    if !call_stream::wants_lines(&headers) {
+        return run_call(&wharf, &caller, request, None, span, t)
+            .await
+            .into_response();
+    }
+    let (sink, pieces) = OutputSink::channel();
+    call_stream::streamed(pieces, move |done| {
+        tokio::spawn(async move {
+            let envelope = run_call(&wharf, &caller, request, Some(sink), span, t).await;
+            let _ = done.send(envelope);
+        })
+    })
+}
+
+/// Runs one REST call; its output also goes to `output` when the client streams it.
+async fn run_call(
+    wharf: &Wharf,
+    caller: &Caller,
+    request: CallRequest,
+    output: Option<OutputSink>,
+    span: tracing::Span,
+    t: RequestClock,
+) -> Envelope {
     let invocation = Invocation {
         session: request
             .session_id
             .map_or(SessionChoice::None, SessionChoice::Id),
         deadline: request.timeout_ms.map(Duration::from_millis),
         trace_id: Some(t.trace_id.clone()),
+        output,
         ..Invocation::new(
             caller.principal(),
             request.tool,

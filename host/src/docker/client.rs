@@ -9,7 +9,9 @@ use bollard::models::ContainerInspectResponse;
 use tokio::sync::OnceCell;
 
 use super::error::DockerError;
+use super::known_agents::KnownAgents;
 use super::labels::{LABEL_BACKEND, check_owner, is_full_id, shorten};
+use super::sandbox_agent::AgentPlacement;
 use super::shell_pool::ShellPool;
 use super::types::Owner;
 
@@ -78,6 +80,8 @@ struct Inner {
     node_id: String,
     client: OnceCell<bollard::Docker>,
     shells: ShellPool,
+    agent: std::sync::OnceLock<AgentPlacement>,
+    agents: KnownAgents,
 }
 
 impl std::fmt::Debug for Docker {
@@ -117,6 +121,8 @@ impl Docker {
                 node_id: node_id.to_string(),
                 client: OnceCell::new(),
                 shells: ShellPool::default(),
+                agent: std::sync::OnceLock::new(),
+                agents: KnownAgents::default(),
             }),
         })
     }
@@ -124,6 +130,29 @@ impl Docker {
     /// The node id written to the `wharf.node` label.
     pub fn node_id(&self) -> &str {
         &self.inner.node_id
+    }
+
+    /// Puts the sandbox agent into every container this client creates from now on (a
+    /// local engine only: the agent's binary and socket are bind-mounted from this host).
+    /// Set once; a second placement is ignored.
+    pub fn place_agent(&self, placement: AgentPlacement) {
+        if matches!(self.inner.endpoint, Endpoint::Unix(_)) {
+            let _ = self.inner.agent.set(placement);
+        } else {
+            tracing::info!(
+                "the docker engine is remote: sandboxes run without the agent (commands go through the engine's exec)"
+            );
+        }
+    }
+
+    /// Where the sandbox agent is placed from, when containers get one.
+    pub(crate) fn agent_placement(&self) -> Option<&AgentPlacement> {
+        self.inner.agent.get()
+    }
+
+    /// The agents of the containers this client has talked to.
+    pub(crate) fn known_agents(&self) -> &KnownAgents {
+        &self.inner.agents
     }
 
     /// The idle resident shells of the containers this client runs commands in.

@@ -173,10 +173,29 @@ impl Docker {
         spec: &ContainerSpec,
     ) -> Result<ContainerInfo, DockerError> {
         let labels = build_labels(owner, self.node_id(), &spec.labels)?;
-        let body = create_body(spec, labels)?;
+        let mut body = create_body(spec, labels)?;
         let api = self.api().await?;
+        let name = container_name(&owner.backend);
+        if let Some(placement) = self.agent_placement() {
+            let image = self
+                .run(
+                    "inspect image",
+                    OP_TIMEOUT,
+                    api.inspect_image(spec.image.trim()),
+                )
+                .await?;
+            let config = image.config.unwrap_or_default();
+            placement
+                .place(
+                    &name,
+                    &mut body,
+                    config.entrypoint.unwrap_or_default(),
+                    config.cmd,
+                )
+                .map_err(|e| DockerError::Failed(format!("placing the sandbox agent: {e:#}")))?;
+        }
         let options = CreateContainerOptions {
-            name: Some(container_name(&owner.backend)),
+            name: Some(name),
             ..Default::default()
         };
         let created = self
@@ -252,6 +271,7 @@ impl Docker {
             return Err(DockerError::NotFound(format!("container {}", shorten(id))));
         }
         self.shells().forget(id);
+        self.known_agents().forget(id);
         let options = RemoveContainerOptions {
             v: true,
             force: true,
@@ -265,11 +285,15 @@ impl Docker {
             )
             .await
         {
-            Ok(()) | Err(DockerError::NotFound(_)) => Ok(()),
+            Ok(()) | Err(DockerError::NotFound(_)) => {}
             // "removal of container ... is already in progress"
-            Err(DockerError::Failed(m)) if m.contains("already in progress") => Ok(()),
-            Err(e) => Err(e),
+            Err(DockerError::Failed(m)) if m.contains("already in progress") => {}
+            Err(e) => return Err(e),
         }
+        if let (Some(placement), Some(name)) = (self.agent_placement(), found.name.as_deref()) {
+            placement.forget(name);
+        }
+        Ok(())
     }
 
     /// The container if `owner`'s backend owns it; `None` if it is missing, is another

@@ -5,6 +5,7 @@ use super::client::Docker;
 use super::error::DockerError;
 use super::types::{ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, Owner};
 use crate::engines::ContainerEngine;
+use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -49,6 +50,15 @@ impl ContainerEngine for Docker {
         Docker::exec(self, owner, request).await
     }
 
+    async fn exec_streamed(
+        &self,
+        owner: &Owner,
+        request: ExecRequest,
+        output: &crate::call_output::OutputSink,
+    ) -> Result<ExecOutput, DockerError> {
+        Docker::exec_streamed(self, owner, request, Some(output)).await
+    }
+
     async fn copy_in(
         &self,
         owner: &Owner,
@@ -68,5 +78,52 @@ impl ContainerEngine for Docker {
         max_bytes: u64,
     ) -> Result<Vec<u8>, DockerError> {
         Docker::copy_out(self, owner, id, path, max_bytes).await
+    }
+
+    async fn start_process(
+        &self,
+        owner: &Owner,
+        id: &str,
+        start: ProcessStart,
+    ) -> Result<ProcessInfo, DockerError> {
+        Docker::start_process(self, owner, id, start).await
+    }
+
+    async fn process_output(
+        &self,
+        owner: &Owner,
+        id: &str,
+        read: OutputRead,
+    ) -> Result<OutputChunk, DockerError> {
+        Docker::process_output(self, owner, id, read).await
+    }
+
+    async fn process_input(
+        &self,
+        owner: &Owner,
+        id: &str,
+        pid: u32,
+        data: Vec<u8>,
+        close: bool,
+    ) -> Result<(), DockerError> {
+        Docker::process_input(self, owner, id, pid, data, close).await
+    }
+
+    async fn signal_process(
+        &self,
+        owner: &Owner,
+        id: &str,
+        pid: u32,
+        signal: Signal,
+    ) -> Result<(), DockerError> {
+        Docker::signal_process(self, owner, id, pid, signal).await
+    }
+
+    async fn list_processes(
+        &self,
+        owner: &Owner,
+        id: &str,
+    ) -> Result<Vec<ProcessInfo>, DockerError> {
+        Docker::list_processes(self, owner, id).await
     }
 }

@@ -165,10 +165,27 @@ impl Docker {
         owner: &Owner,
         request: ExecRequest,
     ) -> Result<ExecOutput, DockerError> {
+        self.exec_streamed(owner, request, None).await
+    }
+
+    /// [`Docker::exec`], passing the output to `output` as it is written when the
+    /// container runs the sandbox agent.
+    pub async fn exec_streamed(
+        &self,
+        owner: &Owner,
+        request: ExecRequest,
+        output: Option<&crate::call_output::OutputSink>,
+    ) -> Result<ExecOutput, DockerError> {
         let begun = Instant::now();
         check_request(&request)?;
         let cmd = argv(&request.command)?;
         let mut env = env_strings(&request.env)?;
+        if let Some(out) = self
+            .exec_through_agent(owner, &request, begun, output)
+            .await?
+        {
+            return Ok(out);
+        }
         if shell_line::fits(&request) && self.shell_may_run(owner, &request.container).await? {
             let container = request.container.clone();
             let check = self.require_running(owner, &container);

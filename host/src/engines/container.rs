@@ -4,8 +4,12 @@
 //! Docker implements it (`docker::Docker`); [`DisabledEngine`] stands in on a host with no
 //! engine.
 
-use super::container_types::{ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, Owner};
+use super::container_types::{
+    ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, OutputChunk, OutputRead, Owner,
+    ProcessInfo, ProcessStart, Signal,
+};
 use super::error::EngineError;
+use crate::call_output::OutputSink;
 use async_trait::async_trait;
 
 /// A container engine. Every method is the caller's own business only: `owner` is derived
@@ -50,6 +54,18 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
     /// Runs a command in an owned running container; dropping the future kills it.
     async fn exec(&self, owner: &Owner, request: ExecRequest) -> Result<ExecOutput, EngineError>;
 
+    /// Like [`ContainerEngine::exec`], also passing the output to `output` as it is
+    /// written when the engine can (the sandbox agent can; otherwise nothing is streamed
+    /// and the result is the same).
+    async fn exec_streamed(
+        &self,
+        owner: &Owner,
+        request: ExecRequest,
+        _output: &OutputSink,
+    ) -> Result<ExecOutput, EngineError> {
+        self.exec(owner, request).await
+    }
+
     /// Writes one file into an owned container.
     async fn copy_in(
         &self,
@@ -68,6 +84,66 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         path: &str,
         max_bytes: u64,
     ) -> Result<Vec<u8>, EngineError>;
+
+    /// Starts a background process in an owned container's sandbox agent. An engine that
+    /// places no agent refuses every process operation (4030).
+    async fn start_process(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+        _start: ProcessStart,
+    ) -> Result<ProcessInfo, EngineError> {
+        Err(no_agent())
+    }
+
+    /// A background process's output from an offset, waiting for some when asked.
+    async fn process_output(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+        _read: OutputRead,
+    ) -> Result<OutputChunk, EngineError> {
+        Err(no_agent())
+    }
+
+    /// Writes to a background process's stdin, closing it after when `close`.
+    async fn process_input(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+        _pid: u32,
+        _data: Vec<u8>,
+        _close: bool,
+    ) -> Result<(), EngineError> {
+        Err(no_agent())
+    }
+
+    /// Signals a background process's process group.
+    async fn signal_process(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+        _pid: u32,
+        _signal: Signal,
+    ) -> Result<(), EngineError> {
+        Err(no_agent())
+    }
+
+    /// The background processes of an owned container, oldest first.
+    async fn list_processes(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+    ) -> Result<Vec<ProcessInfo>, EngineError> {
+        Err(no_agent())
+    }
+}
+
+fn no_agent() -> EngineError {
+    EngineError::Refused(
+        "this container engine runs no sandbox agent: background processes are not available"
+            .into(),
+    )
 }
 
 /// The engine of a host that has none: every method answers

@@ -14,6 +14,9 @@ pub const LABEL_NODE: &str = "wharf.node";
 /// Label with the backend whose warm pool made the container (ARCHITECTURE.md, "Warm
 /// sandboxes"); set when the session label is a pool id.
 pub const LABEL_POOL: &str = "wharf.pool";
+/// Label on a container whose PID 1 is the sandbox agent (`wharf-sandboxd`): commands and
+/// processes in it go through the agent's socket, not the engine's exec.
+pub const LABEL_AGENT: &str = "wharf.agent";
 /// The session id prefix of a warm pool's sandboxes (session ids are UUIDs: never this).
 pub const POOL_SESSION_PREFIX: &str = "wharf-pool-";
 /// The prefix reserved to the host.
@@ -217,4 +220,35 @@ pub struct ExecOutput {
     pub timed_out: bool,
     /// Wall-clock time of the whole call, in milliseconds.
     pub duration_ms: u64,
+}
+
+/// The background-process vocabulary of the sandbox agent, shared as it is (a leaf crate).
+pub use wharf_sandbox_protocol::{OutputChunk, ProcessInfo, Signal};
+
+/// A background process to start in a running container's sandbox agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessStart {
+    /// What to run.
+    pub command: Command,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Working directory (the container's by default).
+    pub workdir: Option<String>,
+    /// User (`name`, `uid`, `uid:gid`); root by default.
+    pub user: Option<String>,
+    /// Bytes of output kept; 0 means the agent's default.
+    pub buffer_bytes: u32,
+}
+
+/// Reads a background process's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputRead {
+    /// The process.
+    pub pid: u32,
+    /// The first byte wanted.
+    pub offset: u64,
+    /// At most this many bytes.
+    pub max_bytes: u32,
+    /// How long to wait for output when there is none yet.
+    pub wait_ms: u32,
 }

@@ -7,6 +7,7 @@
 
 use super::Wharf;
 use super::tool_calls::{Admitted, CallOutcome, CallPlace, PlacedCall, Placement, ResolvedTool};
+use crate::call_output::OutputSink;
 use crate::error_code::WharfError;
 use crate::principal::Principal;
 use crate::tool::SessionNeed;
@@ -61,6 +62,8 @@ pub struct Invocation<'a> {
     /// protocol says in its own words how to pass one. Called with the tool's canonical
     /// name.
     pub missing_session: fn(&str) -> WharfError,
+    /// Where the call's output goes while it runs, when the protocol can stream it.
+    pub output: Option<OutputSink>,
 }
 
 impl<'a> Invocation<'a> {
@@ -80,6 +83,7 @@ impl<'a> Invocation<'a> {
             deadline: None,
             trace_id: None,
             missing_session,
+            output: None,
         }
     }
 }
@@ -100,6 +104,7 @@ impl Wharf {
             deadline,
             trace_id,
             missing_session,
+            output,
         } = invocation;
         let (tool, resolved) = self.listed_name(tool);
         let tenant = caller.session_tenant();
@@ -121,6 +126,7 @@ impl Wharf {
                 args,
                 deadline,
                 placement,
+                output,
             };
             let outcome = self.run_admitted(tenant, admitted, call, trace_id).await;
             if let Some(temporary) = temporary {

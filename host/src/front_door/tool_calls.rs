@@ -88,6 +88,8 @@ pub(super) struct PlacedCall {
     pub deadline: Option<Duration>,
     /// Where it runs.
     pub placement: Placement,
+    /// Where its output goes while it runs, if anywhere.
+    pub output: Option<crate::call_output::OutputSink>,
 }
 
 /// A tool name resolved in the registry: its backend and its action.
@@ -279,6 +281,7 @@ impl Wharf {
                     session: None,
                     timeout,
                     trace_id,
+                    output: call.output,
                 })
                 .await
                 .map_err(|e| match undeclared_session {
@@ -313,6 +316,7 @@ impl Wharf {
                 session: Some(record.view()),
                 timeout,
                 trace_id,
+                output: call.output,
             })
             .await;
         let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());

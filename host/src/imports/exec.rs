@@ -41,6 +41,7 @@ impl Host for ContainerView<'_> {
             .clamp(u64::from(request.max_output_bytes))
             .try_into()
             .unwrap_or(request.max_output_bytes);
+        let output = self.call.output.clone();
         self.engine_op("exec.run", async |engine, owner| {
             let container = request.container.clone();
             let req = engine::ExecRequest {
@@ -56,7 +57,10 @@ impl Host for ContainerView<'_> {
                 timeout_ms: request.timeout_ms.min(remaining_ms).max(1),
                 max_output_bytes,
             };
-            let o = engine.exec(&owner, req).await?;
+            let o = match &output {
+                Some(sink) => engine.exec_streamed(&owner, req, sink).await?,
+                None => engine.exec(&owner, req).await?,
+            };
             tracing::info!(target: "wharf::audit", event = "exec", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %container, exit = ?o.exit_code, timed_out = o.timed_out, duration_ms = o.duration_ms);
             Ok(ExecOutput {
                 exit_code: o.exit_code,

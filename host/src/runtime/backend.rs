@@ -27,6 +27,8 @@ pub struct ToolCall {
     pub timeout: Duration,
     /// For logs.
     pub trace_id: Option<String>,
+    /// Where the call's output goes while it runs (a streaming caller's), if anywhere.
+    pub output: Option<crate::call_output::OutputSink>,
 }
 
 /// A session being created: what the backend needs to make its resources.

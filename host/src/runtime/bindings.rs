@@ -49,6 +49,27 @@ pub mod v0_3 {
             }
         );
     }
+
+    /// The `sandbox-provider` world: its imports are `backend`'s; what it adds is the
+    /// `processes` export (its `provider` export is 0.2.0's, called through [`v0_2`]).
+    pub mod provider {
+        use super::super::v0_2::backend::wharf::plugin0_2_0 as v0_2;
+        use super::backend::wharf::plugin0_3_0 as v0_3;
+        contract_bindgen!(
+            path: "../wit",
+            world: "wharf:plugin/sandbox-provider@0.3.0",
+            with: {
+                "wharf:plugin/types@0.2.0": v0_2::types,
+                "wharf:plugin/container@0.2.0": v0_2::container,
+                "wharf:plugin/exec@0.2.0": v0_2::exec,
+                "wharf:plugin/kv@0.2.0": v0_2::kv,
+                "wharf:plugin/log@0.2.0": v0_2::log,
+                "wharf:plugin/egress@0.2.0": v0_2::egress,
+                "wharf:plugin/secrets@0.3.0": v0_3::secrets,
+                "wharf:plugin/process@0.3.0": v0_3::process,
+            }
+        );
+    }
 }
 
 /// `wharf:plugin@0.2.0`, frozen (`wit/deps/wharf-plugin@0.2.0/`); 0.3.0 keeps its

@@ -26,6 +26,8 @@ pub struct CallSite<'a> {
     pub timeout: Duration,
     /// The request's trace id, for logs.
     pub trace_id: Option<&'a str>,
+    /// Where the call's output goes while it runs, if anywhere.
+    pub output: Option<&'a crate::call_output::OutputSink>,
 }
 
 impl<'a> CallSite<'a> {
@@ -36,6 +38,7 @@ impl<'a> CallSite<'a> {
             session_id: Some(session_id),
             timeout,
             trace_id: None,
+            output: None,
         }
     }
 }
@@ -90,6 +93,7 @@ where
         session_id: site.session_id.map(str::to_string),
         deadline: Some(deadline),
         trace_id: site.trace_id.map(str::to_string),
+        output: site.output.cloned(),
         ..CallContext::default()
     };
     let mut checked_out = pool.checkout(context).await?;

@@ -108,6 +108,8 @@ pub struct ProviderFeatures {
     pub stdin: bool,
     /// Sandboxes may be created ahead of time for a warm pool (0.2.0 and later).
     pub poolable: bool,
+    /// Background processes (0.3.0's `processes` export answers `available`).
+    pub processes: bool,
 }
 
 impl ProviderFeatures {
@@ -119,6 +121,7 @@ impl ProviderFeatures {
             (self.list_dir, "list-dir"),
             (self.stdin, "stdin"),
             (self.poolable, "poolable"),
+            (self.processes, "processes"),
         ]
         .into_iter()
         .filter(|(on, _)| *on)

@@ -1,8 +1,9 @@
 //! A sandbox provider as loaded: its pool of instances and the provider contract as
-//! typed host calls — `create`, `run-command`, `destroy`, `is-alive` and the native file
-//! operations its features declare. The sandbox toolset builds the standard tools and
+//! typed host calls — `create`, `run-command`, `destroy`, `is-alive`, the native file
+//! operations its features declare, and background processes (feature `processes`). The sandbox toolset builds the standard tools and
 //! the session hooks on top of this (`sandbox_toolset::ProviderBackend`).
 
+use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
 use crate::error_code::WharfError;
 use crate::imports::services::HostServices;
 use crate::policy::Grants;
@@ -174,6 +175,90 @@ impl ProviderComponent {
         let (sandbox, path) = (sandbox.to_string(), path.to_string());
         guest_call::run(&self.pool, &self.name, site, move |i| {
             Box::pin(async move { i.exports.list_dir(&mut i.store, &sandbox, &path).await })
+        })
+        .await
+    }
+
+    /// Starts a background process in a sandbox (feature `processes`).
+    pub async fn start_process(
+        &self,
+        site: CallSite<'_>,
+        sandbox: &str,
+        start: ProcessStart,
+    ) -> Result<ProcessInfo, WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move {
+                i.exports
+                    .start_process(&mut i.store, &sandbox, &start)
+                    .await
+            })
+        })
+        .await
+    }
+
+    /// A background process's output from an offset (feature `processes`).
+    pub async fn process_output(
+        &self,
+        site: CallSite<'_>,
+        sandbox: &str,
+        read: OutputRead,
+    ) -> Result<OutputChunk, WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move { i.exports.process_output(&mut i.store, &sandbox, read).await })
+        })
+        .await
+    }
+
+    /// Writes to a background process's stdin (feature `processes`).
+    pub async fn process_input(
+        &self,
+        site: CallSite<'_>,
+        sandbox: &str,
+        pid: u32,
+        data: Vec<u8>,
+        close: bool,
+    ) -> Result<(), WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move {
+                i.exports
+                    .process_input(&mut i.store, &sandbox, pid, &data, close)
+                    .await
+            })
+        })
+        .await
+    }
+
+    /// Signals a background process (feature `processes`).
+    pub async fn signal_process(
+        &self,
+        site: CallSite<'_>,
+        sandbox: &str,
+        pid: u32,
+        signal: Signal,
+    ) -> Result<(), WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move {
+                i.exports
+                    .signal_process(&mut i.store, &sandbox, pid, signal)
+                    .await
+            })
+        })
+        .await
+    }
+
+    /// A sandbox's background processes (feature `processes`).
+    pub async fn list_processes(
+        &self,
+        site: CallSite<'_>,
+        sandbox: &str,
+    ) -> Result<Vec<ProcessInfo>, WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move { i.exports.list_processes(&mut i.store, &sandbox).await })
         })
         .await
     }

@@ -1,13 +1,16 @@
 //! The `sandbox-provider` world of every served contract version behind one typed face:
-//! `describe`, `warmup`, `shutdown`, `create`, `run-command`, `destroy`, `is-alive` and the
-//! native file operations, whatever version the component was built against.
+//! `describe`, `warmup`, `shutdown`, `create`, `run-command`, `destroy`, `is-alive`, the
+//! native file operations and (0.3.0) background processes, whatever version the
+//! component was built against.
 
-use crate::runtime::bindings::{v0_1, v0_2};
+use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
+use crate::runtime::bindings::v0_1;
 use crate::runtime::guest_types::{
     CommandRequest, CommandResult, DirEntry, FileChunk, GuestError, RawProviderInfo, SandboxSpec,
 };
 use crate::runtime::host_state::HostState;
 use crate::runtime::instance_pool::versioned_guest_world;
+use crate::runtime::provider_processes::{Provider02, ProviderPre02};
 use wasmtime::Store;
 
 versioned_guest_world!(
@@ -15,8 +18,7 @@ versioned_guest_world!(
     ProviderPre, ProviderExports,
     V0_1: v0_1::provider::SandboxProviderPre<HostState>, v0_1::provider::SandboxProvider,
         wharf_plugin0_1_0_provider;
-    V0_2: v0_2::provider::SandboxProviderPre<HostState>, v0_2::provider::SandboxProvider,
-        wharf_plugin0_2_0_provider;
+    V0_2: ProviderPre02, Provider02, wharf_plugin0_2_0_provider;
 );
 
 /// Runs `$body` with `$g` bound to the instance's `provider` export, whatever its version.
@@ -43,7 +45,14 @@ impl ProviderExports {
         &self,
         store: &mut Store<HostState>,
     ) -> wasmtime::Result<RawProviderInfo> {
-        on_guest!(self, |g| Ok(g.call_describe(&mut *store).await?.into()))
+        let mut info: RawProviderInfo = on_guest!(self, |g| RawProviderInfo::from(
+            g.call_describe(&mut *store).await?
+        ));
+        info.features.processes = match self {
+            ProviderExports::V0_1(_) => false,
+            ProviderExports::V0_2(p) => p.processes_available(store).await?,
+        };
+        Ok(info)
     }
 
     /// `create`: the sandbox's handle.
@@ -126,5 +135,83 @@ impl ProviderExports {
             .await?
             .map(|entries| entries.into_iter().map(Into::into).collect())
             .map_err(Into::into)))
+    }
+
+    /// `processes.start` (0.3.0; refused with 4030 before).
+    pub async fn start_process(
+        &self,
+        store: &mut Store<HostState>,
+        sandbox: &str,
+        start: &ProcessStart,
+    ) -> Answer<ProcessInfo> {
+        match self {
+            ProviderExports::V0_2(p) => p.start_process(store, sandbox, start).await,
+            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+        }
+    }
+
+    /// `processes.output`.
+    pub async fn process_output(
+        &self,
+        store: &mut Store<HostState>,
+        sandbox: &str,
+        read: OutputRead,
+    ) -> Answer<OutputChunk> {
+        match self {
+            ProviderExports::V0_2(p) => p.process_output(store, sandbox, read).await,
+            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+        }
+    }
+
+    /// `processes.write-stdin`.
+    pub async fn process_input(
+        &self,
+        store: &mut Store<HostState>,
+        sandbox: &str,
+        pid: u32,
+        data: &[u8],
+        close: bool,
+    ) -> Answer<()> {
+        match self {
+            ProviderExports::V0_2(p) => p.process_input(store, sandbox, pid, data, close).await,
+            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+        }
+    }
+
+    /// `processes.send-signal`.
+    pub async fn signal_process(
+        &self,
+        store: &mut Store<HostState>,
+        sandbox: &str,
+        pid: u32,
+        signal: Signal,
+    ) -> Answer<()> {
+        match self {
+            ProviderExports::V0_2(p) => p.signal_process(store, sandbox, pid, signal).await,
+            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+        }
+    }
+
+    /// `processes.list`.
+    pub async fn list_processes(
+        &self,
+        store: &mut Store<HostState>,
+        sandbox: &str,
+    ) -> Answer<Vec<ProcessInfo>> {
+        match self {
+            ProviderExports::V0_2(p) => p.list_processes(store, sandbox).await,
+            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+        }
+    }
+}
+
+fn no_processes() -> GuestError {
+    GuestError {
+        code: 4030,
+        message:
+            "this provider does not run background processes (feature `processes`, contract 0.3.0)"
+                .into(),
+        retryable: false,
+        data: None,
     }
 }

@@ -58,6 +58,7 @@ impl ResourceComponent {
             session_id: Some(session),
             timeout: self.pool.settings().hook_timeout,
             trace_id: None,
+            output: None,
         }
     }
 }
@@ -70,6 +71,7 @@ impl Backend for ResourceComponent {
             session_id: call.session.as_ref().map(|s| s.id.as_str()),
             timeout: call.timeout,
             trace_id: call.trace_id.as_deref(),
+            output: call.output.as_ref(),
         };
         let args = call.args.to_string();
         let (action, session) = (call.action.clone(), call.session.clone());

@@ -2,6 +2,7 @@
 
 use super::file_ops::Sandbox;
 use super::shell;
+use crate::call_output::OutputSink;
 use crate::clock::now_ms;
 use crate::error_code::{Code, WharfError};
 use crate::runtime::guest_types::SessionView;
@@ -28,6 +29,7 @@ struct RunCommand {
     command: String,
     timeout_seconds: Option<u64>,
     stdin: Option<String>,
+    stream: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +89,7 @@ pub async fn call(
     action: &str,
     arguments: Value,
     timeout: Duration,
+    output: Option<&OutputSink>,
 ) -> Result<ToolResult, WharfError> {
     let handle = sandbox_handle(session)?;
     let sandbox = Sandbox {
@@ -114,8 +117,9 @@ pub async fn call(
                     "this provider does not accept stdin",
                 ));
             }
+            let output = output.filter(|_| a.stream != Some(false));
             let r = sandbox
-                .exec(a.command, stdin, limit, MAX_COMMAND_OUTPUT)
+                .exec_streamed(a.command, stdin, limit, MAX_COMMAND_OUTPUT, output)
                 .await?;
             Ok(ok(json!({
                 "exit_code": r.exit_code,
@@ -208,9 +212,12 @@ pub async fn call(
                 "content_base64": base64::engine::general_purpose::STANDARD.encode(&content),
             })))
         }
-        other => Err(WharfError::invalid_request(format!(
-            "unknown sandbox tool `{other}`"
-        ))),
+        other => match super::process_tools::call(&sandbox, other, arguments, timeout).await {
+            Some(result) => result,
+            None => Err(WharfError::invalid_request(format!(
+                "unknown sandbox tool `{other}`"
+            ))),
+        },
     }
 }
 

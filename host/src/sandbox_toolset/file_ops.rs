@@ -59,7 +59,7 @@ fn check_exit(result: &CommandResult, path: &str) -> Result<(), WharfError> {
 
 impl Sandbox<'_> {
     /// Each provider call's site: the session's, within the per-call time.
-    fn site(&self) -> CallSite<'_> {
+    pub(super) fn site(&self) -> CallSite<'_> {
         CallSite::in_session(self.tenant, self.session_id, self.timeout)
     }
 
@@ -70,6 +70,19 @@ impl Sandbox<'_> {
         stdin: Option<Vec<u8>>,
         timeout: Duration,
         max_output: u64,
+    ) -> Result<CommandResult, WharfError> {
+        self.exec_streamed(command, stdin, timeout, max_output, None)
+            .await
+    }
+
+    /// Runs a command whose output also goes to `output` while it runs.
+    pub async fn exec_streamed(
+        &self,
+        command: String,
+        stdin: Option<Vec<u8>>,
+        timeout: Duration,
+        max_output: u64,
+        output: Option<&crate::call_output::OutputSink>,
     ) -> Result<CommandResult, WharfError> {
         if stdin.is_some() && !self.provider.features().stdin {
             return Err(WharfError::internal("this provider does not accept stdin"));
@@ -85,7 +98,10 @@ impl Sandbox<'_> {
         let result = self
             .provider
             .run_command(
-                CallSite::in_session(self.tenant, self.session_id, call_timeout),
+                CallSite {
+                    output,
+                    ..CallSite::in_session(self.tenant, self.session_id, call_timeout)
+                },
                 self.handle,
                 request,
             )

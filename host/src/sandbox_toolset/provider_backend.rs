@@ -55,10 +55,16 @@ impl ProviderBackend {
         self.warm.as_ref()
     }
 
-    /// Adds what the toolset declares to a provider's description: the six tools and the
-    /// sandbox config schema.
+    /// Adds what the toolset declares to a provider's description: the six tools (and the
+    /// process tools when the provider runs background processes) and the sandbox config
+    /// schema.
     pub fn describe(description: &mut BackendDescription) {
         description.tools = tool_descriptions();
+        if description.features.processes {
+            description
+                .tools
+                .extend(super::process_tools::tool_descriptions());
+        }
         description.session_config_schema = Some(session_spec::schema());
     }
 
@@ -91,6 +97,7 @@ impl Backend for ProviderBackend {
             &call.action,
             call.args,
             call.timeout,
+            call.output.as_ref(),
         )
         .await
     }

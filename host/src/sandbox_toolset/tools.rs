@@ -41,7 +41,8 @@ pub fn tool_descriptions() -> Vec<ToolDescription> {
             json!({"type": "object", "additionalProperties": false, "required": ["command"], "properties": {
                 "command": {"type": "string", "minLength": 1, "description": "A shell command line."},
                 "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 3600, "description": "Kill the command after this long (default 60)."},
-                "stdin": {"type": "string", "description": "Text fed to the command's standard input."}
+                "stdin": {"type": "string", "description": "Text fed to the command's standard input."},
+                "stream": {"type": "boolean", "default": true, "description": "Send the output to a caller that can take it while the command runs (REST with `Accept: application/x-ndjson`, MCP with a progress token); the result is the same."}
             }}),
             WRITES,
         ),

@@ -1,13 +1,14 @@
 //! `docker-provider`: a sandbox is one container on the host's Docker engine, created and
-//! driven only through Wharf's `container` and `exec` imports (so the host's grants,
-//! labels and ownership rules apply). Writes to absolute paths use copy-in; everything
-//! else goes through commands.
+//! driven only through Wharf's `container`, `exec` and `process` imports (so the host's
+//! grants, labels and ownership rules apply). Commands and background processes run
+//! through the sandbox agent the host places in every container. Writes to absolute paths
+//! use copy-in; everything else goes through commands.
 
 use serde::Deserialize;
-use wharf_sdk::host::{container, exec};
+use wharf_sdk::host::{container, exec, process};
 use wharf_sdk::{
-    Capabilities, CommandRequest, CommandResult, Provider, ProviderFeatures, ProviderInfo,
-    SandboxSpec, ToolError, Value,
+    Capabilities, CommandRequest, CommandResult, ProcessRequest, Provider, ProviderFeatures,
+    ProviderInfo, SandboxSpec, ToolError, Value,
 };
 
 /// The operator's config.
@@ -212,6 +213,64 @@ impl Provider for DockerProvider {
                 String::from_utf8_lossy(&out.stderr).trim()
             ))),
         }
+    }
+
+    fn processes_available() -> bool {
+        true
+    }
+
+    fn start_process(
+        &mut self,
+        sandbox: &str,
+        request: ProcessRequest,
+    ) -> Result<process::ProcessInfo, ToolError> {
+        let command = if request.argv.is_empty() {
+            exec::Command::Shell(request.command)
+        } else {
+            exec::Command::Argv(request.argv)
+        };
+        Ok(process::start(&process::ProcessSpec {
+            container: sandbox.to_string(),
+            command,
+            env: request.env,
+            workdir: request.workdir.or_else(|| Some(self.config.workdir.clone())),
+            user: None,
+            buffer_bytes: request.buffer_bytes,
+        })?)
+    }
+
+    fn process_output(
+        &mut self,
+        sandbox: &str,
+        pid: u32,
+        offset: u64,
+        max_bytes: u32,
+        wait_ms: u32,
+    ) -> Result<process::ProcessOutput, ToolError> {
+        Ok(process::output(sandbox, pid, offset, max_bytes, wait_ms)?)
+    }
+
+    fn process_input(
+        &mut self,
+        sandbox: &str,
+        pid: u32,
+        data: Vec<u8>,
+        close: bool,
+    ) -> Result<(), ToolError> {
+        Ok(process::write_stdin(sandbox, pid, &data, close)?)
+    }
+
+    fn signal_process(
+        &mut self,
+        sandbox: &str,
+        pid: u32,
+        signal: process::Signal,
+    ) -> Result<(), ToolError> {
+        Ok(process::send_signal(sandbox, pid, signal)?)
+    }
+
+    fn list_processes(&mut self, sandbox: &str) -> Result<Vec<process::ProcessInfo>, ToolError> {
+        Ok(process::list(sandbox)?)
     }
 }
 

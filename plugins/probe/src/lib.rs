@@ -2,7 +2,7 @@
 //! fetch a URL, read a secret), so tests can check what a backend is and is not allowed to
 //! do. For tests.
 
-use wharf_sdk::host::{container, exec, kv, secrets};
+use wharf_sdk::host::{container, exec, kv, process, secrets};
 use wharf_sdk::{
     Backend, BackendInfo, Call, Capabilities, Deserialize, JsonSchema, Serialize, ToolError, Tools,
 };
@@ -36,6 +36,81 @@ struct ExecArgs {
     /// Output kept per stream (default 65536); a guest may ask for anything.
     #[serde(default)]
     max_output_bytes: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct RunArgs {
+    id: String,
+    /// A shell command line (or use `argv`).
+    #[serde(default)]
+    command: Option<String>,
+    /// A program and its arguments, run without a shell.
+    #[serde(default)]
+    argv: Option<Vec<String>>,
+    #[serde(default)]
+    stdin: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    timeout_ms: Option<u32>,
+    #[serde(default)]
+    max_output_bytes: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct StartArgs {
+    id: String,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    argv: Option<Vec<String>>,
+    /// Output kept (0: the agent's default).
+    #[serde(default)]
+    buffer_bytes: u32,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct OutputArgs {
+    id: String,
+    pid: u32,
+    #[serde(default)]
+    offset: u64,
+    #[serde(default)]
+    max_bytes: Option<u32>,
+    #[serde(default)]
+    wait_ms: u32,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct InputArgs {
+    id: String,
+    pid: u32,
+    data: String,
+    #[serde(default)]
+    close: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SignalArgs {
+    id: String,
+    pid: u32,
+    /// `term`, `kill`, `int`, `hup`, `quit`, `usr1`, `usr2`, `stop` or `cont`.
+    signal: String,
+}
+
+fn command(line: Option<String>, argv: Option<Vec<String>>) -> Result<exec::Command, ToolError> {
+    match (line, argv) {
+        (Some(line), None) => Ok(exec::Command::Shell(line)),
+        (None, Some(argv)) => Ok(exec::Command::Argv(argv)),
+        _ => Err(ToolError::invalid_input("give `command` or `argv`")),
+    }
+}
+
+fn process_json(p: &process::ProcessInfo) -> wharf_sdk::Value {
+    wharf_sdk::json!({
+        "pid": p.pid, "command": p.command, "running": p.running, "exit_code": p.exit_code,
+        "output_bytes": p.output_bytes, "dropped_bytes": p.dropped_bytes,
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -241,6 +316,70 @@ impl Backend for Probe {
                     max_output_bytes: a.max_output_bytes.unwrap_or(65_536),
                 })?;
                 Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            })
+            .tool("run", "Run a command in a container; returns its whole result.", |_: &mut Self, a: RunArgs, _: &mut Call| {
+                let out = exec::run(&exec::ExecRequest {
+                    container: a.id,
+                    command: command(a.command, a.argv)?,
+                    env: vec![],
+                    workdir: None,
+                    user: a.user,
+                    stdin: a.stdin.map(String::into_bytes),
+                    timeout_ms: a.timeout_ms.unwrap_or(10_000),
+                    max_output_bytes: a.max_output_bytes.unwrap_or(65_536),
+                })?;
+                Ok(wharf_sdk::json!({
+                    "exit_code": out.exit_code,
+                    "stdout": String::from_utf8_lossy(&out.stdout),
+                    "stderr": String::from_utf8_lossy(&out.stderr),
+                    "stdout_truncated": out.stdout_truncated,
+                    "stdout_len": out.stdout.len(),
+                    "timed_out": out.timed_out,
+                }))
+            })
+            .tool("process_start", "Start a background process in a container (contract 0.3.0's `process`).", |_: &mut Self, a: StartArgs, _: &mut Call| {
+                let started = process::start(&process::ProcessSpec {
+                    container: a.id,
+                    command: command(a.command, a.argv)?,
+                    env: vec![],
+                    workdir: None,
+                    user: None,
+                    buffer_bytes: a.buffer_bytes,
+                })?;
+                Ok(process_json(&started))
+            })
+            .tool("process_output", "Read a background process's output from an offset.", |_: &mut Self, a: OutputArgs, _: &mut Call| {
+                let out = process::output(&a.id, a.pid, a.offset, a.max_bytes.unwrap_or(65_536), a.wait_ms)?;
+                Ok(wharf_sdk::json!({
+                    "offset": out.offset,
+                    "text": String::from_utf8_lossy(&out.data),
+                    "len": out.data.len(),
+                    "dropped": out.dropped,
+                    "process": process_json(&out.process),
+                }))
+            })
+            .tool("process_input", "Write to a background process's stdin.", |_: &mut Self, a: InputArgs, _: &mut Call| {
+                process::write_stdin(&a.id, a.pid, a.data.as_bytes(), a.close)?;
+                Ok(true)
+            })
+            .tool("process_signal", "Signal a background process.", |_: &mut Self, a: SignalArgs, _: &mut Call| {
+                let signal = match a.signal.as_str() {
+                    "term" => process::Signal::Term,
+                    "kill" => process::Signal::Kill,
+                    "int" => process::Signal::Int,
+                    "hup" => process::Signal::Hup,
+                    "quit" => process::Signal::Quit,
+                    "usr1" => process::Signal::Usr1,
+                    "usr2" => process::Signal::Usr2,
+                    "stop" => process::Signal::Stop,
+                    "cont" => process::Signal::Cont,
+                    other => return Err(ToolError::invalid_input(format!("no signal `{other}`"))),
+                };
+                process::send_signal(&a.id, a.pid, signal)?;
+                Ok(true)
+            })
+            .tool("process_list", "A container's background processes.", |_: &mut Self, a: IdArgs, _: &mut Call| {
+                Ok(process::list(&a.id)?.iter().map(process_json).collect::<Vec<_>>())
             })
             .tool("copy_out", "Copy a file out of a container; returns its length.", |_: &mut Self, a: CopyOutArgs, _: &mut Call| {
                 Ok(container::copy_out(&a.id, &a.path, a.max_bytes)?.len() as u64)

@@ -204,3 +204,25 @@ def provider_export(module: Any) -> type:
 
     Export.__name__ = "Provider"
     return Export
+
+
+def processes_export() -> type:
+    """The `Processes` export of a provider (contract 0.3.0): a Python provider runs no
+    background processes, so `available` answers false (the host then offers none of the
+    process tools) and every other call is refused with 4030."""
+
+    def refused(*_: Any) -> Any:
+        raise _error(ToolError(4030, "this provider does not run background processes")) from None
+
+    class Export(exports.Processes):  # type: ignore[misc, valid-type]
+        def available(self) -> bool:
+            return False
+
+        start = refused
+        output = refused
+        write_stdin = refused
+        send_signal = refused
+        list = refused
+
+    Export.__name__ = "Processes"
+    return Export

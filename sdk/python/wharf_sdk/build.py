@@ -96,9 +96,11 @@ def stage(app: Path, world: str, into: Path) -> str:
     if app.stem == entry:
         raise BuildError(f"rename {app.name}: `{entry}` is the generated entry module")
     export, factory = ("Provider", "provider_export") if world == "provider" else ("Backend", "backend_export")
-    (into / f"{entry}.py").write_text(
-        ENTRY.format(kind=world, module=app.stem, export=export, factory=factory)
-    )
+    text = ENTRY.format(kind=world, module=app.stem, export=export, factory=factory)
+    if world == "provider":
+        # Contract 0.3.0's `processes` export: Python providers declare none.
+        text += "Processes = _component.processes_export()\n"
+    (into / f"{entry}.py").write_text(text)
     return entry
 
 

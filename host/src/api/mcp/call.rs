@@ -1,12 +1,14 @@
 //! `tools/call` over MCP: translate the call into a front-door `Invocation` (the session
 //! key's session is acquired when the tool needs one), run it while sending progress about
-//! once a second, and drop it the moment the client cancels.
+//! once a second and each piece of output the call streams (a command's stdout and stderr,
+//! as the progress message), and drop it the moment the client cancels.
 //!
 //! The session key is, in order: the `X-Wharf-Session-Key` HTTP header, the call's
 //! `_meta["wharf/session_key"]`, the MCP session id. Acquiring is idempotent per key, so a
 //! client that reconnects with the same key gets the same session (and sandbox) back.
 
 use crate::api::auth::Caller;
+use crate::call_output::{OutputPiece, OutputSink};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallOutcome, Invocation, SessionChoice, Wharf, WhenMissing};
@@ -84,12 +86,21 @@ pub async fn run(
         Err(e) => return Some(Ok(failure(&e))),
     };
     let (span, trace_id) = crate::telemetry::request_span("mcp.tools/call", &caller.name);
+    // Output pieces go out as progress, so only a client that sent a token gets them.
+    let (output, pieces) = match progress {
+        Some(_) => {
+            let (sink, pieces) = OutputSink::channel();
+            (Some(sink), Some(pieces))
+        }
+        None => (None, None),
+    };
     let invocation = Invocation {
         session: key.map_or(SessionChoice::None, |key| SessionChoice::Key {
             key,
             missing: WhenMissing::Create,
         }),
         trace_id: Some(trace_id),
+        output,
         ..Invocation::new(
             caller.principal(),
             request.name.to_string(),
@@ -100,7 +111,7 @@ pub async fn run(
     // Boxed: the front door's future is about 4 KB, and an async fn keeps both its argument
     // and the pinned local, so inline it would be copied into every future up the stack.
     let work = Box::pin(wharf.invoke(invocation).instrument(span));
-    let outcome = drive(work, cancel, progress).await?;
+    let outcome = drive(work, cancel, progress, pieces).await?;
     Some(match outcome {
         Ok(outcome) => Ok(success(outcome)),
         // A name that resolves to no tool is the request's fault, not the tool's.
@@ -152,33 +163,40 @@ pub fn session_key(parts: Option<&http::request::Parts>, meta: &MetaObject) -> O
 }
 
 /// Polls `work` to the end, sending `notifications/progress` about once a second while it
-/// runs (when the client asked with a progress token). `None` when `cancel` fired: `work`
-/// is dropped on the spot.
+/// runs and one per piece of output it streams (when the client asked with a progress
+/// token). Progress counts the notifications sent, so it only grows. `None` when `cancel`
+/// fired: `work` is dropped on the spot.
 async fn drive<T>(
     work: impl Future<Output = T>,
     cancel: &CancellationToken,
     progress: Option<Progress<'_>>,
+    mut pieces: Option<tokio::sync::mpsc::Receiver<OutputPiece>>,
 ) -> Option<T> {
     let mut work = std::pin::pin!(work);
     let started = tokio::time::Instant::now();
     let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sent = 0u64;
     loop {
-        tokio::select! {
+        let message = tokio::select! {
             biased;
             _ = cancel.cancelled() => return None,
+            Some(piece) = async { pieces.as_mut()?.recv().await }, if pieces.is_some() => {
+                String::from_utf8_lossy(&piece.data).into_owned()
+            }
             out = &mut work => return Some(out),
             _ = ticks.tick(), if progress.is_some() => {
-                if let Some(Progress { token, peer }) = &progress {
-                    let seconds = started.elapsed().as_secs();
-                    let report = ProgressNotificationParam::new(token.clone(), seconds as f64)
-                        .with_message(format!("running for {seconds} s"));
-                    // Boxed: rmcp's send future is KBs, and inline it would be part of
-                    // every call's future, progress or not.
-                    if let Err(e) = Box::pin(peer.notify_progress(report)).await {
-                        tracing::debug!("progress notification not sent: {e}");
-                    }
-                }
+                format!("running for {} s", started.elapsed().as_secs())
+            }
+        };
+        if let Some(Progress { token, peer }) = &progress {
+            sent += 1;
+            let report =
+                ProgressNotificationParam::new(token.clone(), sent as f64).with_message(message);
+            // Boxed: rmcp's send future is KBs, and inline it would be part of every
+            // call's future, progress or not.
+            if let Err(e) = Box::pin(peer.notify_progress(report)).await {
+                tracing::debug!("progress notification not sent: {e}");
             }
         }
     }

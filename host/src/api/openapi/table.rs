@@ -121,6 +121,9 @@ pub(super) enum Body {
 pub(super) enum Reply {
     /// The envelope, JSON.
     Envelope,
+    /// The envelope, or (asked with `Accept: application/x-ndjson`) the call's output as
+    /// JSON lines ending with the envelope.
+    EnvelopeOrLines,
     /// This document.
     Document,
     /// OpenMetrics text.

@@ -104,6 +104,7 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
     post("/v1/call", "Run a tool")
         .scope(Call)
         .body(body::<CallRequest>(true))
+        .reply(Reply::EnvelopeOrLines)
         .codes(CALL),
     post("/mcp", "MCP over streamable HTTP (JSON-RPC)")
         .scope(Read)

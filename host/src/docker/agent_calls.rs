@@ -1,0 +1,316 @@
+//! Commands and background processes through a container's sandbox agent: which
+//! containers have one (the `wharf.agent` label, remembered in `known_agents`), and the
+//! engine operations that go to the agent instead of the engine's exec.
+
+use std::time::{Duration, Instant};
+
+use wharf_sandbox_protocol::{
+    self as protocol, ErrorKind, MAX_CHUNK_BYTES, MAX_RUN_OUTPUT_BYTES, MAX_RUN_STDIN_BYTES,
+    OutputChunk, OutputRequest, ProcessInfo, ProcessSetup, Reply, Request, RunRequest, Signal,
+    StartRequest,
+};
+
+use crate::call_output::{OutputPiece, OutputSink, OutputStream};
+use crate::engines::container_types::{OutputRead, ProcessStart};
+
+use super::agent_client::{AgentEndpoint, AgentFailure, call};
+use super::client::Docker;
+use super::error::DockerError;
+use super::labels::{LABEL_AGENT, shorten};
+use super::types::{Command, ExecOutput, ExecRequest, Owner};
+
+/// Time allowed on top of a command's own timeout before the agent counts as hung.
+const AGENT_GRACE: Duration = Duration::from_secs(5);
+/// The limit of a request that does not run a command.
+const QUICK_LIMIT: Duration = Duration::from_secs(10);
+
+fn agent_error(failure: AgentFailure) -> DockerError {
+    match failure {
+        AgentFailure::Refused(e) => match e.kind {
+            ErrorKind::Invalid => DockerError::Invalid(e.message),
+            ErrorKind::NotFound => DockerError::NotFound(e.message),
+            ErrorKind::Limit => DockerError::Refused(e.message),
+            ErrorKind::Failed => DockerError::Failed(e.message),
+        },
+        AgentFailure::Unreachable(_) => DockerError::NotFound(failure.to_string()),
+        AgentFailure::Impostor(_) | AgentFailure::Broken(_) => {
+            DockerError::Failed(failure.to_string())
+        }
+    }
+}
+
+fn unexpected(reply: &Reply) -> DockerError {
+    DockerError::Failed(format!(
+        "the sandbox agent answered out of turn ({})",
+        shorten(&format!("{reply:?}"))
+    ))
+}
+
+/// Whether a command fits what the agent carries in one reply (larger output or stdin
+/// goes through the engine's exec, which streams them).
+fn fits_agent(request: &ExecRequest) -> bool {
+    request.max_output_bytes <= MAX_RUN_OUTPUT_BYTES
+        && request
+            .stdin
+            .as_ref()
+            .is_none_or(|s| s.len() <= MAX_RUN_STDIN_BYTES)
+}
+
+fn protocol_command(command: &Command) -> protocol::Command {
+    match command {
+        Command::Argv(argv) => protocol::Command::Argv(argv.clone()),
+        Command::Shell(line) => protocol::Command::Shell(line.clone()),
+    }
+}
+
+impl Docker {
+    /// The agent of an owned, running container that has one; `None` when the container
+    /// has none, is not running, or is not `owner`'s (the caller's engine path then
+    /// answers as it always did).
+    pub(crate) async fn agent_of(
+        &self,
+        owner: &Owner,
+        id: &str,
+    ) -> Result<Option<AgentEndpoint>, DockerError> {
+        let Some(placement) = self.agent_placement() else {
+            return Ok(None);
+        };
+        if let Some(endpoint) = self.known_agents().get(id, &owner.backend) {
+            return Ok(Some(endpoint));
+        }
+        let Some(found) = self.inspect_owned(owner, id).await? else {
+            return Ok(None);
+        };
+        let labelled = found
+            .config
+            .as_ref()
+            .and_then(|c| c.labels.as_ref())
+            .is_some_and(|l| l.contains_key(LABEL_AGENT));
+        let state = found.state.as_ref();
+        let pid = state.and_then(|s| s.pid).unwrap_or(0);
+        let running = state.and_then(|s| s.running) == Some(true);
+        let socket = found.name.as_deref().and_then(|n| placement.socket(n));
+        match (labelled && running, i32::try_from(pid), socket) {
+            (true, Ok(pid), Some(socket)) if pid > 0 => {
+                let endpoint = AgentEndpoint { socket, pid };
+                self.known_agents()
+                    .remember(id, &owner.backend, endpoint.clone());
+                Ok(Some(endpoint))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// One request to the agent of an owned container that must have one.
+    async fn ask_agent(
+        &self,
+        owner: &Owner,
+        id: &str,
+        request: &Request,
+        limit: Duration,
+    ) -> Result<Reply, DockerError> {
+        let Some(endpoint) = self.agent_of(owner, id).await? else {
+            return Err(DockerError::Refused(format!(
+                "container {} runs no sandbox agent (background processes need one)",
+                shorten(id)
+            )));
+        };
+        call(&endpoint, request, limit, |_, _| {})
+            .await
+            .map_err(|failure| {
+                if !matches!(failure, AgentFailure::Refused(_)) {
+                    self.known_agents().forget(id);
+                }
+                agent_error(failure)
+            })
+    }
+
+    /// Runs `request` through the container's agent; `None` when the container has no
+    /// agent or the command does not fit it (the caller then uses the engine's exec).
+    pub(crate) async fn exec_through_agent(
+        &self,
+        owner: &Owner,
+        request: &ExecRequest,
+        begun: Instant,
+        output: Option<&OutputSink>,
+    ) -> Result<Option<ExecOutput>, DockerError> {
+        if !fits_agent(request) {
+            return Ok(None);
+        }
+        let run = Request::Run(RunRequest {
+            command: protocol_command(&request.command),
+            setup: ProcessSetup {
+                env: request.env.clone(),
+                cwd: request.workdir.clone(),
+                user: request.user.clone(),
+            },
+            stdin: request.stdin.clone(),
+            timeout_ms: request.timeout_ms,
+            max_output_bytes: request.max_output_bytes,
+            stream: output.is_some(),
+        });
+        let limit = Duration::from_millis(u64::from(request.timeout_ms)) + AGENT_GRACE;
+        let mut answer = Err(AgentFailure::Broken(String::new()));
+        // A restarted container has a new PID 1: the remembered one is refused once, then
+        // looked up again.
+        for _ in 0..2 {
+            let Some(endpoint) = self.agent_of(owner, &request.container).await? else {
+                return Ok(None);
+            };
+            answer = call(&endpoint, &run, limit, |stream, data| {
+                if let Some(sink) = output {
+                    let stream = match stream {
+                        protocol::Stream::Stdout => OutputStream::Stdout,
+                        protocol::Stream::Stderr => OutputStream::Stderr,
+                    };
+                    sink.send(OutputPiece { stream, data });
+                }
+            })
+            .await;
+            if !matches!(answer, Err(AgentFailure::Impostor(_))) {
+                break;
+            }
+            self.known_agents().forget(&request.container);
+        }
+        match answer {
+            Ok(Reply::Ran(out)) => Ok(Some(ExecOutput {
+                exit_code: out.exit_code,
+                stdout: out.stdout,
+                stderr: out.stderr,
+                stdout_truncated: out.stdout_truncated,
+                stderr_truncated: out.stderr_truncated,
+                timed_out: out.timed_out,
+                duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
+            })),
+            Ok(other) => Err(unexpected(&other)),
+            // Stopped or gone since it was remembered: the engine's path says which.
+            Err(AgentFailure::Unreachable(_)) => {
+                self.known_agents().forget(&request.container);
+                Ok(None)
+            }
+            Err(failure) => {
+                if !matches!(failure, AgentFailure::Refused(_)) {
+                    self.known_agents().forget(&request.container);
+                }
+                Err(agent_error(failure))
+            }
+        }
+    }
+
+    /// Starts a background process in an owned container's agent.
+    pub async fn start_process(
+        &self,
+        owner: &Owner,
+        id: &str,
+        start: ProcessStart,
+    ) -> Result<ProcessInfo, DockerError> {
+        let request = StartRequest {
+            command: protocol_command(&start.command),
+            setup: ProcessSetup {
+                env: start.env,
+                cwd: start.workdir,
+                user: start.user,
+            },
+            terminal: None,
+            buffer_bytes: start.buffer_bytes,
+        };
+        match self
+            .ask_agent(owner, id, &Request::Start(request), QUICK_LIMIT)
+            .await?
+        {
+            Reply::Process(info) => Ok(info),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Reads a background process's output from `offset`, waiting up to `wait_ms` for some.
+    pub async fn process_output(
+        &self,
+        owner: &Owner,
+        id: &str,
+        read: OutputRead,
+    ) -> Result<OutputChunk, DockerError> {
+        let request = OutputRequest {
+            pid: read.pid,
+            offset: read.offset,
+            max_bytes: read.max_bytes.min(MAX_CHUNK_BYTES),
+            wait_ms: read.wait_ms.min(protocol::MAX_WAIT_MS),
+        };
+        let limit = Duration::from_millis(u64::from(request.wait_ms)) + QUICK_LIMIT;
+        match self
+            .ask_agent(owner, id, &Request::Output(request), limit)
+            .await?
+        {
+            Reply::Output(chunk) => Ok(chunk),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Writes to a background process's stdin, then closes it when `close`.
+    pub async fn process_input(
+        &self,
+        owner: &Owner,
+        id: &str,
+        pid: u32,
+        data: Vec<u8>,
+        close: bool,
+    ) -> Result<(), DockerError> {
+        if data.len() > MAX_CHUNK_BYTES as usize {
+            return Err(DockerError::TooLarge(format!(
+                "stdin writes are at most {MAX_CHUNK_BYTES} bytes, got {}",
+                data.len()
+            )));
+        }
+        let request = Request::Input { pid, data, close };
+        match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
+            Reply::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Signals a background process's process group.
+    pub async fn signal_process(
+        &self,
+        owner: &Owner,
+        id: &str,
+        pid: u32,
+        signal: Signal,
+    ) -> Result<(), DockerError> {
+        let request = Request::Signal { pid, signal };
+        match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
+            Reply::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The background processes of an owned container's agent, oldest first.
+    pub async fn list_processes(
+        &self,
+        owner: &Owner,
+        id: &str,
+    ) -> Result<Vec<ProcessInfo>, DockerError> {
+        match self
+            .ask_agent(owner, id, &Request::List, QUICK_LIMIT)
+            .await?
+        {
+            Reply::Processes(list) => Ok(list),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_output_or_stdin_stays_on_the_engine_path() {
+        let mut r = ExecRequest::new("c", Command::Shell("true".into()), 1000, 1024);
+        assert!(fits_agent(&r));
+        r.max_output_bytes = MAX_RUN_OUTPUT_BYTES + 1;
+        assert!(!fits_agent(&r));
+        r.max_output_bytes = 1;
+        r.stdin = Some(vec![0; MAX_RUN_STDIN_BYTES + 1]);
+        assert!(!fits_agent(&r));
+    }
+}

@@ -1,0 +1,193 @@
+//! One request to a container's sandbox agent over its Unix socket: connect, check that
+//! the process listening is the container's PID 1 (the socket's peer credentials against
+//! the engine's view of the container), send one frame, read the agent's chunks and its
+//! final reply within a time limit. Everything read is bounded by the protocol's frame
+//! limit; a frame that does not decode ends the request.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt as _, StreamExt as _};
+use tokio::net::UnixStream;
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use wharf_sandbox_protocol::{AgentError, MAX_FRAME_BYTES, Reply, Request, Stream, decode, encode};
+
+/// Where a container's agent listens, and who it must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentEndpoint {
+    /// The socket's path on this host.
+    pub socket: PathBuf,
+    /// The container's PID 1 as this host sees it (the engine's `State.Pid`).
+    pub pid: i32,
+}
+
+/// Why a request to the agent did not get an answer.
+#[derive(Debug)]
+pub(crate) enum AgentFailure {
+    /// Nothing listens (the container stopped, or the agent is not up yet).
+    Unreachable(std::io::Error),
+    /// Something other than the container's PID 1 holds the socket.
+    Impostor(Option<i32>),
+    /// The connection broke, timed out, or carried something that is not the protocol.
+    Broken(String),
+    /// The agent refused the request.
+    Refused(AgentError),
+}
+
+impl std::fmt::Display for AgentFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgentFailure::Unreachable(e) => write!(f, "the sandbox agent is not reachable: {e}"),
+            AgentFailure::Impostor(pid) => write!(
+                f,
+                "the sandbox agent's socket is held by another process (pid {pid:?}), not the agent"
+            ),
+            AgentFailure::Broken(m) => write!(f, "the sandbox agent's connection failed: {m}"),
+            AgentFailure::Refused(e) => f.write_str(&e.message),
+        }
+    }
+}
+
+/// Sends `request` and returns the agent's final reply; streamed output chunks go to
+/// `on_chunk` as they arrive. `limit` bounds the whole exchange.
+pub(crate) async fn call(
+    endpoint: &AgentEndpoint,
+    request: &Request,
+    limit: Duration,
+    mut on_chunk: impl FnMut(Stream, Vec<u8>) + Send,
+) -> Result<Reply, AgentFailure> {
+    let stream = UnixStream::connect(&endpoint.socket)
+        .await
+        .map_err(AgentFailure::Unreachable)?;
+    let peer = stream
+        .peer_cred()
+        .map_err(|e| AgentFailure::Broken(format!("reading the peer's credentials: {e}")))?;
+    if peer.pid() != Some(endpoint.pid) {
+        return Err(AgentFailure::Impostor(peer.pid()));
+    }
+    let codec = LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME_BYTES)
+        .new_codec();
+    let mut framed = Framed::new(stream, codec);
+    let exchange = async {
+        framed
+            .send(Bytes::from(encode(request)))
+            .await
+            .map_err(|e| AgentFailure::Broken(format!("sending: {e}")))?;
+        loop {
+            let frame = match framed.next().await {
+                Some(Ok(frame)) => frame,
+                Some(Err(e)) => return Err(AgentFailure::Broken(format!("reading: {e}"))),
+                None => {
+                    return Err(AgentFailure::Broken(
+                        "the agent closed the connection".into(),
+                    ));
+                }
+            };
+            match decode::<Reply>(&frame).map_err(|e| AgentFailure::Broken(e.to_string()))? {
+                Reply::Chunk { stream, data } => on_chunk(stream, data),
+                Reply::Error(e) => return Err(AgentFailure::Refused(e)),
+                reply => return Ok(reply),
+            }
+        }
+    };
+    tokio::time::timeout(limit, exchange)
+        .await
+        .map_err(|_| AgentFailure::Broken(format!("no answer within {} ms", limit.as_millis())))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::UnixListener;
+
+    fn endpoint(dir: &std::path::Path) -> AgentEndpoint {
+        AgentEndpoint {
+            socket: dir.join("agent.sock"),
+            pid: i32::try_from(std::process::id()).unwrap(),
+        }
+    }
+
+    /// A fake agent in this process: answers every connection with `frames`.
+    fn serve(listener: UnixListener, frames: Vec<Vec<u8>>) {
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let mut framed = Framed::new(stream, LengthDelimitedCodec::new());
+                let _ = framed.next().await;
+                for f in &frames {
+                    let _ = framed.send(Bytes::from(f.clone())).await;
+                }
+            }
+        });
+    }
+
+    #[tokio::test]
+    async fn chunks_then_the_final_reply() {
+        let dir = tempfile::tempdir().unwrap();
+        let ep = endpoint(dir.path());
+        serve(
+            UnixListener::bind(&ep.socket).unwrap(),
+            vec![
+                encode(&Reply::Chunk {
+                    stream: Stream::Stdout,
+                    data: b"a".to_vec(),
+                }),
+                encode(&Reply::Done),
+            ],
+        );
+        let mut seen = Vec::new();
+        let reply = call(&ep, &Request::List, Duration::from_secs(5), |s, d| {
+            seen.push((s, d))
+        })
+        .await
+        .unwrap();
+        assert_eq!(reply, Reply::Done);
+        assert_eq!(seen, vec![(Stream::Stdout, b"a".to_vec())]);
+    }
+
+    #[tokio::test]
+    async fn a_listener_that_is_not_the_containers_init_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ep = endpoint(dir.path());
+        serve(
+            UnixListener::bind(&ep.socket).unwrap(),
+            vec![encode(&Reply::Done)],
+        );
+        ep.pid += 1;
+        let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AgentFailure::Impostor(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn garbage_silence_and_absence_are_errors_not_hangs() {
+        let dir = tempfile::tempdir().unwrap();
+        let ep = endpoint(dir.path());
+        let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AgentFailure::Unreachable(_)), "{err}");
+
+        serve(UnixListener::bind(&ep.socket).unwrap(), vec![vec![0xff; 9]]);
+        let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AgentFailure::Broken(_)), "{err}");
+
+        let quiet = tempfile::tempdir().unwrap();
+        let ep = endpoint(quiet.path());
+        let listener = UnixListener::bind(&ep.socket).unwrap();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok(conn) = listener.accept().await {
+                held.push(conn);
+            }
+        });
+        let err = call(&ep, &Request::List, Duration::from_millis(200), |_, _| {})
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("no answer"), "{err}");
+    }
+}
