@@ -17,6 +17,7 @@ use super::agent_client::{AgentEndpoint, AgentFailure, call};
 use super::client::Docker;
 use super::error::DockerError;
 use super::labels::{LABEL_AGENT, shorten};
+use super::sandbox_agent::socket_of;
 use super::types::{Command, ExecOutput, ExecRequest, Owner};
 
 /// Time allowed on top of a command's own timeout before the agent counts as hung.
@@ -72,9 +73,9 @@ impl Docker {
         owner: &Owner,
         id: &str,
     ) -> Result<Option<AgentEndpoint>, DockerError> {
-        let Some(placement) = self.agent_placement() else {
+        if self.agent_placement().is_none() {
             return Ok(None);
-        };
+        }
         if let Some(endpoint) = self.known_agents().get(id, &owner.backend) {
             return Ok(Some(endpoint));
         }
@@ -89,10 +90,12 @@ impl Docker {
         let state = found.state.as_ref();
         let pid = state.and_then(|s| s.pid).unwrap_or(0);
         let running = state.and_then(|s| s.running) == Some(true);
-        let socket = found.name.as_deref().and_then(|n| placement.socket(n));
-        match (labelled && running, i32::try_from(pid), socket) {
-            (true, Ok(pid), Some(socket)) if pid > 0 => {
-                let endpoint = AgentEndpoint { socket, pid };
+        match (labelled && running, i32::try_from(pid)) {
+            (true, Ok(pid)) if pid > 0 => {
+                let endpoint = AgentEndpoint {
+                    socket: socket_of(pid.unsigned_abs()),
+                    pid,
+                };
                 self.known_agents()
                     .remember(id, &owner.backend, endpoint.clone());
                 Ok(Some(endpoint))

@@ -185,14 +185,7 @@ impl Docker {
                 )
                 .await?;
             let config = image.config.unwrap_or_default();
-            placement
-                .place(
-                    &name,
-                    &mut body,
-                    config.entrypoint.unwrap_or_default(),
-                    config.cmd,
-                )
-                .map_err(|e| DockerError::Failed(format!("placing the sandbox agent: {e:#}")))?;
+            placement.place(&mut body, config.entrypoint.unwrap_or_default(), config.cmd);
         }
         let options = CreateContainerOptions {
             name: Some(name),
@@ -289,9 +282,6 @@ impl Docker {
             // "removal of container ... is already in progress"
             Err(DockerError::Failed(m)) if m.contains("already in progress") => {}
             Err(e) => return Err(e),
-        }
-        if let (Some(placement), Some(name)) = (self.agent_placement(), found.name.as_deref()) {
-            placement.forget(name);
         }
         Ok(())
     }

@@ -216,7 +216,7 @@ pub async fn run(seconds: u32, cleanup: &mut Cleanup) -> WarmFigures {
     }
     let (rate, p50, p99, failures, first_round) = scale(seconds, cleanup).await;
     rows.push((
-        format!("{SCALE} sessions, first command in each at once (starts the resident shells)"),
+        format!("{SCALE} sessions, first command in each at once"),
         format!("{first_round:.1} s"),
     ));
     rows.push((
