@@ -24,6 +24,10 @@ use super::types::{Command, ExecOutput, ExecRequest, Owner};
 const AGENT_GRACE: Duration = Duration::from_secs(5);
 /// The limit of a request that does not run a command.
 const QUICK_LIMIT: Duration = Duration::from_secs(10);
+/// How long a just-started container's agent may take to listen.
+const AGENT_START_LIMIT: Duration = Duration::from_secs(5);
+/// Between two tries to reach a starting agent.
+const AGENT_START_POLL: Duration = Duration::from_millis(5);
 
 fn agent_error(failure: AgentFailure) -> DockerError {
     match failure {
@@ -101,6 +105,29 @@ impl Docker {
                 Ok(Some(endpoint))
             }
             _ => Ok(None),
+        }
+    }
+
+    /// Waits until the agent of a just-started container answers (at most 5 s; a container
+    /// without the agent returns at once). An agent that never answers is not an error
+    /// here: commands then take the engine's exec.
+    pub(crate) async fn await_agent(&self, owner: &Owner, id: &str) {
+        let Ok(Some(endpoint)) = self.agent_of(owner, id).await else {
+            return;
+        };
+        let deadline = Instant::now() + AGENT_START_LIMIT;
+        loop {
+            match call(&endpoint, &Request::Hello, QUICK_LIMIT, |_, _| {}).await {
+                Err(AgentFailure::Unreachable(_)) if Instant::now() < deadline => {
+                    tokio::time::sleep(AGENT_START_POLL).await;
+                }
+                Ok(_) => return,
+                Err(failure) => {
+                    tracing::warn!(container = %shorten(id), "the sandbox agent did not answer after start: {failure}");
+                    self.known_agents().forget(id);
+                    return;
+                }
+            }
         }
     }
 

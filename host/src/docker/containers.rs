@@ -213,7 +213,11 @@ impl Docker {
         self.require_owned(owner, id).await?;
         let api = self.api().await?;
         self.run("start container", OP_TIMEOUT, api.start_container(id, None))
-            .await
+            .await?;
+        // A started sandbox is one its agent answers in: the first command must not race
+        // the agent's bind (it would take the engine's exec, or find no processes).
+        self.await_agent(owner, id).await;
+        Ok(())
     }
 
     /// Stops an owned container: SIGTERM, then SIGKILL after `timeout_ms` (rounded up to

@@ -10,7 +10,7 @@ use crate::runtime::guest_types::{
 };
 use crate::runtime::host_state::HostState;
 use crate::runtime::instance_pool::versioned_guest_world;
-use crate::runtime::provider_processes::{Provider02, ProviderPre02};
+use crate::runtime::provider_processes::{Provider02, ProviderPre02, refused};
 use wasmtime::Store;
 
 versioned_guest_world!(
@@ -146,7 +146,7 @@ impl ProviderExports {
     ) -> Answer<ProcessInfo> {
         match self {
             ProviderExports::V0_2(p) => p.start_process(store, sandbox, start).await,
-            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+            ProviderExports::V0_1(_) => Ok(Err(refused())),
         }
     }
 
@@ -159,7 +159,7 @@ impl ProviderExports {
     ) -> Answer<OutputChunk> {
         match self {
             ProviderExports::V0_2(p) => p.process_output(store, sandbox, read).await,
-            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+            ProviderExports::V0_1(_) => Ok(Err(refused())),
         }
     }
 
@@ -174,7 +174,7 @@ impl ProviderExports {
     ) -> Answer<()> {
         match self {
             ProviderExports::V0_2(p) => p.process_input(store, sandbox, pid, data, close).await,
-            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+            ProviderExports::V0_1(_) => Ok(Err(refused())),
         }
     }
 
@@ -188,7 +188,7 @@ impl ProviderExports {
     ) -> Answer<()> {
         match self {
             ProviderExports::V0_2(p) => p.signal_process(store, sandbox, pid, signal).await,
-            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+            ProviderExports::V0_1(_) => Ok(Err(refused())),
         }
     }
 
@@ -200,18 +200,7 @@ impl ProviderExports {
     ) -> Answer<Vec<ProcessInfo>> {
         match self {
             ProviderExports::V0_2(p) => p.list_processes(store, sandbox).await,
-            ProviderExports::V0_1(_) => Ok(Err(no_processes())),
+            ProviderExports::V0_1(_) => Ok(Err(refused())),
         }
-    }
-}
-
-fn no_processes() -> GuestError {
-    GuestError {
-        code: 4030,
-        message:
-            "this provider does not run background processes (feature `processes`, contract 0.3.0)"
-                .into(),
-        retryable: false,
-        data: None,
     }
 }

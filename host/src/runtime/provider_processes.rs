@@ -58,10 +58,13 @@ impl ProviderPre02 {
 
 type Answer<T> = wasmtime::Result<Result<T, GuestError>>;
 
-fn refused() -> GuestError {
+/// The answer of a provider without background processes (4030 naming the feature).
+pub(crate) fn refused() -> GuestError {
     GuestError {
         code: 4030,
-        message: "this provider does not run background processes (feature `processes`)".into(),
+        message:
+            "this provider does not run background processes (feature `processes`, contract 0.3.0)"
+                .into(),
         retryable: false,
         data: None,
     }

@@ -3,9 +3,10 @@
 //! `kill_process` and `list_processes`, each a call of the provider's `processes` export.
 
 use super::file_ops::Sandbox;
+use super::tools::tool;
 use crate::engines::container_types::{Command, OutputRead, ProcessInfo, ProcessStart, Signal};
 use crate::error_code::{Code, WharfError};
-use crate::tool::{SessionNeed, ToolAnnotations, ToolDescription, ToolResult};
+use crate::tool::{ToolAnnotations, ToolDescription, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -28,22 +29,6 @@ const SIGNALS: [(&str, Signal); 9] = [
     ("stop", Signal::Stop),
     ("cont", Signal::Cont),
 ];
-
-fn tool(
-    action: &str,
-    description: &str,
-    schema: Value,
-    annotations: ToolAnnotations,
-) -> ToolDescription {
-    ToolDescription {
-        action: action.to_string(),
-        description: description.to_string(),
-        input_schema: schema,
-        output_schema: None,
-        session: SessionNeed::Required,
-        annotations,
-    }
-}
 
 const fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations {
     ToolAnnotations {

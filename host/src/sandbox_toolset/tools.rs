@@ -3,7 +3,8 @@
 use crate::tool::{SessionNeed, ToolAnnotations, ToolDescription};
 use serde_json::json;
 
-fn tool(
+/// A toolset tool that runs in a session.
+pub(super) fn tool(
     action: &str,
     description: &str,
     schema: serde_json::Value,
