@@ -44,6 +44,19 @@ fn agent_error(failure: AgentFailure) -> DockerError {
     }
 }
 
+/// A process as the agent reported it, its command cut to the protocol's bound (the agent
+/// runs inside the sandbox, so its answers are held to the protocol, not trusted to it).
+fn bounded(mut info: ProcessInfo) -> ProcessInfo {
+    if info.command.len() > protocol::MAX_COMMAND_DISPLAY_BYTES {
+        let mut end = protocol::MAX_COMMAND_DISPLAY_BYTES;
+        while !info.command.is_char_boundary(end) {
+            end -= 1;
+        }
+        info.command.truncate(end);
+    }
+    info
+}
+
 fn unexpected(reply: &Reply) -> DockerError {
     DockerError::Failed(format!(
         "the sandbox agent answered out of turn ({})",
@@ -248,7 +261,7 @@ impl Docker {
             .ask_agent(owner, id, &Request::Start(request), QUICK_LIMIT)
             .await?
         {
-            Reply::Process(info) => Ok(info),
+            Reply::Process(info) => Ok(bounded(info)),
             other => Err(unexpected(&other)),
         }
     }
@@ -271,7 +284,12 @@ impl Docker {
             .ask_agent(owner, id, &Request::Output(request), limit)
             .await?
         {
-            Reply::Output(chunk) => Ok(chunk),
+            // The agent is inside the sandbox: never hand on more than was asked for.
+            Reply::Output(mut chunk) => {
+                chunk.data.truncate(request.max_bytes as usize);
+                chunk.process = bounded(chunk.process);
+                Ok(chunk)
+            }
             other => Err(unexpected(&other)),
         }
     }
@@ -323,7 +341,11 @@ impl Docker {
             .ask_agent(owner, id, &Request::List, QUICK_LIMIT)
             .await?
         {
-            Reply::Processes(list) => Ok(list),
+            Reply::Processes(list) => Ok(list
+                .into_iter()
+                .take(protocol::MAX_PROCESSES)
+                .map(bounded)
+                .collect()),
             other => Err(unexpected(&other)),
         }
     }
@@ -332,6 +354,23 @@ impl Docker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agents_oversized_command_is_cut_at_a_char_boundary() {
+        let info = ProcessInfo {
+            pid: 1,
+            command: "é".repeat(protocol::MAX_COMMAND_DISPLAY_BYTES),
+            running: true,
+            exit_code: None,
+            started_at_ms: 0,
+            terminal: false,
+            output_bytes: 0,
+            dropped_bytes: 0,
+        };
+        let cut = bounded(info);
+        assert!(cut.command.len() <= protocol::MAX_COMMAND_DISPLAY_BYTES);
+        assert!(cut.command.len() > protocol::MAX_COMMAND_DISPLAY_BYTES - 2);
+    }
 
     #[test]
     fn large_output_or_stdin_stays_on_the_engine_path() {

@@ -178,14 +178,15 @@ impl Docker {
     ) -> Result<ExecOutput, DockerError> {
         let begun = Instant::now();
         check_request(&request)?;
-        let cmd = argv(&request.command)?;
-        let mut env = env_strings(&request.env)?;
+        // The agent's path needs no wrapper script: build it only for the engine's exec.
         if let Some(out) = self
             .exec_through_agent(owner, &request, begun, output)
             .await?
         {
             return Ok(out);
         }
+        let cmd = argv(&request.command)?;
+        let mut env = env_strings(&request.env)?;
         if shell_line::fits(&request) && self.shell_may_run(owner, &request.container).await? {
             let container = request.container.clone();
             let check = self.require_running(owner, &container);
