@@ -3,7 +3,8 @@
 #
 # No image can be pulled on the build machines, so the image is built FROM scratch with a
 # static busybox from Debian's `busybox-static` package: /bin/busybox plus its applet
-# symlinks (sh, setsid, kill, ps, cat, ...), /tmp (1777) and /work.
+# symlinks (sh, setsid, kill, ps, cat, ...), /tmp (1777) and /work; a user `sandbox` (1000)
+# and `/bin/suid-euid`, a program that prints its effective uid.
 #
 # Idempotent and fast: does nothing when the image already exists, unless --force.
 #
@@ -25,7 +26,9 @@ if ! command -v docker >/dev/null 2>&1; then
   exit 1
 fi
 
-if [ "$FORCE" = 0 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
+# Bumped whenever the image's contents change, so an older local image is rebuilt.
+IMAGE_VERSION=2
+if [ "$FORCE" = 0 ] && [ "$(docker image inspect --format '{{index .Config.Labels "wharf.test-image"}}' "$IMAGE" 2>/dev/null)" = "$IMAGE_VERSION" ]; then
   echo "build-test-image: $IMAGE already exists (use --force to rebuild)"
   exit 0
 fi
@@ -75,9 +78,19 @@ mkdir -p "$CONTEXT/rootfs/bin" "$CONTEXT/rootfs/tmp" "$CONTEXT/rootfs/work" \
 cp "$BUSYBOX" "$CONTEXT/rootfs/bin/busybox"
 chmod 0755 "$CONTEXT/rootfs/bin/busybox"
 chmod 1777 "$CONTEXT/rootfs/tmp"
-printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+printf 'root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000:sandbox:/work:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
   > "$CONTEXT/rootfs/etc/passwd"
-printf 'root:x:0:\nnogroup:x:65534:\n' > "$CONTEXT/rootfs/etc/group"
+printf 'root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n' > "$CONTEXT/rootfs/etc/group"
+
+# A probe for the hardening tests: it prints its effective uid. Made set-user-id root on a
+# volume (the image's own layers are mounted `nosuid` here), a non-root user running it
+# sees 0 unless `no-new-privileges` holds.
+cat > "$CONTEXT/euid.c" <<'C'
+#include <stdio.h>
+#include <unistd.h>
+int main(void) { printf("%u\n", (unsigned) geteuid()); return 0; }
+C
+cc -static -O2 -o "$CONTEXT/rootfs/bin/suid-euid" "$CONTEXT/euid.c"
 
 # Applet symlinks are made at build time by busybox itself, so the list always matches the
 # binary. The legacy builder (no BuildKit needed) runs this RUN with the scratch image's
@@ -88,8 +101,10 @@ COPY rootfs/ /
 RUN ["/bin/busybox", "--install", "-s", "/bin"]
 ENV PATH=/bin
 WORKDIR /work
+LABEL wharf.test-image=IMAGE_VERSION
 CMD ["/bin/sh"]
 DOCKERFILE
 
+sed -i "s/IMAGE_VERSION/$IMAGE_VERSION/" "$CONTEXT/Dockerfile"
 DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$CONTEXT" >/dev/null
 echo "build-test-image: built $IMAGE"

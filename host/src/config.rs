@@ -85,6 +85,9 @@ pub struct ServerConfig {
     /// go through it. `false` runs containers as the image says, commands through the
     /// engine's exec, and no background processes.
     pub sandbox_agent: bool,
+    /// The engine runtime of each isolation level beyond `container` (`[server.runtimes]
+    /// gvisor = "runsc"`); a level with none is refused (4030) when a session asks for it.
+    pub runtimes: std::collections::BTreeMap<String, String>,
     /// The state store: `sqlite://PATH` or `postgres://…`; the SQLite file `wharf.db`
     /// in the data dir when unset.
     pub store_url: Option<String>,
@@ -150,6 +153,7 @@ impl Default for ServerConfig {
             default_call_timeout_ms: 30_000,
             docker_host: None,
             sandbox_agent: true,
+            runtimes: std::collections::BTreeMap::new(),
             store_url: None,
             auth: AuthConfig::default(),
             allowed_hosts: Vec::new(),

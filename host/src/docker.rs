@@ -16,13 +16,15 @@
 //! Docker is the host's [`ContainerEngine`](crate::engines::ContainerEngine) (`engine`); its
 //! plain types and error are the engine-neutral ones of [`engines`](crate::engines).
 //!
-//! Files: [`client`] (connection, ownership check), [`containers`] (lifecycle), [`exec`],
+//! Files: [`client`] (connection, ownership check), [`containers`] (lifecycle), `container_body`
+//! (the create request and its hardening), `runtimes` (isolation levels), [`exec`],
 //! [`archive`] (copy in/out), `resident_shell` (the fast exec path), `frames` and `leftovers`, [`labels`], [`types`], [`error`].
 
 mod agent_calls;
 mod agent_client;
 pub mod archive;
 pub mod client;
+mod container_body;
 pub mod containers;
 mod engine;
 pub mod error;
@@ -35,6 +37,7 @@ pub mod labels;
 mod leftovers;
 mod output;
 mod resident_shell;
+mod runtimes;
 pub mod sandbox_agent;
 mod shell_line;
 mod shell_pool;

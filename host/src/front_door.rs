@@ -82,6 +82,16 @@ fn connect_services(
         Some(host) => crate::docker::Docker::connect_to(host, node_id),
         None => crate::docker::Docker::connect(node_id),
     };
+    let mut runtimes = std::collections::BTreeMap::new();
+    for (level, runtime) in &server.runtimes {
+        let level = crate::policy::Isolation::parse(level).with_context(|| {
+            format!("server.runtimes: unknown isolation level {level:?} (container, gvisor)")
+        })?;
+        runtimes.insert(level, runtime.clone());
+    }
+    if let Ok(d) = &connected {
+        d.map_runtimes(runtimes)?;
+    }
     let containers: Arc<dyn crate::engines::ContainerEngine> = match connected {
         Ok(d) if !server.sandbox_agent => Arc::new(d),
         Ok(d) => {

@@ -51,6 +51,9 @@ pub struct CallContext {
     /// Where the call's output goes while it runs (a streaming caller's), if anywhere:
     /// `exec` streams a command's output there.
     pub output: Option<crate::call_output::OutputSink>,
+    /// What a session asked of the sandbox this call provisions (`container.create`
+    /// applies it to every container it makes, and counts them).
+    pub sandbox: Option<Arc<crate::policy::SandboxProfile>>,
 }
 
 impl Default for CallContext {
@@ -63,6 +66,7 @@ impl Default for CallContext {
             trace_id: None,
             panic: None,
             output: None,
+            sandbox: None,
         }
     }
 }

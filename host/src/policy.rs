@@ -2,10 +2,12 @@
 //! A request for more than is granted is refused with a message naming the grant; it is
 //! never silently weakened.
 
+mod isolation;
 mod mounts;
 mod outbound_http;
 mod secrets;
 
+pub use isolation::{Isolation, MAX_USER_BYTES, SandboxProfile, check_user, granted_levels};
 pub use mounts::{MountAsk, MountGrant, check_mount_path};
 pub use outbound_http::normalize;
 pub use secrets::{
@@ -59,6 +61,10 @@ pub struct Grants {
     /// Secrets handed to the backend by name (`secrets` import, contract 0.3.0):
     /// `NAME = "env:VARIABLE"` or `NAME = "file:/absolute/path"`, read when asked.
     pub secrets: SecretGrants,
+    /// Isolation levels the backend's containers may run at (`container`, `gvisor`); the
+    /// first is what they get when nobody asks for one. Each level other than `container`
+    /// needs the operator's `[server.runtimes]` to name an engine runtime for it.
+    pub isolation: Vec<String>,
     /// Who gave these grants, so a refusal names the fix that applies (never from config).
     #[serde(skip)]
     pub granted_by: GrantedBy,
@@ -93,6 +99,7 @@ impl Default for Grants {
             max_http_in_flight: 64,
             max_http_in_flight_per_call: 16,
             secrets: SecretGrants::default(),
+            isolation: vec!["container".to_string()],
             granted_by: GrantedBy::Operator,
         }
     }
@@ -168,9 +175,26 @@ impl Grants {
             GrantedBy::Dev if grant == "http_private_cidrs" => format!(
                 "`wharf dev` grants HTTP to loopback only; `{value}` needs an operator's grants.http_private_cidrs under `wharf serve` (now {now:?})"
             ),
+            GrantedBy::Dev if grant == "isolation" => format!(
+                "`wharf dev` runs containers at the levels of its default grants; `{value}` needs an operator's grants.isolation under `wharf serve` (now {now:?})"
+            ),
             GrantedBy::Dev => format!(
                 "declare `{value}` in the backend's `requires` {grant} and save: `wharf dev` grants what the backend declares (now {now:?})"
             ),
+        }
+    }
+
+    /// The isolation level a container runs at: `asked`, or the first granted level when
+    /// nothing was asked; a level not granted is refused, never weakened.
+    pub fn isolation_for(&self, asked: Option<Isolation>) -> Result<Isolation, Denial> {
+        let granted = granted_levels(&self.isolation)?;
+        match asked {
+            None => Ok(granted[0]),
+            Some(level) if granted.contains(&level) => Ok(level),
+            Some(level) => Err(Denial(format!(
+                "isolation `{level}` is not granted: {}",
+                self.how_to_grant("isolation", level.name(), &self.isolation)
+            ))),
         }
     }
 
@@ -319,6 +343,21 @@ mod tests {
         }
     }
 
+    #[test]
+    fn isolation_is_the_ask_or_the_first_granted_level_never_weaker() {
+        let mut g = grants();
+        assert_eq!(g.isolation_for(None), Ok(Isolation::Container));
+        let denied = g.isolation_for(Some(Isolation::Gvisor)).unwrap_err();
+        assert!(denied.0.contains("grants.isolation"), "{denied}");
+        g.isolation = vec!["gvisor".into(), "container".into()];
+        assert_eq!(g.isolation_for(None), Ok(Isolation::Gvisor));
+        assert_eq!(
+            g.isolation_for(Some(Isolation::Container)),
+            Ok(Isolation::Container)
+        );
+        g.isolation = vec!["kata".into()];
+        assert!(g.isolation_for(None).is_err());
+    }
     #[test]
     fn images_mounts_and_networks() {
         let g = grants();

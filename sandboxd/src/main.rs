@@ -32,12 +32,17 @@ use crate::processes::Processes;
 use crate::reaper::Reaper;
 use crate::server::Agent;
 
-const USAGE: &str = "usage: wharf-sandboxd [--socket PATH] [-- CMD ARGS...]";
+const USAGE: &str =
+    "usage: wharf-sandboxd [--socket PATH] [--user USER [--user-owns DIR]] [-- CMD ARGS...]";
 
 /// The command line.
 #[derive(Debug, PartialEq)]
 struct Args {
     socket: PathBuf,
+    /// Who the main command, and every command that names no user, runs as.
+    user: Option<String>,
+    /// A directory given to that user at start (the sandbox's work dir).
+    user_owns: Option<PathBuf>,
     /// The main command (after `--`), if any.
     main: Vec<OsString>,
 }
@@ -79,6 +84,8 @@ fn main() -> ExitCode {
 
 fn parse_args(args: Vec<OsString>) -> Result<Args, String> {
     let mut socket = PathBuf::from(SOCKET_PATH);
+    let mut user = None;
+    let mut user_owns = None;
     let mut args = args.into_iter();
     let mut main = Vec::new();
     while let Some(arg) = args.next() {
@@ -96,6 +103,22 @@ fn parse_args(args: Vec<OsString>) -> Result<Args, String> {
                     .ok_or("--socket needs a path")?
                     .into();
             }
+            Some("--user") => {
+                let name = args
+                    .next()
+                    .and_then(|name| name.into_string().ok())
+                    .filter(|name| !name.is_empty())
+                    .ok_or("--user needs a user")?;
+                user = Some(name);
+            }
+            Some("--user-owns") => {
+                user_owns = Some(
+                    args.next()
+                        .filter(|dir| !dir.is_empty())
+                        .ok_or("--user-owns needs a directory")?
+                        .into(),
+                );
+            }
             Some(other) if other.starts_with("--socket=") => {
                 socket = other["--socket=".len()..].into();
                 if socket.as_os_str().is_empty() {
@@ -105,7 +128,15 @@ fn parse_args(args: Vec<OsString>) -> Result<Args, String> {
             _ => return Err(format!("unexpected argument {}", arg.to_string_lossy())),
         }
     }
-    Ok(Args { socket, main })
+    if user_owns.is_some() && user.is_none() {
+        return Err("--user-owns needs --user".into());
+    }
+    Ok(Args {
+        socket,
+        user,
+        user_owns,
+        main,
+    })
 }
 
 async fn agent_main(args: Args) -> ExitCode {
@@ -136,9 +167,25 @@ async fn agent_main(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // A user the image does not have stops the sandbox here, rather than at its first
+    // command.
+    let identity = match args.user.as_deref().map(user::lookup).transpose() {
+        Ok(identity) => identity,
+        Err(error) => {
+            eprintln!("wharf-sandboxd: --user: {}", error.message);
+            let _ = std::fs::remove_file(&args.socket);
+            return ExitCode::from(126);
+        }
+    };
+    if let (Some(identity), Some(dir)) = (&identity, &args.user_owns)
+        && let Err(error) = std::os::unix::fs::chown(dir, Some(identity.uid), Some(identity.gid))
+    {
+        eprintln!("wharf-sandboxd: --user-owns {}: {error}", dir.display());
+    }
     let agent = Arc::new(Agent {
         reaper,
         processes: Processes::default(),
+        default_user: args.user.clone(),
         // /proc/self/exe, or where the host mounts the agent when /proc is missing.
         self_exe: std::env::current_exe()
             .ok()
@@ -149,6 +196,9 @@ async fn agent_main(args: Args) -> ExitCode {
         Some((program, rest)) => {
             let mut command = Command::new(program);
             command.args(rest).stdin(Stdio::null());
+            if let Some(identity) = &identity {
+                user::apply(&mut command, identity);
+            }
             match agent.reaper.spawn(&mut command) {
                 Ok(spawned) => Some((spawned.pid, spawned.exit)),
                 Err(error) => {
@@ -225,6 +275,8 @@ mod tests {
             parse(&[]).unwrap(),
             Args {
                 socket: SOCKET_PATH.into(),
+                user: None,
+                user_owns: None,
                 main: vec![]
             }
         );
@@ -232,10 +284,20 @@ mod tests {
         assert_eq!(args.socket, PathBuf::from("/tmp/a.sock"));
         assert_eq!(args.main, ["sleep", "--socket"]);
         assert_eq!(parse(&["--socket=/x"]).unwrap().socket, PathBuf::from("/x"));
+        assert_eq!(
+            parse(&["--user", "1000:1000", "--", "sh"])
+                .unwrap()
+                .user
+                .as_deref(),
+            Some("1000:1000")
+        );
         for bad in [
             &["--socket"][..],
             &["--"],
             &["--socket="],
+            &["--user"],
+            &["--user", ""],
+            &["--user-owns", "/work"],
             &["sleep"],
             &["-v"],
         ] {

@@ -44,6 +44,17 @@ pub struct Agent {
     pub processes: Processes,
     /// The agent's own binary (the terminal helper), when it could be found.
     pub self_exe: Option<PathBuf>,
+    /// Who a command that names no user runs as (`--user`); `None`: the agent's own user.
+    pub default_user: Option<String>,
+}
+
+impl Agent {
+    /// `setup` with the default user filled in when it names none.
+    fn with_default_user(&self, setup: &mut wharf_sandbox_protocol::ProcessSetup) {
+        if setup.user.is_none() {
+            setup.user.clone_from(&self.default_user);
+        }
+    }
 }
 
 /// Binds the socket: its directory made if missing (0700), a stale socket removed, the
@@ -144,12 +155,16 @@ async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
             version: VERSION,
             pid: std::process::id(),
         },
-        Request::Run(run) => {
+        Request::Run(mut run) => {
+            agent.with_default_user(&mut run.setup);
             // Run writes its own replies (chunks, then the end).
             run::run(agent, run, &mut conn, requests.get_ref()).await;
             return;
         }
-        Request::Start(start) => agent.processes.start(agent, start),
+        Request::Start(mut start) => {
+            agent.with_default_user(&mut start.setup);
+            agent.processes.start(agent, start)
+        }
         Request::Output(output) => agent.processes.output(output).await,
         Request::Input { pid, data, close } => agent.processes.input(pid, data, close).await,
         Request::Signal { pid, signal } => agent.processes.signal(pid, signal),

@@ -54,6 +54,19 @@ pub fn lookup(spec: &str) -> Result<Identity, AgentError> {
     resolve(spec, &passwd, &group)
 }
 
+/// Makes `command` run as `identity`, with its `HOME`, `USER` and `LOGNAME` (std drops
+/// the supplementary groups when it sets the uid).
+pub fn apply(command: &mut std::process::Command, identity: &Identity) {
+    use std::os::unix::process::CommandExt;
+    command.uid(identity.uid).gid(identity.gid);
+    if let Some(home) = &identity.home {
+        command.env("HOME", home);
+    }
+    if let Some(name) = &identity.name {
+        command.env("USER", name).env("LOGNAME", name);
+    }
+}
+
 /// Resolves `spec` against the given `/etc/passwd` and `/etc/group` contents.
 pub fn resolve(spec: &str, passwd: &str, group: &str) -> Result<Identity, AgentError> {
     if spec.is_empty() || spec.len() > MAX_SPEC_BYTES || spec.contains('\0') {

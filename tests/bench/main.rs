@@ -270,6 +270,16 @@ fn main() {
         }
         return;
     }
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("isolation")
+        && docker_ready()
+        && wharf_integration_tests::gvisor_ready()
+    {
+        let isolation = rt.block_on(sandbox::run_isolation());
+        for (k, v) in &isolation.rows {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
     if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("warm") && docker_ready() {
         let warm = rt.block_on(sandbox::run_warm(seconds));
         for (k, v) in &warm.rows {

@@ -8,12 +8,15 @@
 //!   once (see `sandbox/agent.rs`);
 //!
 //! - the warm pool: hit vs `docker run -d`, 100 sessions back to back with and without a
-//!   pool, 100 concurrent sessions (see `sandbox/warm.rs`).
+//!   pool, 100 concurrent sessions (see `sandbox/warm.rs`);
+//! - isolation: gVisor create vs `docker run -d --runtime=runsc`, `run_command` under gVisor
+//!   beside runc, a gVisor warm-pool hit (see `sandbox/isolation.rs`; only with gVisor).
 //!
 //! One untimed warm-up of each operation precedes the timed ones. Everything created here is
 //! removed at the end, and also when the run panics (see `Cleanup`).
 
 mod agent;
+mod isolation;
 mod warm;
 
 use serde_json::{Value, json};
@@ -109,17 +112,24 @@ impl Client {
     }
 
     async fn create_session(&self, key: &str) -> String {
-        let body = self
-            .send(
-                self.http
-                    .post(format!("{}/v1/sessions", self.url))
-                    .json(&json!({"backend": "docker", "key": key})),
-            )
-            .await;
-        body["data"]["id"]
+        self.create_session_with(key, &Value::Null).await
+    }
+
+    async fn create_session_with(&self, key: &str, config: &Value) -> String {
+        self.create_session_full(key, config).await["data"]["id"]
             .as_str()
             .expect("a session id")
             .to_string()
+    }
+
+    /// The whole reply of a session create with `config`.
+    async fn create_session_full(&self, key: &str, config: &Value) -> Value {
+        self.send(
+            self.http
+                .post(format!("{}/v1/sessions", self.url))
+                .json(&json!({"backend": "docker", "key": key, "config": config})),
+        )
+        .await
     }
 
     async fn delete_session(&self, id: &str) {
@@ -240,6 +250,9 @@ pub async fn run(seconds: u32) -> Figures {
     rows.extend(agent.rows);
     let warm = warm::run(seconds, &mut cleanup).await;
     rows.extend(warm.rows);
+    if wharf_integration_tests::gvisor_ready() {
+        rows.extend(isolation::rows(&mut cleanup).await.rows);
+    }
     Figures {
         rows,
         create_ratio,
@@ -254,6 +267,12 @@ pub async fn run(seconds: u32) -> Figures {
 pub async fn run_agent(seconds: u32) -> Figures {
     let mut cleanup = Cleanup::default();
     agent::rows(seconds, &mut cleanup).await
+}
+
+/// Only the isolation rows (`WHARF_BENCH_ONLY=isolation`).
+pub async fn run_isolation() -> Figures {
+    let mut cleanup = Cleanup::default();
+    isolation::rows(&mut cleanup).await
 }
 
 /// Only the warm-pool rows (`WHARF_BENCH_ONLY=warm`).

@@ -186,6 +186,30 @@ pub fn docker_ready() -> bool {
     ok
 }
 
+/// The gVisor runtime the tests register with the engine (`.ci/run`, `scripts/test`).
+pub const GVISOR_RUNTIME: &str = "runsc";
+
+/// Whether the Docker engine has gVisor's runtime ([`GVISOR_RUNTIME`]). With
+/// `WHARF_REQUIRE_GVISOR=1` a missing runtime fails the test instead of skipping it.
+pub fn gvisor_ready() -> bool {
+    let out = std::process::Command::new("docker")
+        .args(["info", "--format", "{{json .Runtimes}}"])
+        .output();
+    let ok = out.is_ok_and(|o| {
+        o.status.success()
+            && serde_json::from_slice::<Value>(&o.stdout)
+                .is_ok_and(|runtimes| runtimes.get(GVISOR_RUNTIME).is_some())
+    });
+    if !ok {
+        assert!(
+            std::env::var("WHARF_REQUIRE_GVISOR").as_deref() != Ok("1"),
+            "gVisor (the docker runtime `{GVISOR_RUNTIME}`) is required but not registered"
+        );
+        eprintln!("skipping: no `{GVISOR_RUNTIME}` runtime in the docker engine");
+    }
+    ok
+}
+
 /// Ids of containers (running or not) carrying a label `key=value`, through the Docker CLI.
 pub fn containers_labelled(key: &str, value: &str) -> Vec<String> {
     let out = std::process::Command::new("docker")

@@ -24,6 +24,7 @@ pub fn backend_json(b: &BackendSummary) -> Value {
         "tools": b.tools.iter().map(|t| format!("{}:{}", b.name, t.action)).collect::<Vec<_>>(),
         "requires": b.requires,
         "provider_features": b.provider_features,
+        "isolation": b.isolation,
         "config": b.config,
         "contract": b.contract,
         "instances": b.instances,

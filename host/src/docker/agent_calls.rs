@@ -6,18 +6,18 @@ use std::time::{Duration, Instant};
 
 use wharf_sandbox_protocol::{
     self as protocol, ErrorKind, MAX_CHUNK_BYTES, MAX_RUN_OUTPUT_BYTES, MAX_RUN_STDIN_BYTES,
-    OutputChunk, OutputRequest, ProcessInfo, ProcessSetup, Reply, Request, RunRequest, Signal,
-    StartRequest,
+    OutputChunk, OutputRequest, ProcessInfo, ProcessSetup, Reply, Request, RunRequest, SOCKET_DIR,
+    Signal, StartRequest,
 };
 
 use crate::call_output::{OutputPiece, OutputSink, OutputStream};
 use crate::engines::container_types::{OutputRead, ProcessStart};
 
-use super::agent_client::{AgentEndpoint, AgentFailure, call};
+use super::agent_client::{AgentEndpoint, AgentFailure, ExpectedPeer, call, parent_of};
 use super::client::Docker;
 use super::error::DockerError;
-use super::labels::{LABEL_AGENT, shorten};
-use super::sandbox_agent::socket_of;
+use super::labels::{LABEL_AGENT, LABEL_USER, shorten};
+use super::sandbox_agent::{SOCKET_NAME, SocketHome, socket_of};
 use super::types::{Command, ExecOutput, ExecRequest, Owner};
 
 /// Time allowed on top of a command's own timeout before the agent counts as hung.
@@ -99,26 +99,66 @@ impl Docker {
         let Some(found) = self.inspect_owned(owner, id).await? else {
             return Ok(None);
         };
-        let labelled = found
+        let home = found
             .config
             .as_ref()
             .and_then(|c| c.labels.as_ref())
-            .is_some_and(|l| l.contains_key(LABEL_AGENT));
+            .and_then(|l| l.get(LABEL_AGENT))
+            .and_then(|value| SocketHome::from_label(value));
         let state = found.state.as_ref();
         let pid = state.and_then(|s| s.pid).unwrap_or(0);
         let running = state.and_then(|s| s.running) == Some(true);
-        match (labelled && running, i32::try_from(pid)) {
-            (true, Ok(pid)) if pid > 0 => {
-                let endpoint = AgentEndpoint {
-                    socket: socket_of(pid.unsigned_abs()),
-                    pid,
-                };
-                self.known_agents()
-                    .remember(id, &owner.backend, endpoint.clone());
-                Ok(Some(endpoint))
+        let pid = match i32::try_from(pid) {
+            Ok(pid) if pid > 0 && running => pid,
+            _ => return Ok(None),
+        };
+        let endpoint = match home {
+            None => return Ok(None),
+            Some(SocketHome::InContainer) => AgentEndpoint {
+                socket: socket_of(pid.unsigned_abs()),
+                peer: ExpectedPeer::Pid(pid),
+            },
+            Some(SocketHome::OnHost) => {
+                // The engine says where the volume is mounted and which process is the
+                // container's; the runtime's processes are that one's siblings.
+                let dir = found
+                    .mounts
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .find(|m| {
+                        m.destination.as_deref() == Some(SOCKET_DIR)
+                            && m.typ.as_deref() == Some("volume")
+                    });
+                match (dir.and_then(|m| m.source.as_deref()), parent_of(pid)) {
+                    (Some(dir), Some(shim)) if dir.starts_with('/') => AgentEndpoint {
+                        socket: std::path::Path::new(dir).join(SOCKET_NAME),
+                        peer: ExpectedPeer::ChildOf(shim),
+                    },
+                    _ => return Ok(None),
+                }
             }
-            _ => Ok(None),
-        }
+        };
+        self.known_agents()
+            .remember(id, &owner.backend, endpoint.clone());
+        Ok(Some(endpoint))
+    }
+
+    /// The user an agent-run container's own processes run as (its `wharf.user` label),
+    /// for commands that take the engine's exec, which would otherwise run as the agent's
+    /// root.
+    pub(crate) async fn sandbox_user_of(
+        &self,
+        owner: &Owner,
+        id: &str,
+    ) -> Result<Option<String>, DockerError> {
+        Ok(self.inspect_owned(owner, id).await?.and_then(|found| {
+            found
+                .config
+                .and_then(|c| c.labels)
+                .and_then(|mut labels| labels.remove(LABEL_USER))
+                .filter(|user| !user.is_empty())
+        }))
     }
 
     /// Waits until the agent of a just-started container answers (at most 5 s; a container

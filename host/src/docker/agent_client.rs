@@ -1,6 +1,6 @@
 //! One request to a container's sandbox agent over its Unix socket: connect, check that
-//! the process listening is the container's PID 1 (the socket's peer credentials against
-//! the engine's view of the container), send one frame, read the agent's chunks and its
+//! the process listening is the container's (the socket's peer credentials against the
+//! engine's view of the container: its PID 1, or under gVisor its runtime), send one frame, read the agent's chunks and its
 //! final reply within a time limit. Everything read is bounded by the protocol's frame
 //! limit; a frame that does not decode ends the request.
 
@@ -18,8 +18,37 @@ use wharf_sandbox_protocol::{AgentError, MAX_FRAME_BYTES, Reply, Request, Stream
 pub(crate) struct AgentEndpoint {
     /// The socket's path on this host.
     pub socket: PathBuf,
-    /// The container's PID 1 as this host sees it (the engine's `State.Pid`).
-    pub pid: i32,
+    /// The process that must hold the socket.
+    pub peer: ExpectedPeer,
+}
+
+/// Who holds a container's agent socket, as this host sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExpectedPeer {
+    /// The container's PID 1 itself (the engine's `State.Pid`): the agent, listening in a
+    /// tmpfs of the container's own.
+    Pid(i32),
+    /// A child of this process, the container's runtime shim: under gVisor the container's
+    /// gofer creates the agent's socket on the host, so the socket proves the container's
+    /// sandbox answers, not which process inside it.
+    ChildOf(i32),
+}
+
+impl ExpectedPeer {
+    fn admits(self, pid: Option<i32>) -> bool {
+        match (self, pid) {
+            (ExpectedPeer::Pid(want), Some(pid)) => pid == want,
+            (ExpectedPeer::ChildOf(parent), Some(pid)) => parent_of(pid) == Some(parent),
+            (_, None) => false,
+        }
+    }
+}
+
+/// The parent of process `pid` (`/proc/PID/stat`, field 4, after the command's last `)`).
+pub(crate) fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Why a request to the agent did not get an answer.
@@ -63,7 +92,7 @@ pub(crate) async fn call(
     let peer = stream
         .peer_cred()
         .map_err(|e| AgentFailure::Broken(format!("reading the peer's credentials: {e}")))?;
-    if peer.pid() != Some(endpoint.pid) {
+    if !endpoint.peer.admits(peer.pid()) {
         return Err(AgentFailure::Impostor(peer.pid()));
     }
     let codec = LengthDelimitedCodec::builder()
@@ -105,7 +134,7 @@ mod tests {
     fn endpoint(dir: &std::path::Path) -> AgentEndpoint {
         AgentEndpoint {
             socket: dir.join("agent.sock"),
-            pid: i32::try_from(std::process::id()).unwrap(),
+            peer: ExpectedPeer::Pid(i32::try_from(std::process::id()).unwrap()),
         }
     }
 
@@ -154,7 +183,23 @@ mod tests {
             UnixListener::bind(&ep.socket).unwrap(),
             vec![encode(&Reply::Done)],
         );
-        ep.pid += 1;
+        let me = i32::try_from(std::process::id()).unwrap();
+        ep.peer = ExpectedPeer::Pid(me + 1);
+        let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AgentFailure::Impostor(_)), "{err}");
+
+        // Under gVisor the runtime's children hold the socket: this process's parent's
+        // children admit it, another parent's do not.
+        let parent = parent_of(me).unwrap();
+        ep.peer = ExpectedPeer::ChildOf(parent);
+        assert!(
+            call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
+                .await
+                .is_ok()
+        );
+        ep.peer = ExpectedPeer::ChildOf(me);
         let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
             .await
             .unwrap_err();

@@ -11,6 +11,7 @@ use tokio::sync::OnceCell;
 use super::error::DockerError;
 use super::known_agents::KnownAgents;
 use super::labels::{LABEL_BACKEND, check_owner, is_full_id, shorten};
+use super::runtimes::IsolationRuntimes;
 use super::sandbox_agent::AgentPlacement;
 use super::shell_pool::ShellPool;
 use super::types::Owner;
@@ -82,7 +83,11 @@ struct Inner {
     shells: ShellPool,
     agent: std::sync::OnceLock<AgentPlacement>,
     agents: KnownAgents,
+    runtimes: std::sync::OnceLock<IsolationRuntimes>,
 }
+
+/// No runtime mapped: `container` only, on the engine's default runtime.
+static DEFAULT_RUNTIMES: IsolationRuntimes = IsolationRuntimes::none();
 
 impl std::fmt::Debug for Docker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -123,6 +128,7 @@ impl Docker {
                 shells: ShellPool::default(),
                 agent: std::sync::OnceLock::new(),
                 agents: KnownAgents::default(),
+                runtimes: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -143,6 +149,27 @@ impl Docker {
                 "the docker engine is remote: sandboxes run without the agent (commands go through the engine's exec)"
             );
         }
+    }
+
+    /// Maps isolation levels to this engine's runtimes (`[server.runtimes]`). Set once; a
+    /// second map is refused.
+    pub fn map_runtimes(
+        &self,
+        mapped: std::collections::BTreeMap<crate::policy::Isolation, String>,
+    ) -> Result<(), DockerError> {
+        self.inner
+            .runtimes
+            .set(IsolationRuntimes::new(mapped)?)
+            .map_err(|_| DockerError::Invalid("runtimes are already mapped".into()))
+    }
+
+    /// The isolation levels this engine is configured to give.
+    pub fn isolation_levels(&self) -> Vec<crate::policy::Isolation> {
+        self.runtimes().levels()
+    }
+
+    pub(crate) fn runtimes(&self) -> &IsolationRuntimes {
+        self.inner.runtimes.get().unwrap_or(&DEFAULT_RUNTIMES)
     }
 
     /// Where the sandbox agent is placed from, when containers get one.

@@ -10,6 +10,10 @@ use async_trait::async_trait;
 
 #[async_trait]
 impl ContainerEngine for Docker {
+    fn isolation_levels(&self) -> Vec<crate::policy::Isolation> {
+        Docker::isolation_levels(self)
+    }
+
     async fn create(
         &self,
         owner: &Owner,

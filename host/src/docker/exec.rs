@@ -13,7 +13,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::time::Instant as TokioInstant;
 
 use super::client::{Docker, OP_TIMEOUT};
-use super::containers::env_strings;
+use super::container_body::env_strings;
 use super::error::DockerError;
 use super::kill::{KillGuard, KillTarget, MARKER_VAR};
 use super::labels::shorten;
@@ -184,6 +184,11 @@ impl Docker {
             .await?
         {
             return Ok(out);
+        }
+        let mut request = request;
+        if request.user.is_none() && self.agent_placement().is_some() {
+            // The agent is the container's root PID 1: its sandbox user is in a label.
+            request.user = self.sandbox_user_of(owner, &request.container).await?;
         }
         let cmd = argv(&request.command)?;
         let mut env = env_strings(&request.env)?;

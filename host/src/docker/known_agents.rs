@@ -53,7 +53,7 @@ mod tests {
         let known = KnownAgents::default();
         let ep = AgentEndpoint {
             socket: "/s".into(),
-            pid: 7,
+            peer: super::super::agent_client::ExpectedPeer::Pid(7),
         };
         known.remember("id", "b1", ep.clone());
         assert_eq!(known.get("id", "b1"), Some(ep));

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use super::error::DockerError;
 use super::types::Owner;
 pub use crate::engines::container_types::{
-    LABEL_AGENT, LABEL_BACKEND, LABEL_NODE, LABEL_POOL, LABEL_SESSION, POOL_SESSION_PREFIX,
-    RESERVED_PREFIX,
+    LABEL_AGENT, LABEL_BACKEND, LABEL_NODE, LABEL_POOL, LABEL_SESSION, LABEL_USER,
+    POOL_SESSION_PREFIX, RESERVED_PREFIX,
 };
 
 /// Whether `id` is a full container id: exactly 64 lowercase hex digits. Names and

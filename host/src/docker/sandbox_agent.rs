@@ -3,20 +3,57 @@
 //! every container as its PID 1 (it reaps orphans, so the engine's `--init` is not used).
 //! It listens in a small tmpfs of the container's own (`/.wharf/run`, 64 KiB, counted in the
 //! container's memory), which the host reaches through `/proc/<PID 1>/root`: nothing the
-//! sandbox writes there lands on the host's disk. The image's own entrypoint and command
+//! sandbox writes there lands on the host's disk. Under gVisor the container's files are
+//! its own kernel's, out of the host's reach: there the directory is an anonymous volume
+//! of the engine's, a 64 KiB tmpfs on the host, and the runtime (`--host-uds=all`)
+//! creates the agent's socket in it as a host socket. The image's own entrypoint and command
 //! become the agent's child, so a container behaves as it would without the agent.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use bollard::models::{ContainerCreateBody, Mount as DockerMount, MountTmpfsOptions, MountType};
+use std::collections::HashMap;
+
+use bollard::models::{
+    ContainerCreateBody, Mount as DockerMount, MountTmpfsOptions, MountType, MountVolumeOptions,
+    MountVolumeOptionsDriverConfig,
+};
 use sha2::{Digest as _, Sha256};
+pub(crate) use wharf_sandbox_protocol::SOCKET_NAME;
 use wharf_sandbox_protocol::{BINARY_PATH, SOCKET_DIR, SOCKET_PATH};
 
-use super::labels::LABEL_AGENT;
+use super::labels::{LABEL_AGENT, LABEL_USER};
 
 /// The size of the agent's socket directory (a tmpfs: the socket needs none of it).
 const SOCKET_DIR_BYTES: i64 = 64 * 1024;
+
+/// Where a container's agent socket lives, as its `wharf.agent` label says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SocketHome {
+    /// In a tmpfs of the container's own, reached through `/proc/<PID 1>/root`.
+    InContainer,
+    /// In a tmpfs volume on the host (gVisor), reached at the volume's mount point.
+    OnHost,
+}
+
+impl SocketHome {
+    /// The `wharf.agent` label's value.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            SocketHome::InContainer => "1",
+            SocketHome::OnHost => "host",
+        }
+    }
+
+    /// The home a `wharf.agent` label names (`None`: no agent).
+    pub(crate) fn from_label(value: &str) -> Option<Self> {
+        match value {
+            "1" => Some(SocketHome::InContainer),
+            "host" => Some(SocketHome::OnHost),
+            _ => None,
+        }
+    }
+}
 
 /// Where the agent's binary lives on this host.
 #[derive(Debug, Clone)]
@@ -55,18 +92,40 @@ impl AgentPlacement {
         Ok(AgentPlacement { binary })
     }
 
-    /// Makes `body` run the agent as PID 1, with the image's entrypoint and command
-    /// (`image_entrypoint`, and `body.cmd` or else `image_cmd`) as its child, its socket
-    /// directory a tmpfs, and labels it.
+    /// Makes `body` run the agent as PID 1 and as root, with the image's entrypoint and
+    /// command (`image.entrypoint`, and `body.cmd` or else `image.cmd`) as its child, run as
+    /// the spec's user or else the image's; its socket directory a tmpfs; and labels it.
     pub(crate) fn place(
         &self,
         body: &mut ContainerCreateBody,
-        image_entrypoint: Vec<String>,
-        image_cmd: Option<Vec<String>>,
+        image: ImageDefaults,
+        home: SocketHome,
     ) {
-        let mut child = image_entrypoint;
-        child.extend(body.cmd.take().or(image_cmd).unwrap_or_default());
+        let mut child = image.entrypoint;
+        child.extend(body.cmd.take().or(image.cmd).unwrap_or_default());
         let mut entrypoint = vec![BINARY_PATH.to_string()];
+        // The agent itself is root (it switches users); the sandbox's own processes are not.
+        let user = body
+            .user
+            .replace("0:0".to_string())
+            .or(image.user)
+            .filter(|user| !user.is_empty());
+        if let Some(user) = user {
+            entrypoint.push("--user".to_string());
+            entrypoint.push(user.clone());
+            // The work volume (fresh, root's) becomes the user's, as a home would be.
+            if let Some(dir) = body
+                .working_dir
+                .as_ref()
+                .filter(|dir| body.volumes.as_ref().is_some_and(|v| v.contains(dir)))
+            {
+                entrypoint.push("--user-owns".to_string());
+                entrypoint.push(dir.clone());
+            }
+            body.labels
+                .get_or_insert_with(Default::default)
+                .insert(LABEL_USER.to_string(), user);
+        }
         if !child.is_empty() {
             entrypoint.push("--".to_string());
         }
@@ -83,20 +142,53 @@ impl AgentPlacement {
             read_only: Some(true),
             ..Default::default()
         });
-        mounts.push(DockerMount {
-            target: Some(SOCKET_DIR.to_string()),
-            typ: Some(MountType::TMPFS),
-            tmpfs_options: Some(MountTmpfsOptions {
-                size_bytes: Some(SOCKET_DIR_BYTES),
-                mode: Some(0o700),
+        mounts.push(match home {
+            SocketHome::InContainer => DockerMount {
+                target: Some(SOCKET_DIR.to_string()),
+                typ: Some(MountType::TMPFS),
+                tmpfs_options: Some(MountTmpfsOptions {
+                    size_bytes: Some(SOCKET_DIR_BYTES),
+                    mode: Some(0o700),
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
+            },
+            // Anonymous, so removing the container (with its volumes) removes it.
+            SocketHome::OnHost => DockerMount {
+                target: Some(SOCKET_DIR.to_string()),
+                typ: Some(MountType::VOLUME),
+                volume_options: Some(MountVolumeOptions {
+                    driver_config: Some(MountVolumeOptionsDriverConfig {
+                        name: Some("local".to_string()),
+                        options: Some(HashMap::from([
+                            ("type".to_string(), "tmpfs".to_string()),
+                            ("device".to_string(), "tmpfs".to_string()),
+                            (
+                                "o".to_string(),
+                                format!("size={SOCKET_DIR_BYTES},mode=0700"),
+                            ),
+                        ])),
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
         });
         body.labels
             .get_or_insert_with(Default::default)
-            .insert(LABEL_AGENT.to_string(), "1".to_string());
+            .insert(LABEL_AGENT.to_string(), home.label().to_string());
     }
+}
+
+/// What an image runs when a container does not say: its entrypoint, command and user.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ImageDefaults {
+    /// `ENTRYPOINT`.
+    pub entrypoint: Vec<String>,
+    /// `CMD`.
+    pub cmd: Option<Vec<String>>,
+    /// `USER`.
+    pub user: Option<String>,
 }
 
 fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
@@ -117,11 +209,22 @@ mod tests {
             cmd: Some(vec!["serve".into()]),
             ..Default::default()
         };
-        placement.place(&mut body, vec!["/entry".into()], Some(vec!["x".into()]));
+        let image = ImageDefaults {
+            entrypoint: vec!["/entry".into()],
+            cmd: Some(vec!["x".into()]),
+            user: Some("app".into()),
+        };
+        placement.place(&mut body, image, SocketHome::InContainer);
         assert_eq!(
             body.entrypoint,
-            Some(vec![BINARY_PATH.to_string(), "--".into()])
+            Some(vec![
+                BINARY_PATH.to_string(),
+                "--user".into(),
+                "app".into(),
+                "--".into()
+            ])
         );
+        assert_eq!(body.user.as_deref(), Some("0:0"), "the agent is root");
         assert_eq!(body.cmd, Some(vec!["/entry".into(), "serve".into()]));
         let hc = body.host_config.unwrap();
         assert_eq!(hc.init, Some(false));
@@ -137,8 +240,26 @@ mod tests {
         );
 
         // No entrypoint, no command anywhere: the agent idles on its own.
+        let mut bare = ContainerCreateBody {
+            user: Some("1000:1000".into()),
+            working_dir: Some("/work".into()),
+            volumes: Some(vec!["/work".into()]),
+            ..Default::default()
+        };
+        placement.place(&mut bare, ImageDefaults::default(), SocketHome::InContainer);
+        assert_eq!(
+            bare.entrypoint,
+            Some(vec![
+                BINARY_PATH.to_string(),
+                "--user".into(),
+                "1000:1000".into(),
+                "--user-owns".into(),
+                "/work".into()
+            ]),
+            "the spec's user is the agent's default, and owns the work volume"
+        );
         let mut bare = ContainerCreateBody::default();
-        placement.place(&mut bare, vec![], None);
+        placement.place(&mut bare, ImageDefaults::default(), SocketHome::InContainer);
         assert_eq!(bare.entrypoint, Some(vec![BINARY_PATH.to_string()]));
         assert_eq!(bare.cmd, None);
         assert_eq!(

@@ -22,6 +22,12 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         Ok(())
     }
 
+    /// The isolation levels this engine is configured to give (`container`: its default
+    /// runtime).
+    fn isolation_levels(&self) -> Vec<crate::policy::Isolation> {
+        vec![crate::policy::Isolation::Container]
+    }
+
     /// Creates a container labelled for `owner` (not started).
     async fn create(
         &self,
@@ -155,6 +161,10 @@ pub struct DisabledEngine;
 impl ContainerEngine for DisabledEngine {
     fn configured(&self) -> Result<(), EngineError> {
         Err(EngineError::NotConfigured)
+    }
+
+    fn isolation_levels(&self) -> Vec<crate::policy::Isolation> {
+        Vec::new()
     }
 
     async fn create(&self, _: &Owner, _: &ContainerSpec) -> Result<ContainerInfo, EngineError> {

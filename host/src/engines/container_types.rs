@@ -17,6 +17,9 @@ pub const LABEL_POOL: &str = "wharf.pool";
 /// Label on a container whose PID 1 is the sandbox agent (`wharf-sandboxd`): commands and
 /// processes in it go through the agent's socket, not the engine's exec.
 pub const LABEL_AGENT: &str = "wharf.agent";
+/// Label with the user an agent-run container's own processes run as (the agent itself is
+/// root): commands that take the engine's exec run as this user too.
+pub const LABEL_USER: &str = "wharf.user";
 /// The session id prefix of a warm pool's sandboxes (session ids are UUIDs: never this).
 pub const POOL_SESSION_PREFIX: &str = "wharf-pool-";
 /// The prefix reserved to the host.
@@ -102,6 +105,11 @@ pub struct ContainerSpec {
     /// Container path of a writable anonymous volume (e.g. `/work`), removed with the
     /// container. With `read_only_root`, this is where files can be copied in.
     pub work_volume: Option<String>,
+    /// The isolation level (the engine maps it to a runtime, or refuses it).
+    pub isolation: crate::policy::Isolation,
+    /// The user the container's processes run as (`name`, `uid`, `name:group`); `None`:
+    /// the image's.
+    pub user: Option<String>,
 }
 
 /// The state of a container, as the engine reports it.

@@ -39,6 +39,8 @@ pub struct BackendSummary {
     pub instances: Value,
     /// Its pool and call limits.
     pub limits: BackendLimits,
+    /// The isolation levels its containers can run at (granted, and offered by the engine).
+    pub isolation: Vec<String>,
 }
 
 /// A backend's pool and call limits.
@@ -72,6 +74,7 @@ impl BackendSummary {
             provider_features: d.provider_features.clone(),
             config: crate::redact::redact(&b.config),
             instances: serde_json::to_value(b.pool_status()).unwrap_or(Value::Null),
+            isolation: b.isolation.iter().map(|l| l.name().to_string()).collect(),
             limits: BackendLimits {
                 pool_min: settings.min,
                 pool_max: settings.max,

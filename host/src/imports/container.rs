@@ -213,6 +213,13 @@ impl ContainerView<'_> {
             .grants
             .check_container(&request)
             .map_err(|d| guest_error(Code::Forbidden, d.0))?;
+        // What the session asked of its sandbox, if this call provisions one.
+        let profile = self.call.sandbox.clone();
+        let isolation = self
+            .ctx
+            .grants
+            .isolation_for(profile.as_ref().and_then(|p| p.isolation))
+            .map_err(|d| guest_error(Code::Forbidden, d.0))?;
         let work_volume = spec
             .workdir
             .clone()
@@ -240,14 +247,20 @@ impl ContainerView<'_> {
             cpu_millis: Some(limits.cpu_millis),
             memory_bytes: Some(limits.memory_bytes),
             pids_limit: Some(limits.pids_limit),
-            read_only_root: spec.read_only_root,
+            read_only_root: spec.read_only_root
+                || profile.as_ref().is_some_and(|p| p.read_only_root),
             work_volume: Some(work_volume),
+            isolation,
+            user: profile.as_ref().and_then(|p| p.user.clone()),
         };
         let info = engine
             .create(&owner, &engine_spec)
             .await
             .map_err(engine_error)?;
-        tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %info.id, image = %info.image);
+        if let Some(profile) = &profile {
+            profile.mark_applied();
+        }
+        tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %info.id, image = %info.image, isolation = %isolation);
         Ok(info_to_wit(info))
     }
 }

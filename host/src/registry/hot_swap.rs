@@ -118,6 +118,13 @@ impl BackendRegistry {
             .map(toml_to_json)
             .unwrap_or(Value::Null);
         let grants = Arc::new(config.grants.clone());
+        let granted = crate::policy::granted_levels(&grants.isolation)
+            .map_err(|d| anyhow!("backend `{name}`: {d}"))?;
+        let offered = self.parts.services.containers.isolation_levels();
+        let isolation = granted
+            .into_iter()
+            .filter(|level| offered.contains(level))
+            .collect();
         let name: Arc<str> = Arc::from(name);
         let mut description = compiled.description;
         let behaviour: Box<dyn Backend> = match compiled.pre {
@@ -178,6 +185,7 @@ impl BackendRegistry {
             config: warmup_config,
             cache: compiled.cache,
             compile_time: compiled.compile_time,
+            isolation,
         };
         Ok(Arc::new(LoadedBackend::new(parts, behaviour)?))
     }

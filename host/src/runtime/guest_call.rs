@@ -28,6 +28,9 @@ pub struct CallSite<'a> {
     pub trace_id: Option<&'a str>,
     /// Where the call's output goes while it runs, if anywhere.
     pub output: Option<&'a crate::call_output::OutputSink>,
+    /// What a session asked of the sandbox this call provisions: applied to every
+    /// container the call creates.
+    pub sandbox: Option<&'a Arc<crate::policy::SandboxProfile>>,
 }
 
 impl<'a> CallSite<'a> {
@@ -39,6 +42,7 @@ impl<'a> CallSite<'a> {
             timeout,
             trace_id: None,
             output: None,
+            sandbox: None,
         }
     }
 }
@@ -94,6 +98,7 @@ where
         deadline: Some(deadline),
         trace_id: site.trace_id.map(str::to_string),
         output: site.output.cloned(),
+        sandbox: site.sandbox.cloned(),
         ..CallContext::default()
     };
     let mut checked_out = pool.checkout(context).await?;

@@ -175,6 +175,13 @@ pub struct SandboxSpec {
     pub owner: Option<String>,
     /// Working directory.
     pub workdir: Option<String>,
+    /// The isolation level asked for (`None`: the backend's first granted level). Not in
+    /// the contract's spec: the host applies it to the containers the provider creates.
+    pub isolation: Option<crate::policy::Isolation>,
+    /// The user the sandbox's processes run as (host-applied, like `isolation`).
+    pub user: Option<String>,
+    /// A read-only root filesystem (host-applied, like `isolation`).
+    pub read_only_root: bool,
 }
 
 /// One command for a sandbox.

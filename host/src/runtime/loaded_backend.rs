@@ -89,6 +89,8 @@ pub struct LoadedBackend {
     pub cache: CacheOutcome,
     /// Compile (or cache load) time.
     pub compile_time: Duration,
+    /// The isolation levels its containers can run at: granted, and offered by the engine.
+    pub isolation: Vec<crate::policy::Isolation>,
     validators: BTreeMap<String, ArgsValidator>,
     behaviour: Box<dyn Backend>,
 }
@@ -116,6 +118,8 @@ pub struct BackendParts {
     pub cache: CacheOutcome,
     /// Compile time.
     pub compile_time: Duration,
+    /// Isolation levels granted and offered.
+    pub isolation: Vec<crate::policy::Isolation>,
 }
 
 impl LoadedBackend {
@@ -140,6 +144,7 @@ impl LoadedBackend {
             config: parts.config,
             cache: parts.cache,
             compile_time: parts.compile_time,
+            isolation: parts.isolation,
             validators,
             behaviour,
         })

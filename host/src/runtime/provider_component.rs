@@ -4,9 +4,9 @@
 //! the session hooks on top of this (`sandbox_toolset::ProviderBackend`).
 
 use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
-use crate::error_code::WharfError;
+use crate::error_code::{Code, WharfError};
 use crate::imports::services::HostServices;
-use crate::policy::Grants;
+use crate::policy::{Grants, SandboxProfile};
 use crate::runtime::backend::PoolWatch;
 use crate::runtime::guest_call::{self, CallSite};
 use crate::runtime::guest_types::{
@@ -78,16 +78,42 @@ impl ProviderComponent {
         self.pool.drain().await
     }
 
-    /// Provisions a sandbox for `session_id`; returns its handle.
+    /// Provisions a sandbox for `session_id`; returns its handle. What the spec asks beyond
+    /// the contract (isolation, user, read-only root) the host applies to every container
+    /// the provider creates in this call; a provider that created none could not have
+    /// honoured it, so its sandbox is destroyed and the ask refused (4030).
     pub async fn create(
         &self,
         site: CallSite<'_>,
         spec: SandboxSpec,
     ) -> Result<String, WharfError> {
-        guest_call::run(&self.pool, &self.name, site, move |i| {
+        let profile = Arc::new(SandboxProfile::new(
+            spec.isolation,
+            spec.user.clone(),
+            spec.read_only_root,
+        ));
+        let asked = CallSite {
+            sandbox: Some(&profile),
+            ..site
+        };
+        let handle = guest_call::run(&self.pool, &self.name, asked, move |i| {
             Box::pin(async move { i.exports.create(&mut i.store, &spec).await })
         })
-        .await
+        .await?;
+        if profile.asks_anything() && profile.applied() == 0 {
+            if let Err(e) = self.destroy(site, &handle).await {
+                tracing::warn!(backend = %self.name, sandbox = %handle, "destroying a sandbox made without what was asked: {e}");
+            }
+            return Err(WharfError::new(
+                Code::Forbidden,
+                format!(
+                    "backend `{}` provisions its sandboxes outside the host's container engine, so the host cannot give {} (never a weaker sandbox than asked)",
+                    self.name,
+                    profile.describe()
+                ),
+            ));
+        }
+        Ok(handle)
     }
 
     /// Runs a shell command in a sandbox.

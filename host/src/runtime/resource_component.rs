@@ -59,6 +59,7 @@ impl ResourceComponent {
             timeout: self.pool.settings().hook_timeout,
             trace_id: None,
             output: None,
+            sandbox: None,
         }
     }
 }
@@ -72,6 +73,7 @@ impl Backend for ResourceComponent {
             timeout: call.timeout,
             trace_id: call.trace_id.as_deref(),
             output: call.output.as_ref(),
+            sandbox: None,
         };
         let args = call.args.to_string();
         let (action, session) = (call.action.clone(), call.session.clone());

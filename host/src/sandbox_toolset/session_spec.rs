@@ -2,6 +2,7 @@
 //! provider cannot enforce is refused by the provider (never a weaker sandbox than asked).
 
 use crate::error_code::{Code, WharfError};
+use crate::policy::{Isolation, check_user};
 use crate::runtime::guest_types::{NetworkPolicy, SandboxSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -19,6 +20,10 @@ struct SpecConfig {
     memory_bytes: Option<u64>,
     lifetime_seconds: Option<u32>,
     workdir: Option<String>,
+    isolation: Option<String>,
+    user: Option<String>,
+    #[serde(default)]
+    read_only_root: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -52,7 +57,13 @@ pub fn schema() -> Value {
             "cpu_millis": {"type": "integer", "minimum": 1},
             "memory_bytes": {"type": "integer", "minimum": 1},
             "lifetime_seconds": {"type": "integer", "minimum": 1},
-            "workdir": {"type": "string"}
+            "workdir": {"type": "string"},
+            "isolation": {"type": "string", "enum": ["container", "gvisor"],
+                "description": "How the sandbox is kept from the host's kernel; the backend's first granted level when unset. A level the grants or the engine cannot give is refused (4030)."},
+            "user": {"type": "string", "maxLength": crate::policy::MAX_USER_BYTES,
+                "description": "Who the sandbox's processes run as: a name or uid, optionally `:group`."},
+            "read_only_root": {"type": "boolean", "default": false,
+                "description": "Mount the root filesystem read-only; the work dir and /tmp stay writable."}
         }
     })
 }
@@ -75,6 +86,25 @@ pub fn sandbox_spec(
         allow_egress_to: vec![],
         allow_egress_to_cidrs: vec![],
     });
+    let isolation = c
+        .isolation
+        .map(|name| {
+            Isolation::parse(&name).ok_or_else(|| {
+                WharfError::new(
+                    Code::InvalidType,
+                    format!(
+                        "invalid sandbox config: unknown isolation {:?} (container, gvisor)",
+                        name.chars().take(64).collect::<String>()
+                    ),
+                )
+            })
+        })
+        .transpose()?;
+    if let Some(user) = &c.user {
+        check_user(user).map_err(|e| {
+            WharfError::new(Code::InvalidType, format!("invalid sandbox config: {e}"))
+        })?;
+    }
     let lifetime = match (c.lifetime_seconds, max_lifetime_seconds) {
         (Some(asked), 0) => Some(asked),
         (Some(asked), max) => Some(asked.min(max.min(u32::MAX as u64) as u32)),
@@ -94,6 +124,9 @@ pub fn sandbox_spec(
         lifetime_seconds: lifetime,
         owner,
         workdir: c.workdir,
+        isolation,
+        user: c.user,
+        read_only_root: c.read_only_root,
     })
 }
 
@@ -120,5 +153,24 @@ mod tests {
                 .code,
             Code::InvalidType
         );
+        let s = sandbox_spec(
+            &json!({"isolation": "gvisor", "user": "1000:1000", "read_only_root": true}),
+            None,
+            0,
+        )
+        .unwrap();
+        assert_eq!(s.isolation, Some(Isolation::Gvisor));
+        assert_eq!(s.user.as_deref(), Some("1000:1000"));
+        assert!(s.read_only_root);
+        for bad in [
+            json!({"isolation": "vm"}),
+            json!({"user": "../root"}),
+            json!({"user": "a b"}),
+        ] {
+            assert_eq!(
+                sandbox_spec(&bad, None, 0).unwrap_err().code,
+                Code::InvalidType
+            );
+        }
     }
 }

@@ -1,0 +1,115 @@
+//! Isolation levels on this engine: the operator maps each level beyond `container` to one
+//! of the engine's OCI runtimes (`[server.runtimes] gvisor = "runsc"`), and a container
+//! asking for a level gets that runtime, after the engine says it has it. A level with no
+//! runtime, or a runtime the engine lacks, is refused: never a weaker sandbox than asked.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::error::DockerError;
+use crate::policy::Isolation;
+
+/// How long the engine's list of runtimes is trusted (dockerd reloads runtimes on SIGHUP).
+const RUNTIMES_FRESH_FOR: Duration = Duration::from_secs(30);
+
+/// The operator's runtime per isolation level, and what the engine last said it has.
+#[derive(Debug)]
+pub(crate) struct IsolationRuntimes {
+    mapped: BTreeMap<Isolation, String>,
+    engine_has: Mutex<Option<(Instant, BTreeSet<String>)>>,
+}
+
+impl IsolationRuntimes {
+    /// No level mapped: `container` only.
+    pub(crate) const fn none() -> Self {
+        Self {
+            mapped: BTreeMap::new(),
+            engine_has: Mutex::new(None),
+        }
+    }
+
+    /// The operator's map; a level mapped to an empty or malformed name is an error.
+    pub(crate) fn new(mapped: BTreeMap<Isolation, String>) -> Result<Self, DockerError> {
+        for (level, runtime) in &mapped {
+            if runtime.is_empty()
+                || runtime.len() > 128
+                || !runtime
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            {
+                return Err(DockerError::Invalid(format!(
+                    "server.runtimes.{level}: bad runtime name {runtime:?}"
+                )));
+            }
+        }
+        Ok(Self {
+            mapped,
+            engine_has: Mutex::new(None),
+        })
+    }
+
+    /// The levels this engine is configured to give (whether its runtimes are present is
+    /// checked at create).
+    pub(crate) fn levels(&self) -> Vec<Isolation> {
+        Isolation::ALL
+            .into_iter()
+            .filter(|level| *level == Isolation::Container || self.mapped.contains_key(level))
+            .collect()
+    }
+
+    /// The runtime the operator named for `level`; `None` for `container` left unmapped
+    /// (the engine's default runtime).
+    pub(crate) fn mapped(&self, level: Isolation) -> Result<Option<&str>, DockerError> {
+        match (level, self.mapped.get(&level)) {
+            (_, Some(runtime)) => Ok(Some(runtime)),
+            (Isolation::Container, None) => Ok(None),
+            (level, None) => Err(DockerError::Refused(format!(
+                "isolation `{level}` is not offered by this host: the operator maps it to an engine runtime in [server.runtimes] (e.g. {level} = \"runsc\")"
+            ))),
+        }
+    }
+
+    /// What the engine said it has, if said recently.
+    pub(crate) fn fresh(&self) -> Option<BTreeSet<String>> {
+        let known = self.engine_has.lock().ok()?;
+        known
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < RUNTIMES_FRESH_FOR)
+            .map(|(_, set)| set.clone())
+    }
+
+    /// Remembers what the engine says it has.
+    pub(crate) fn remember(&self, set: BTreeSet<String>) {
+        if let Ok(mut known) = self.engine_has.lock() {
+            *known = Some((Instant::now(), set));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_need_a_runtime_beyond_container() {
+        let none = IsolationRuntimes::none();
+        assert_eq!(none.levels(), vec![Isolation::Container]);
+        assert_eq!(none.mapped(Isolation::Container).unwrap(), None);
+        let refused = none.mapped(Isolation::Gvisor).unwrap_err();
+        assert!(matches!(refused, DockerError::Refused(m) if m.contains("server.runtimes")));
+
+        let gvisor =
+            IsolationRuntimes::new(BTreeMap::from([(Isolation::Gvisor, "runsc".into())])).unwrap();
+        assert_eq!(
+            gvisor.levels(),
+            vec![Isolation::Container, Isolation::Gvisor]
+        );
+        assert_eq!(gvisor.mapped(Isolation::Gvisor).unwrap(), Some("runsc"));
+        for bad in ["", "run sc", "../x", "a;b"] {
+            assert!(
+                IsolationRuntimes::new(BTreeMap::from([(Isolation::Gvisor, bad.into())])).is_err()
+            );
+        }
+    }
+}
