@@ -13,6 +13,8 @@ pub mod json_body;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
+pub mod preview;
+pub mod preview_links;
 pub mod quotas;
 pub mod rest;
 pub mod session_reply;

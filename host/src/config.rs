@@ -88,6 +88,13 @@ pub struct ServerConfig {
     /// The engine runtime of each isolation level beyond `container` (`[server.runtimes]
     /// gvisor = "runsc"`); a level with none is refused (4030) when a session asks for it.
     pub runtimes: std::collections::BTreeMap<String, String>,
+    /// Where previews of sandbox ports are served (a listener of its own: a sandbox's page
+    /// never shares the API's origin); none when unset.
+    pub preview_listen: Option<SocketAddr>,
+    /// When set, each preview is its own origin `{port}-{session}.{preview_domain}` (Host
+    /// routing; the names must resolve to the preview listener); unset, previews are
+    /// `/{session}/{port}/` paths on the preview listener.
+    pub preview_domain: Option<String>,
     /// The state store: `sqlite://PATH` or `postgres://…`; the SQLite file `wharf.db`
     /// in the data dir when unset.
     pub store_url: Option<String>,
@@ -154,6 +161,8 @@ impl Default for ServerConfig {
             docker_host: None,
             sandbox_agent: true,
             runtimes: std::collections::BTreeMap::new(),
+            preview_listen: None,
+            preview_domain: None,
             store_url: None,
             auth: AuthConfig::default(),
             allowed_hosts: Vec::new(),

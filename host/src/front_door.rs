@@ -12,6 +12,7 @@ mod backend_summary;
 mod call_audit;
 mod invocation;
 mod oci_load;
+mod previews;
 mod quota_routes;
 mod sandbox_transfer;
 mod scrape;
@@ -22,6 +23,7 @@ mod uploads;
 
 pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool};
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
+pub use previews::{DEFAULT_PREVIEW_TTL_SECONDS, PreviewAccess, PreviewLink};
 pub use sandbox_transfer::SandboxTransfer;
 pub use session_routes::SessionRequest;
 pub use tool_calls::{CallOutcome, CallPlace};
@@ -52,6 +54,10 @@ pub struct Wharf {
     node_id: String,
     server: ServerConfig,
     myself: Weak<Wharf>,
+    /// Where the preview listener is bound, once it is.
+    preview_addr: std::sync::OnceLock<std::net::SocketAddr>,
+    /// The containers previews found.
+    preview_targets: previews::PreviewTargets,
 }
 
 /// This node's id: kept in the data dir, so a restarted process is the same node.
@@ -157,6 +163,8 @@ impl Wharf {
             shutdown: tokio_util::sync::CancellationToken::new(),
             server,
             myself: myself.clone(),
+            preview_addr: std::sync::OnceLock::new(),
+            preview_targets: previews::PreviewTargets::default(),
         });
         wharf.sessions.start_heartbeat();
         Ok(wharf)
@@ -243,6 +251,19 @@ impl Wharf {
             .iter()
             .map(|b| BackendSummary::of(b))
             .collect()
+    }
+
+    /// Records where the preview listener is bound (the first time only).
+    pub fn set_preview_addr(&self, addr: std::net::SocketAddr) {
+        let _ = self.preview_addr.set(addr);
+    }
+
+    /// Where previews are served: the bound listener, or else the configured address.
+    pub fn preview_addr(&self) -> Option<std::net::SocketAddr> {
+        self.preview_addr
+            .get()
+            .copied()
+            .or(self.server.preview_listen)
     }
 
     /// How many backends are loaded.

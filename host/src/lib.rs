@@ -26,6 +26,7 @@ pub mod imports;
 pub mod metrics;
 pub mod oci;
 pub mod policy;
+pub mod preview_signature;
 pub mod principal;
 pub mod private_files;
 pub mod quotas;

@@ -15,6 +15,7 @@ pub const DRAIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(3
 /// A server bound to its address.
 pub struct BoundServer {
     listener: TcpListener,
+    preview: Option<TcpListener>,
     wharf: Arc<Wharf>,
 }
 
@@ -24,7 +25,21 @@ impl BoundServer {
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
-        Ok(Self { listener, wharf })
+        let preview = match wharf.server().preview_listen {
+            Some(preview_addr) => {
+                let preview = TcpListener::bind(preview_addr)
+                    .await
+                    .with_context(|| format!("binding the preview listener {preview_addr}"))?;
+                wharf.set_preview_addr(preview.local_addr()?);
+                Some(preview)
+            }
+            None => None,
+        };
+        Ok(Self {
+            listener,
+            preview,
+            wharf,
+        })
     }
 
     /// The bound address.
@@ -43,6 +58,15 @@ impl BoundServer {
             shutdown.await;
             token.cancel();
         });
+        if let Some(preview) = self.preview {
+            let previews = crate::api::preview::router(self.wharf.clone())?;
+            tokio::spawn(accept::serve(
+                preview,
+                previews,
+                limits.clone(),
+                stop.clone(),
+            ));
+        }
         let serving = accept::serve(self.listener, app, limits, stop);
         // In-flight calls get a deadline to finish; then the process goes anyway (sessions
         // are durable, so nothing is lost).

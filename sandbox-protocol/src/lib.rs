@@ -9,7 +9,9 @@
 //! the agent answers with zero or more [`Reply::Chunk`] frames (only for a streamed
 //! [`RunRequest`]) and exactly one final reply, then closes. A client that closes the
 //! connection (both ways) before the final reply abandons the request: a command it ran
-//! is killed. Background processes belong to the agent, not to a connection.
+//! is killed. Background processes belong to the agent, not to a connection. The one
+//! exception to the framing is [`Request::Connect`]: after its [`Reply::Connected`] frame
+//! the connection carries raw bytes, relayed to and from a TCP port in the sandbox.
 //!
 //! Both sides treat the other as hostile: every length is bounded by the constants here,
 //! and a frame that does not decode ends the connection with [`Reply::Error`].
@@ -42,6 +44,11 @@ pub const MAX_PROCESSES: usize = 64;
 pub const MAX_WAIT_MS: u32 = 60_000;
 /// Connections the agent serves at once; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 128;
+/// Port relays ([`Request::Connect`]) open at once per agent. Each holds one of the
+/// [`MAX_CONNECTIONS`] connection slots, so commands always keep slots of their own.
+pub const MAX_RELAYS: usize = 64;
+/// How long the agent tries to reach the port of a [`Request::Connect`].
+pub const RELAY_CONNECT_TIMEOUT_MS: u64 = 5_000;
 
 /// Where the agent's binary is mounted, read-only, in the container.
 pub const BINARY_PATH: &str = "/.wharf/sandboxd";
@@ -222,6 +229,13 @@ pub enum Request {
     },
     /// The processes the agent keeps: [`Reply::Processes`].
     List,
+    /// Opens a TCP connection to `port` on the sandbox's loopback (`127.0.0.1`, then
+    /// `[::1]`); after [`Reply::Connected`] the connection carries raw bytes both ways
+    /// until either side closes. At most [`MAX_RELAYS`] are open at once.
+    Connect {
+        /// The port (not 0).
+        port: u16,
+    },
 }
 
 /// A background process, as the agent keeps it.
@@ -312,6 +326,9 @@ pub enum Reply {
     Done,
     /// The request failed.
     Error(AgentError),
+    /// The port of a [`Request::Connect`] accepted the connection; raw bytes follow, both
+    /// ways.
+    Connected,
 }
 
 /// A message that does not decode.
@@ -384,5 +401,13 @@ mod tests {
         // Variant 4 (Input), pid 1, then a data length of 2^32 with no bytes behind it.
         assert!(decode::<Request>(&[4, 1, 0x80, 0x80, 0x80, 0x80, 0x10]).is_err());
         assert!(decode::<Request>(&[200]).is_err());
+    }
+
+    #[test]
+    fn new_variants_keep_the_old_discriminants() {
+        assert_eq!(encode(&Request::List), [8]);
+        assert_eq!(encode(&Reply::Done), [6]);
+        assert_eq!(encode(&Request::Connect { port: 8080 }), [9, 0x90, 0x3f]);
+        assert_eq!(encode(&Reply::Connected), [8]);
     }
 }

@@ -12,6 +12,7 @@
 mod processes;
 mod pty;
 mod reaper;
+mod relay;
 mod ring;
 mod run;
 mod server;
@@ -186,6 +187,7 @@ async fn agent_main(args: Args) -> ExitCode {
         reaper,
         processes: Processes::default(),
         default_user: args.user.clone(),
+        relays: relay::Relays::default(),
         // /proc/self/exe, or where the host mounts the agent when /proc is missing.
         self_exe: std::env::current_exe()
             .ok()

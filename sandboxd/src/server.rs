@@ -1,5 +1,6 @@
 //! The socket: binding it, accepting at most [`MAX_CONNECTIONS`] connections at once, and
-//! each connection's frames (one request in, replies out, then close).
+//! each connection's frames (one request in, replies out, then close; or, for a port
+//! relay, one `Connected` frame and then raw bytes).
 //!
 //! Everything that arrives here is hostile: frames are bounded by the codec, a request
 //! must arrive within [`IO_TIMEOUT`], and a frame that does not decode is answered with
@@ -27,6 +28,7 @@ use wharf_sandbox_protocol::{
 
 use crate::processes::Processes;
 use crate::reaper::Reaper;
+use crate::relay::{self, Relays};
 use crate::{refuse, run};
 
 /// How long a client has to send its request, and to take each reply frame.
@@ -46,6 +48,8 @@ pub struct Agent {
     pub self_exe: Option<PathBuf>,
     /// Who a command that names no user runs as (`--user`); `None`: the agent's own user.
     pub default_user: Option<String>,
+    /// The port relays' slots.
+    pub relays: Relays,
 }
 
 impl Agent {
@@ -114,7 +118,7 @@ fn codec() -> LengthDelimitedCodec {
         .new_codec()
 }
 
-/// One connection: one request, its replies, close.
+/// One connection: one request, its replies, close (or a port relay).
 async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
     let (read, write) = stream.split();
     let mut requests = FramedRead::new(read, codec());
@@ -171,6 +175,23 @@ async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
         Request::Resize { pid, size } => agent.processes.resize(pid, size),
         Request::Wait { pid, timeout_ms } => agent.processes.wait(pid, timeout_ms).await,
         Request::List => agent.processes.list(),
+        Request::Connect { port } => {
+            let opened = match relay::open(&agent.relays, port).await {
+                Ok(opened) => opened,
+                Err(reply) => {
+                    let _ = conn.send(&reply).await;
+                    return;
+                }
+            };
+            if conn.send(&Reply::Connected).await.is_err() {
+                return;
+            }
+            // The framing ends here: what the reader holds past the request is relayed.
+            let buffered = requests.into_parts().read_buf;
+            drop(conn);
+            relay::relay(opened, stream, &buffered).await;
+            return;
+        }
     };
     let _ = conn.send(&reply).await;
 }

@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
-use tokio::io::AsyncWriteExt;
-use tokio::net::UnixStream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, UnixStream};
 use tokio_util::bytes::Bytes;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 use wharf_sandbox_protocol::{
-    Command, ErrorKind, MAX_FRAME_BYTES, MAX_PROCESSES, MAX_RUN_OUTPUT_BYTES, MAX_RUN_STDIN_BYTES,
-    OutputChunk, OutputRequest, ProcessInfo, ProcessSetup, Reply, Request, RunOutput, RunRequest,
-    Signal, StartRequest, Stream, TerminalSize, VERSION, decode, encode,
+    Command, ErrorKind, MAX_FRAME_BYTES, MAX_PROCESSES, MAX_RELAYS, MAX_RUN_OUTPUT_BYTES,
+    MAX_RUN_STDIN_BYTES, OutputChunk, OutputRequest, ProcessInfo, ProcessSetup, Reply, Request,
+    RunOutput, RunRequest, Signal, StartRequest, Stream, TerminalSize, VERSION, decode, encode,
 };
 
 /// A running agent on its own socket; killed when dropped.
@@ -897,6 +897,176 @@ async fn many_connections_at_once() {
     for task in tasks {
         assert!(matches!(task.await.unwrap(), Reply::Hello { .. }));
     }
+}
+
+/// An echo server on 127.0.0.1 (a random port): each connection gets its bytes back and,
+/// after its end of stream, `bye` and the end of stream.
+async fn echo_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut read, mut write) = tcp.split();
+                if tokio::io::copy(&mut read, &mut write).await.is_ok() {
+                    let _ = write.write_all(b"bye").await;
+                    let _ = write.shutdown().await;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A server on 127.0.0.1 that reads each connection to its end and then keeps it open,
+/// silent, for ever.
+async fn silent_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut sink = Vec::new();
+                let _ = tcp.read_to_end(&mut sink).await;
+                std::future::pending::<()>().await;
+            });
+        }
+    });
+    port
+}
+
+/// Sends `Connect` on a new connection, `early` right behind the request frame, and reads
+/// the one reply frame exactly (length prefix, then payload; nothing past it).
+async fn relay_connect(socket: &Path, port: u16, early: &[u8]) -> (UnixStream, Reply) {
+    let mut stream = UnixStream::connect(socket).await.unwrap();
+    let payload = encode(&Request::Connect { port });
+    let mut bytes = (payload.len() as u32).to_be_bytes().to_vec();
+    bytes.extend(payload);
+    bytes.extend_from_slice(early);
+    stream.write_all(&bytes).await.unwrap();
+    let read_reply = async {
+        let mut length = [0u8; 4];
+        stream.read_exact(&mut length).await.unwrap();
+        let mut frame = vec![0; u32::from_be_bytes(length) as usize];
+        stream.read_exact(&mut frame).await.unwrap();
+        decode::<Reply>(&frame).unwrap()
+    };
+    let reply = tokio::time::timeout(Duration::from_secs(10), read_reply)
+        .await
+        .expect("no reply to Connect");
+    (stream, reply)
+}
+
+/// Writes `data` to a relay and reads as many bytes back.
+async fn echoed(relay: &mut UnixStream, data: &[u8]) -> Vec<u8> {
+    let (mut read, mut write) = relay.split();
+    let mut back = vec![0; data.len()];
+    let (written, read) = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures::future::join(write.write_all(data), read.read_exact(&mut back)),
+    )
+    .await
+    .expect("no echo");
+    written.unwrap();
+    read.unwrap();
+    back
+}
+
+#[tokio::test]
+async fn connect_relays_a_port_both_ways() {
+    let agent = Agent::start();
+    let port = echo_server().await;
+    // Bytes sent before `Connected` arrives, read with the request, still reach the port.
+    let (mut relay, reply) = relay_connect(&agent.socket, port, b"early ").await;
+    assert_eq!(reply, Reply::Connected);
+    relay.write_all(b"hello").await.unwrap();
+    let mut back = [0u8; 11];
+    tokio::time::timeout(Duration::from_secs(10), relay.read_exact(&mut back))
+        .await
+        .expect("no echo")
+        .unwrap();
+    assert_eq!(&back, b"early hello");
+    // Many times a socket buffer, both ways at once.
+    let big: Vec<u8> = (0..4_000_000u32).map(|i| (i % 253) as u8).collect();
+    assert!(echoed(&mut relay, &big).await == big);
+    // A half-close reaches the port, which still answers before its own end of stream.
+    relay.shutdown().await.unwrap();
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), relay.read_to_end(&mut rest))
+        .await
+        .expect("no end of stream")
+        .unwrap();
+    assert_eq!(rest, b"bye");
+    assert!(matches!(
+        agent.call(&Request::Hello).await,
+        Reply::Hello { .. }
+    ));
+}
+
+#[tokio::test]
+async fn connect_refusals() {
+    let agent = Agent::start();
+    // A port that was just free: nothing listens on it.
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    match agent.call(&Request::Connect { port }).await {
+        Reply::Error(error) => {
+            assert_eq!(error.kind, ErrorKind::NotFound);
+            assert_eq!(
+                error.message,
+                format!("nothing listens on port {port} in this sandbox")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        error_kind(&agent.call(&Request::Connect { port: 0 }).await),
+        ErrorKind::Invalid
+    );
+}
+
+#[tokio::test]
+async fn connect_limit_keeps_command_slots() {
+    let agent = Agent::start();
+    let port = echo_server().await;
+    // The first relay's port never ends its side: only the host's close can end it.
+    let (silent, reply) = relay_connect(&agent.socket, silent_server().await, b"").await;
+    assert_eq!(reply, Reply::Connected);
+    let mut relays = Vec::new();
+    for _ in 1..MAX_RELAYS {
+        let (relay, reply) = relay_connect(&agent.socket, port, b"").await;
+        assert_eq!(reply, Reply::Connected);
+        relays.push(relay);
+    }
+    let (_, reply) = relay_connect(&agent.socket, port, b"").await;
+    match reply {
+        Reply::Error(error) => {
+            assert_eq!(error.kind, ErrorKind::Limit);
+            assert_eq!(error.message, "at most 64 port relays at once");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Commands still have connection slots of their own.
+    assert!(matches!(
+        agent.call(&Request::Hello).await,
+        Reply::Hello { .. }
+    ));
+    assert_eq!(agent.call(&Request::List).await, Reply::Processes(vec![]));
+    assert_eq!(echoed(&mut relays[10], b"still here").await, b"still here");
+    // Closing a relay frees its slot (once the agent has seen the close).
+    drop(silent);
+    let started = Instant::now();
+    let mut relay = loop {
+        match relay_connect(&agent.socket, port, b"").await {
+            (relay, Reply::Connected) => break relay,
+            (_, reply) => assert_eq!(error_kind(&reply), ErrorKind::Limit),
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "no slot freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(echoed(&mut relay, b"new").await, b"new");
 }
 
 #[tokio::test]

@@ -10,13 +10,16 @@
 //! - the warm pool: hit vs `docker run -d`, 100 sessions back to back with and without a
 //!   pool, 100 concurrent sessions (see `sandbox/warm.rs`);
 //! - isolation: gVisor create vs `docker run -d --runtime=runsc`, `run_command` under gVisor
-//!   beside runc, a gVisor warm-pool hit (see `sandbox/isolation.rs`; only with gVisor).
+//!   beside runc, a gVisor warm-pool hit (see `sandbox/isolation.rs`; only with gVisor);
+//! - previews: a small GET through the preview listener vs the container's own address
+//!   (see `sandbox/preview.rs`).
 //!
 //! One untimed warm-up of each operation precedes the timed ones. Everything created here is
 //! removed at the end, and also when the run panics (see `Cleanup`).
 
 mod agent;
 mod isolation;
+mod preview;
 mod warm;
 
 use serde_json::{Value, json};
@@ -253,6 +256,7 @@ pub async fn run(seconds: u32) -> Figures {
     if wharf_integration_tests::gvisor_ready() {
         rows.extend(isolation::rows(&mut cleanup).await.rows);
     }
+    rows.extend(preview::rows(&mut cleanup).await);
     Figures {
         rows,
         create_ratio,
@@ -267,6 +271,12 @@ pub async fn run(seconds: u32) -> Figures {
 pub async fn run_agent(seconds: u32) -> Figures {
     let mut cleanup = Cleanup::default();
     agent::rows(seconds, &mut cleanup).await
+}
+
+/// Only the preview rows (`WHARF_BENCH_ONLY=preview`).
+pub async fn run_preview() -> Vec<(String, String)> {
+    let mut cleanup = Cleanup::default();
+    preview::rows(&mut cleanup).await
 }
 
 /// Only the isolation rows (`WHARF_BENCH_ONLY=isolation`).

@@ -57,6 +57,10 @@ pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
         .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
         .route("/v1/sessions/{id}/refresh", post(refresh_session))
         .route(
+            "/v1/sessions/{id}/previews",
+            post(crate::api::preview_links::create).delete(crate::api::preview_links::revoke),
+        )
+        .route(
             "/v1/sessions/{id}/claim",
             axum::routing::delete(release_claim),
         )

@@ -13,7 +13,7 @@ use wharf_sandbox_protocol::{
 use crate::call_output::{OutputPiece, OutputSink, OutputStream};
 use crate::engines::container_types::{OutputRead, ProcessStart};
 
-use super::agent_client::{AgentEndpoint, AgentFailure, ExpectedPeer, call, parent_of};
+use super::agent_client::{AgentEndpoint, AgentFailure, ExpectedPeer, call, open_relay, parent_of};
 use super::client::Docker;
 use super::error::DockerError;
 use super::labels::{LABEL_AGENT, LABEL_USER, shorten};
@@ -278,6 +278,40 @@ impl Docker {
                 Err(agent_error(failure))
             }
         }
+    }
+
+    /// A relay to TCP `port` on an owned container's loopback, through its agent (which
+    /// works whatever the container's network, `none` included).
+    pub async fn connect_port(
+        &self,
+        owner: &Owner,
+        id: &str,
+        port: u16,
+    ) -> Result<tokio::net::UnixStream, DockerError> {
+        // A restarted container has a new PID 1: the remembered one is refused once, then
+        // looked up again.
+        for _ in 0..2 {
+            let Some(endpoint) = self.agent_of(owner, id).await? else {
+                return Err(DockerError::Refused(format!(
+                    "container {} runs no sandbox agent (its ports are reached through one)",
+                    shorten(id)
+                )));
+            };
+            match open_relay(&endpoint, port, QUICK_LIMIT).await {
+                Ok(stream) => return Ok(stream),
+                Err(AgentFailure::Impostor(_)) => self.known_agents().forget(id),
+                Err(failure) => {
+                    if !matches!(failure, AgentFailure::Refused(_)) {
+                        self.known_agents().forget(id);
+                    }
+                    return Err(agent_error(failure));
+                }
+            }
+        }
+        Err(DockerError::Failed(format!(
+            "the sandbox agent's socket of container {} is held by another process",
+            shorten(id)
+        )))
     }
 
     /// Starts a background process in an owned container's agent.

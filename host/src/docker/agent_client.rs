@@ -78,14 +78,8 @@ impl std::fmt::Display for AgentFailure {
     }
 }
 
-/// Sends `request` and returns the agent's final reply; streamed output chunks go to
-/// `on_chunk` as they arrive. `limit` bounds the whole exchange.
-pub(crate) async fn call(
-    endpoint: &AgentEndpoint,
-    request: &Request,
-    limit: Duration,
-    mut on_chunk: impl FnMut(Stream, Vec<u8>) + Send,
-) -> Result<Reply, AgentFailure> {
+/// Connects to the agent's socket and checks who holds it, before anything is sent.
+async fn connect_checked(endpoint: &AgentEndpoint) -> Result<UnixStream, AgentFailure> {
     let stream = UnixStream::connect(&endpoint.socket)
         .await
         .map_err(AgentFailure::Unreachable)?;
@@ -95,6 +89,66 @@ pub(crate) async fn call(
     if !endpoint.peer.admits(peer.pid()) {
         return Err(AgentFailure::Impostor(peer.pid()));
     }
+    Ok(stream)
+}
+
+/// Opens a relay to TCP `port` on the sandbox's loopback: the stream, once the agent has
+/// answered `Connected`, carries the port's bytes both ways. The answer is read frame-exact
+/// (length, then payload), so no byte of the port's is taken with it.
+pub(crate) async fn open_relay(
+    endpoint: &AgentEndpoint,
+    port: u16,
+    limit: Duration,
+) -> Result<UnixStream, AgentFailure> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = connect_checked(endpoint).await?;
+    let exchange = async {
+        let request = encode(&Request::Connect { port });
+        let len = u32::try_from(request.len())
+            .map_err(|_| AgentFailure::Broken("request too large".into()))?;
+        let mut frame = len.to_be_bytes().to_vec();
+        frame.extend_from_slice(&request);
+        stream
+            .write_all(&frame)
+            .await
+            .map_err(|e| AgentFailure::Broken(format!("sending: {e}")))?;
+        let mut len = [0u8; 4];
+        stream
+            .read_exact(&mut len)
+            .await
+            .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
+        let len = usize::try_from(u32::from_be_bytes(len)).unwrap_or(usize::MAX);
+        if len > MAX_FRAME_BYTES {
+            return Err(AgentFailure::Broken(format!("a frame of {len} bytes")));
+        }
+        let mut payload = vec![0u8; len];
+        stream
+            .read_exact(&mut payload)
+            .await
+            .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
+        match decode::<Reply>(&payload).map_err(|e| AgentFailure::Broken(e.to_string()))? {
+            Reply::Connected => Ok(()),
+            Reply::Error(e) => Err(AgentFailure::Refused(e)),
+            _ => Err(AgentFailure::Broken(
+                "the agent answered a relay out of turn".into(),
+            )),
+        }
+    };
+    tokio::time::timeout(limit, exchange).await.map_err(|_| {
+        AgentFailure::Broken(format!("no answer within {} ms", limit.as_millis()))
+    })??;
+    Ok(stream)
+}
+
+/// Sends `request` and returns the agent's final reply; streamed output chunks go to
+/// `on_chunk` as they arrive. `limit` bounds the whole exchange.
+pub(crate) async fn call(
+    endpoint: &AgentEndpoint,
+    request: &Request,
+    limit: Duration,
+    mut on_chunk: impl FnMut(Stream, Vec<u8>) + Send,
+) -> Result<Reply, AgentFailure> {
+    let stream = connect_checked(endpoint).await?;
     let codec = LengthDelimitedCodec::builder()
         .max_frame_length(MAX_FRAME_BYTES)
         .new_codec();

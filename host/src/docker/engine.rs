@@ -130,4 +130,13 @@ impl ContainerEngine for Docker {
     ) -> Result<Vec<ProcessInfo>, DockerError> {
         Docker::list_processes(self, owner, id).await
     }
+
+    async fn connect_port(
+        &self,
+        owner: &Owner,
+        id: &str,
+        port: u16,
+    ) -> Result<crate::engines::container_types::PortStream, DockerError> {
+        Ok(Box::new(Docker::connect_port(self, owner, id, port).await?))
+    }
 }

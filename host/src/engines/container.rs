@@ -6,7 +6,7 @@
 
 use super::container_types::{
     ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, OutputChunk, OutputRead, Owner,
-    ProcessInfo, ProcessStart, Signal,
+    PortStream, ProcessInfo, ProcessStart, Signal,
 };
 use super::error::EngineError;
 use crate::call_output::OutputSink;
@@ -142,6 +142,20 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         _id: &str,
     ) -> Result<Vec<ProcessInfo>, EngineError> {
         Err(no_agent())
+    }
+
+    /// A relay to TCP `port` on an owned container's loopback: the bytes of one connection
+    /// to a server the sandbox runs (a preview), whatever the container's network.
+    async fn connect_port(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+        _port: u16,
+    ) -> Result<PortStream, EngineError> {
+        Err(EngineError::Refused(
+            "this container engine runs no sandbox agent: a sandbox's ports cannot be reached"
+                .into(),
+        ))
     }
 }
 

@@ -260,3 +260,11 @@ pub struct OutputRead {
     /// How long to wait for output when there is none yet.
     pub wait_ms: u32,
 }
+
+/// Bytes both ways to a port inside a sandbox.
+pub trait PortIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> PortIo for T {}
+
+/// One connection to a port inside a sandbox ([`ContainerEngine::connect_port`](super::ContainerEngine::connect_port)).
+pub type PortStream = Box<dyn PortIo>;

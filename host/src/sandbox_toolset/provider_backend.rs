@@ -7,7 +7,7 @@
 
 use super::dispatch::{self, sandbox_handle};
 use super::file_ops::Sandbox;
-use super::session_spec::{self, sandbox_spec};
+use super::session_spec::{self, exposed_ports, sandbox_spec};
 use super::tools::tool_descriptions;
 use super::warm_pool::{WarmPool, WarmSetup};
 use crate::error_code::WharfError;
@@ -104,11 +104,13 @@ impl Backend for ProviderBackend {
 
     async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {
         let spec = sandbox_spec(&start.config, start.owner, start.max_lifetime_seconds)?;
+        // Host-owned, like the handle: the preview listener reads what a session exposes.
+        let ports = exposed_ports(&start.config)?;
         if start.warm
             && let Some(pool) = &self.warm
             && let Some(taken) = pool.take(&spec, &start.id).await
         {
-            return Ok(json!({ "sandbox": taken.handle, "warm": taken.id }));
+            return Ok(json!({ "sandbox": taken.handle, "warm": taken.id, "expose_ports": ports }));
         }
         let timeout = self.provider.settings().hook_timeout;
         let handle = self
@@ -118,7 +120,7 @@ impl Backend for ProviderBackend {
                 spec,
             )
             .await?;
-        Ok(json!({ "sandbox": handle }))
+        Ok(json!({ "sandbox": handle, "expose_ports": ports }))
     }
 
     async fn cleanup(&self, session: &SessionView) -> Result<(), WharfError> {

@@ -24,6 +24,8 @@ struct SpecConfig {
     user: Option<String>,
     #[serde(default)]
     read_only_root: bool,
+    #[serde(default)]
+    expose_ports: Vec<u16>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -39,6 +41,42 @@ struct NetworkConfig {
 
 fn yes() -> bool {
     true
+}
+
+/// The most ports a session may expose.
+pub const MAX_EXPOSED_PORTS: usize = 16;
+
+/// The ports a session config exposes for previews, checked (1–65535, at most
+/// [`MAX_EXPOSED_PORTS`], no repeats).
+pub fn exposed_ports(config: &Value) -> Result<Vec<u16>, WharfError> {
+    let invalid =
+        |m: String| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {m}"));
+    let Some(ports) = config.get("expose_ports") else {
+        return Ok(Vec::new());
+    };
+    let ports: Vec<u16> =
+        serde_json::from_value(ports.clone()).map_err(|e| invalid(format!("expose_ports: {e}")))?;
+    check_ports(&ports)?;
+    Ok(ports)
+}
+
+fn check_ports(ports: &[u16]) -> Result<(), WharfError> {
+    let invalid =
+        |m: String| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {m}"));
+    if ports.len() > MAX_EXPOSED_PORTS {
+        return Err(invalid(format!(
+            "expose_ports: at most {MAX_EXPOSED_PORTS} ports"
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for port in ports {
+        if *port == 0 || !seen.insert(*port) {
+            return Err(invalid(format!(
+                "expose_ports: bad or repeated port {port}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// JSON Schema of the session config.
@@ -63,7 +101,10 @@ pub fn schema() -> Value {
             "user": {"type": "string", "maxLength": crate::policy::MAX_USER_BYTES,
                 "description": "Who the sandbox's processes run as: a name or uid, optionally `:group`."},
             "read_only_root": {"type": "boolean", "default": false,
-                "description": "Mount the root filesystem read-only; the work dir and /tmp stay writable."}
+                "description": "Mount the root filesystem read-only; the work dir and /tmp stay writable."},
+            "expose_ports": {"type": "array", "maxItems": MAX_EXPOSED_PORTS, "uniqueItems": true,
+                "items": {"type": "integer", "minimum": 1, "maximum": 65535},
+                "description": "Ports of the sandbox a person may open through the host's preview listener (by the session's tenant token, or a signed preview URL)."}
         }
     })
 }
@@ -86,6 +127,7 @@ pub fn sandbox_spec(
         allow_egress_to: vec![],
         allow_egress_to_cidrs: vec![],
     });
+    check_ports(&c.expose_ports)?;
     let isolation = c
         .isolation
         .map(|name| {
@@ -162,6 +204,19 @@ mod tests {
         assert_eq!(s.isolation, Some(Isolation::Gvisor));
         assert_eq!(s.user.as_deref(), Some("1000:1000"));
         assert!(s.read_only_root);
+        assert_eq!(
+            exposed_ports(&json!({"expose_ports": [8080, 3000]})).unwrap(),
+            vec![8080, 3000]
+        );
+        assert!(exposed_ports(&Value::Null).unwrap().is_empty());
+        for bad in [
+            json!({"expose_ports": [0]}),
+            json!({"expose_ports": [80, 80]}),
+            json!({"expose_ports": [70000]}),
+            json!({"expose_ports": (1..=17).collect::<Vec<u16>>()}),
+        ] {
+            assert!(exposed_ports(&bad).is_err(), "{bad}");
+        }
         for bad in [
             json!({"isolation": "vm"}),
             json!({"user": "../root"}),

@@ -94,6 +94,10 @@ impl SessionManager {
     pub(super) async fn forget(&self, row: &SessionRecord) -> Result<(), WharfError> {
         self.store.delete_session(&row.id).await?;
         self.store.kv_drop_session(&row.backend, &row.id).await?;
+        // The host's own rows of the session (its preview epoch).
+        self.store
+            .kv_drop_session(crate::preview_signature::PREVIEW_KV_OWNER, &row.id)
+            .await?;
         self.cache_drop(&row.id);
         if let Ok(mut locks) = self.call_locks.lock() {
             locks.remove(&row.id);

@@ -2,12 +2,13 @@
 //! `table` (the host's own API, MCP, the admin routes, then the compatibility API).
 
 use super::shared::{
-    ACQUIRE, CALL, FILE_PATH, FILES, MCP, MCP_POST_HEADERS, MCP_SESSION, RELEASE, SESSION_ROWS,
-    WORKER_QUERY,
+    ACQUIRE, CALL, FILE_PATH, FILES, MCP, MCP_POST_HEADERS, MCP_SESSION, PREVIEWS, RELEASE,
+    SESSION_ROWS, WORKER_QUERY,
 };
 use super::{Body, Operation, Reply, body, delete, get, param, post, put};
 use crate::api::call_request::CallRequest;
 use crate::api::compat::{BatchBody, CreateBody, ExecuteBody, ListBody, WorkerBody, WorkerOnly};
+use crate::api::preview_links::{PreviewReply, PreviewRequest, PreviewsRevoked};
 use crate::api::session_reply::{SessionList, SessionReply};
 use crate::config::TokenScope::{Admin, Call, Read};
 use crate::error_code::Code::*;
@@ -81,6 +82,21 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
         .scope(Call)
         .data::<SessionReply>()
         .codes(SESSION_ROWS),
+    post(
+        "/v1/sessions/{id}/previews",
+        "Mint a signed preview URL for a port the session exposes (served on the preview listener)",
+    )
+    .scope(Call)
+    .body(body::<PreviewRequest>(true))
+    .data::<PreviewReply>()
+    .codes(PREVIEWS),
+    delete(
+        "/v1/sessions/{id}/previews",
+        "Revoke every signed preview URL of the session",
+    )
+    .scope(Call)
+    .data::<PreviewsRevoked>()
+    .codes(SESSION_ROWS),
     delete("/v1/sessions/{id}/claim", "Release your holder claim")
         .scope(Call)
         .query(&[param("holder", true, "The holder whose claim ends")])

@@ -64,6 +64,17 @@ pub(super) const SESSION_ROWS: &[Code] = &[
     DependencyFailure,
     Internal,
 ];
+/// A preview URL minted.
+pub(super) const PREVIEWS: &[Code] = &[
+    Success,
+    InvalidInput,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    DependencyFailure,
+    Internal,
+];
 /// A file moved in or out of a sandbox.
 pub(super) const FILES: &[Code] = &[
     Success,

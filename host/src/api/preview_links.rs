@@ -1,0 +1,95 @@
+//! `POST /v1/sessions/{id}/previews` mints a signed URL for a port the session exposes;
+//! `DELETE` revokes every URL signed for the session so far (its preview epoch moves on).
+//! The URL is served by the preview listener (`api/preview`), never on this origin.
+
+use crate::api::auth::Caller;
+use crate::api::envelope::{Envelope, RequestClock};
+use crate::api::json_body::{self, EmptyBody};
+use crate::config::TokenScope;
+use crate::front_door::Wharf;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Which port, for how long.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(example = serde_json::json!({"port": 8080, "ttl_seconds": 600}))]
+pub struct PreviewRequest {
+    /// A port in the session's `expose_ports`.
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: u16,
+    /// How long the URL works, s (default 3600, at most 604800).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 604800))]
+    pub ttl_seconds: Option<u64>,
+}
+
+/// A signed preview URL.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct PreviewReply {
+    /// Open it in a browser: it needs no token.
+    pub url: String,
+    /// When it stops working, Unix seconds.
+    pub expires_at: u64,
+}
+
+/// The session's preview epoch after a revocation.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct PreviewsRevoked {
+    /// URLs signed before this epoch no longer work.
+    pub epoch: u64,
+}
+
+/// `POST /v1/sessions/{id}/previews`.
+pub async fn create(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let t = RequestClock::start();
+    t.reply(
+        async {
+            caller.require(TokenScope::Call)?;
+            let request: PreviewRequest = json_body::parse_body(body, EmptyBody::Refused)?;
+            let record = wharf.session(caller.session_tenant(), &id).await?;
+            caller.require_tool(&record.backend, None)?;
+            let link = wharf
+                .preview_url(
+                    caller.session_tenant(),
+                    &id,
+                    request.port,
+                    request.ttl_seconds,
+                )
+                .await?;
+            Ok(serde_json::to_value(PreviewReply {
+                url: link.url,
+                expires_at: link.expires_at_s,
+            })
+            .unwrap_or_default())
+        }
+        .await,
+    )
+}
+
+/// `DELETE /v1/sessions/{id}/previews`.
+pub async fn revoke(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Envelope {
+    let t = RequestClock::start();
+    t.reply(
+        async {
+            caller.require(TokenScope::Call)?;
+            let record = wharf.session(caller.session_tenant(), &id).await?;
+            caller.require_tool(&record.backend, None)?;
+            let epoch = wharf.revoke_previews(caller.session_tenant(), &id).await?;
+            Ok(serde_json::to_value(PreviewsRevoked { epoch }).unwrap_or_default())
+        }
+        .await,
+    )
+}

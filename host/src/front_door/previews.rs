@@ -1,0 +1,277 @@
+//! Previews (docs/operators.md, "Previews"): a person opening a port a session exposes
+//! (`expose_ports`), through the preview listener, by the session's tenant token or a
+//! signed URL. The port is reached through the sandbox's agent, so it works whatever the
+//! sandbox's network; only ports the session exposes, only in the session's own containers.
+
+use super::Wharf;
+use crate::engines::container_types::PortStream;
+use crate::engines::{KvScope, Owner};
+use crate::error_code::{Code, WharfError};
+use crate::preview_signature::{
+    self as signature, EXPIRES_PARAM, MAX_TTL_SECONDS, PREVIEW_EPOCH, PREVIEW_KEY,
+    PREVIEW_KV_OWNER, SIGNATURE_PARAM,
+};
+use crate::tenant::Tenant;
+use rand_core::{OsRng, RngCore as _};
+
+/// Sandbox containers previews found, so a preview's request costs no engine call: session
+/// id → (its containers' label, the container). Bounded; a stale entry fails its relay and
+/// is looked up again.
+#[derive(Debug, Default)]
+pub(super) struct PreviewTargets {
+    by_session: std::sync::Mutex<std::collections::HashMap<String, (String, String)>>,
+}
+
+/// Sessions whose preview container is remembered at most (then forgotten all at once).
+const MAX_PREVIEW_TARGETS: usize = 4096;
+
+impl PreviewTargets {
+    fn get(&self, session: &str, label: &str) -> Option<String> {
+        let known = self.by_session.lock().ok()?;
+        known
+            .get(session)
+            .filter(|(l, _)| l == label)
+            .map(|(_, container)| container.clone())
+    }
+
+    fn remember(&self, session: &str, label: &str, container: &str) {
+        if let Ok(mut known) = self.by_session.lock() {
+            if known.len() >= MAX_PREVIEW_TARGETS {
+                known.clear();
+            }
+            known.insert(
+                session.to_string(),
+                (label.to_string(), container.to_string()),
+            );
+        }
+    }
+
+    fn forget(&self, session: &str) {
+        if let Ok(mut known) = self.by_session.lock() {
+            known.remove(session);
+        }
+    }
+}
+
+/// How long a signed URL lives when the caller does not say.
+pub const DEFAULT_PREVIEW_TTL_SECONDS: u64 = 3600;
+
+/// A signed preview URL.
+#[derive(Debug, Clone)]
+pub struct PreviewLink {
+    /// The URL, its signature in the query.
+    pub url: String,
+    /// When it stops working, Unix seconds.
+    pub expires_at_s: u64,
+}
+
+/// How a preview request proves it may open a port.
+#[derive(Debug, Clone, Copy)]
+pub enum PreviewAccess<'a> {
+    /// A bearer token: its tenant's own sessions (an admin's: every one).
+    Tenant(&'a Tenant),
+    /// A signed URL's expiry (Unix seconds) and signature.
+    Signed {
+        /// `wharf_preview_expires`.
+        expires_at_s: u64,
+        /// `wharf_preview_signature`.
+        signature: &'a str,
+    },
+}
+
+fn now_s() -> u64 {
+    crate::clock::now_ms() / 1000
+}
+
+impl Wharf {
+    /// The host's preview key, made once (the first node to need it writes it; every node
+    /// sharing the store reads the same).
+    async fn preview_key(&self) -> Result<Vec<u8>, WharfError> {
+        let kv = &self.services.kv;
+        let scope = KvScope::Backend;
+        if let Some(key) = kv.get(PREVIEW_KV_OWNER, &scope, PREVIEW_KEY).await? {
+            return Ok(key);
+        }
+        let mut fresh = vec![0u8; 32];
+        OsRng.fill_bytes(&mut fresh);
+        kv.insert_if_absent(PREVIEW_KV_OWNER, &scope, PREVIEW_KEY, &fresh)
+            .await?;
+        kv.get(PREVIEW_KV_OWNER, &scope, PREVIEW_KEY)
+            .await?
+            .ok_or_else(|| WharfError::internal("the preview key vanished from the store"))
+    }
+
+    /// A session's preview epoch (0 until its previews are first revoked).
+    async fn preview_epoch(&self, session: &str) -> Result<u64, WharfError> {
+        let scope = KvScope::Session(session.to_string());
+        Ok(self
+            .services
+            .kv
+            .get(PREVIEW_KV_OWNER, &scope, PREVIEW_EPOCH)
+            .await?
+            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+            .map_or(0, u64::from_be_bytes))
+    }
+
+    /// The ports a session exposes, and where its containers are labelled (a warm-pool
+    /// sandbox keeps the pool's id).
+    fn exposed(record: &crate::sessions::SessionRecord) -> (Vec<u16>, String) {
+        let ports = record.data["expose_ports"]
+            .as_array()
+            .map(|ports| {
+                ports
+                    .iter()
+                    .filter_map(|p| p.as_u64().and_then(|p| u16::try_from(p).ok()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let label = record.data["warm"]
+            .as_str()
+            .unwrap_or(&record.id)
+            .to_string();
+        (ports, label)
+    }
+
+    fn require_exposed(ports: &[u16], port: u16, session: &str) -> Result<(), WharfError> {
+        if ports.contains(&port) {
+            Ok(())
+        } else {
+            Err(WharfError::new(
+                Code::Forbidden,
+                format!(
+                    "port {port} of session {session} is not exposed (the session's `expose_ports`: {ports:?})"
+                ),
+            ))
+        }
+    }
+
+    /// A signed URL for `tenant`'s session's `port`, valid `ttl_seconds` (default 1 h, at
+    /// most 7 days).
+    pub async fn preview_url(
+        &self,
+        tenant: &Tenant,
+        session_id: &str,
+        port: u16,
+        ttl_seconds: Option<u64>,
+    ) -> Result<PreviewLink, WharfError> {
+        let Some(listen) = self.preview_addr() else {
+            return Err(WharfError::new(
+                Code::Forbidden,
+                "this host serves no previews: set [server] preview_listen",
+            ));
+        };
+        let ttl = ttl_seconds.unwrap_or(DEFAULT_PREVIEW_TTL_SECONDS);
+        if ttl == 0 || ttl > MAX_TTL_SECONDS {
+            return Err(WharfError::new(
+                Code::InvalidType,
+                format!("ttl_seconds must be 1 to {MAX_TTL_SECONDS}"),
+            ));
+        }
+        let record = self.sessions.get(tenant, session_id).await?;
+        let (ports, _) = Self::exposed(&record);
+        Self::require_exposed(&ports, port, session_id)?;
+        let expires_at_s = now_s() + ttl;
+        let epoch = self.preview_epoch(session_id).await?;
+        let sig = signature::sign(
+            &self.preview_key().await?,
+            session_id,
+            port,
+            expires_at_s,
+            epoch,
+        );
+        let base = match &self.server.preview_domain {
+            Some(domain) => format!(
+                "http://{}.{domain}:{}/",
+                signature::host_label(session_id, port),
+                listen.port()
+            ),
+            None => format!("http://{listen}/{session_id}/{port}/"),
+        };
+        Ok(PreviewLink {
+            url: format!("{base}?{EXPIRES_PARAM}={expires_at_s}&{SIGNATURE_PARAM}={sig}"),
+            expires_at_s,
+        })
+    }
+
+    /// Revokes every signed URL of `tenant`'s session (its preview epoch moves on); the
+    /// new epoch.
+    pub async fn revoke_previews(
+        &self,
+        tenant: &Tenant,
+        session_id: &str,
+    ) -> Result<u64, WharfError> {
+        self.sessions.get(tenant, session_id).await?;
+        let next = self.preview_epoch(session_id).await?.saturating_add(1);
+        self.services
+            .kv
+            .set(
+                PREVIEW_KV_OWNER,
+                &KvScope::Session(session_id.to_string()),
+                PREVIEW_EPOCH,
+                &next.to_be_bytes(),
+            )
+            .await?;
+        Ok(next)
+    }
+
+    /// One connection to `port` of a session's sandbox, for a request that proved `access`.
+    /// A session that is not the caller's, a bad signature and a port the session does not
+    /// expose are all refused before the sandbox is touched.
+    pub async fn open_preview(
+        &self,
+        access: PreviewAccess<'_>,
+        session_id: &str,
+        port: u16,
+    ) -> Result<PortStream, WharfError> {
+        let record = match access {
+            PreviewAccess::Tenant(tenant) => self.sessions.get(tenant, session_id).await?,
+            PreviewAccess::Signed {
+                expires_at_s,
+                signature: sig,
+            } => {
+                let key = self.preview_key().await?;
+                let epoch = self.preview_epoch(session_id).await?;
+                signature::verify(&key, (session_id, port), expires_at_s, epoch, sig, now_s())
+                    .map_err(|e| WharfError::new(Code::Forbidden, e.to_string()))?;
+                self.sessions.get(&Tenant::Every, session_id).await?
+            }
+        };
+        let (ports, label) = Self::exposed(&record);
+        Self::require_exposed(&ports, port, session_id)?;
+        let engine = &self.services.containers;
+        let owner = Owner {
+            backend: record.backend.clone(),
+            session: Some(label.clone()),
+        };
+        if let Some(container) = self.preview_targets.get(session_id, &label) {
+            match engine.connect_port(&owner, &container, port).await {
+                Ok(stream) => return Ok(stream),
+                // Gone or replaced since: looked up again below.
+                Err(_) => self.preview_targets.forget(session_id),
+            }
+        }
+        let containers = engine.list_owned(&record.backend, Some(&label)).await?;
+        let Some(container) = containers
+            .iter()
+            .find(|c| c.state == crate::engines::ContainerState::Running)
+        else {
+            return Err(WharfError::new(
+                Code::InvalidRequest,
+                format!("session {session_id} has no running sandbox to preview"),
+            ));
+        };
+        let stream = engine
+            .connect_port(&owner, &container.id, port)
+            .await
+            .map_err(|e| match e {
+                // Nothing listens (yet): the sandbox's server is the dependency that failed.
+                crate::engines::EngineError::NotFound(m) => {
+                    WharfError::new(Code::DependencyFailure, m).retryable(true)
+                }
+                other => other.into(),
+            })?;
+        self.preview_targets
+            .remember(session_id, &label, &container.id);
+        Ok(stream)
+    }
+}

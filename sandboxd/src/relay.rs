@@ -1,0 +1,203 @@
+//! `Connect`: a port relay. The host reaches a TCP port served inside the sandbox through
+//! the agent's socket, so preview URLs work even when the container has no network.
+//!
+//! After the single `Connected` frame the connection is no longer framed: bytes are copied
+//! both ways, and a half-close on one side is passed on to the other.
+
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpStream, UnixStream};
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::time::timeout;
+use wharf_sandbox_protocol::{AgentError, ErrorKind, MAX_RELAYS, RELAY_CONNECT_TIMEOUT_MS, Reply};
+
+use crate::refuse;
+use crate::server::{client_gone, error_reply};
+
+/// How long the agent tries to reach a port (both addresses together).
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(RELAY_CONNECT_TIMEOUT_MS);
+
+/// The relay slots of an agent.
+pub struct Relays {
+    slots: Semaphore,
+}
+
+impl Default for Relays {
+    fn default() -> Self {
+        Relays {
+            slots: Semaphore::new(MAX_RELAYS),
+        }
+    }
+}
+
+/// A connection to a port in the sandbox, with the relay slot it holds until it ends.
+pub struct Opened<'a> {
+    tcp: TcpStream,
+    _slot: SemaphorePermit<'a>,
+}
+
+/// Validates `port`, takes a relay slot and connects to the port; the error is the reply.
+pub async fn open(relays: &Relays, port: u16) -> Result<Opened<'_>, Reply> {
+    if port == 0 {
+        return Err(error_reply(
+            ErrorKind::Invalid,
+            "port 0 cannot be connected to",
+        ));
+    }
+    let Ok(slot) = relays.slots.try_acquire() else {
+        return Err(error_reply(
+            ErrorKind::Limit,
+            format!("at most {MAX_RELAYS} port relays at once"),
+        ));
+    };
+    let tcp = connect(port).await.map_err(Reply::Error)?;
+    // Bytes of an interactive session (a terminal over a WebSocket) must not wait.
+    let _ = tcp.set_nodelay(true);
+    Ok(Opened { tcp, _slot: slot })
+}
+
+/// Loopback over IPv4, then over IPv6 (a server may listen on either only).
+async fn connect(port: u16) -> Result<TcpStream, AgentError> {
+    let attempts = async {
+        let v4 = match TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await {
+            Ok(tcp) => return Ok(tcp),
+            Err(error) => error,
+        };
+        let v6 = match TcpStream::connect((Ipv6Addr::LOCALHOST, port)).await {
+            Ok(tcp) => return Ok(tcp),
+            Err(error) => error,
+        };
+        Err(refusal(port, &v4, &v6))
+    };
+    match timeout(CONNECT_TIMEOUT, attempts).await {
+        Ok(result) => result,
+        Err(_) => Err(refuse(
+            ErrorKind::Failed,
+            format!(
+                "port {port} did not accept a connection within {} s",
+                CONNECT_TIMEOUT.as_secs()
+            ),
+        )),
+    }
+}
+
+/// Why neither loopback address could be reached: nothing listens when one refused and
+/// the other refused too or does not exist in this sandbox (no IPv6, say).
+fn refusal(port: u16, v4: &io::Error, v6: &io::Error) -> AgentError {
+    let refused = |e: &io::Error| e.kind() == io::ErrorKind::ConnectionRefused;
+    let absent = |e: &io::Error| {
+        refused(e)
+            || matches!(
+                e.kind(),
+                io::ErrorKind::AddrNotAvailable
+                    | io::ErrorKind::NetworkUnreachable
+                    | io::ErrorKind::NetworkDown
+                    | io::ErrorKind::HostUnreachable
+            )
+            || e.raw_os_error() == Some(rustix::io::Errno::AFNOSUPPORT.raw_os_error())
+    };
+    if (refused(v4) && absent(v6)) || (refused(v6) && absent(v4)) {
+        refuse(
+            ErrorKind::NotFound,
+            format!("nothing listens on port {port} in this sandbox"),
+        )
+    } else {
+        refuse(
+            ErrorKind::Failed,
+            format!("cannot connect to port {port}: 127.0.0.1: {v4}; [::1]: {v6}"),
+        )
+    }
+}
+
+/// Relays `host` and the port both ways until both directions have ended, either side
+/// failed, or the host closed its socket; `buffered` (bytes the host sent that were read
+/// with its request) goes to the port first.
+pub async fn relay(opened: Opened<'_>, mut host: UnixStream, buffered: &[u8]) {
+    let Opened { mut tcp, _slot } = opened;
+    if !buffered.is_empty() && tcp.write_all(buffered).await.is_err() {
+        return;
+    }
+    let upstream_done = AtomicBool::new(false);
+    let downstream_done = AtomicBool::new(false);
+    let (mut host_read, mut host_write) = host.split();
+    let (mut tcp_read, mut tcp_write) = tcp.split();
+    let upstream = async {
+        tokio::io::copy(&mut host_read, &mut tcp_write).await?;
+        tcp_write.shutdown().await?;
+        upstream_done.store(true, Ordering::Relaxed);
+        if !downstream_done.load(Ordering::Relaxed) {
+            // The host only half-closed, or it closed and is gone; a port that never
+            // answers its end of stream must not hold the slot after the host has gone.
+            client_gone(&host_read).await;
+        }
+        io::Result::Ok(())
+    };
+    let downstream = async {
+        tokio::io::copy(&mut tcp_read, &mut host_write).await?;
+        host_write.shutdown().await?;
+        downstream_done.store(true, Ordering::Relaxed);
+        io::Result::Ok(())
+    };
+    tokio::pin!(upstream);
+    tokio::select! {
+        _ = &mut upstream => {}
+        ended = downstream => {
+            if ended.is_ok() && !upstream_done.load(Ordering::Relaxed) {
+                let _ = upstream.await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(errno: rustix::io::Errno) -> io::Error {
+        io::Error::from_raw_os_error(errno.raw_os_error())
+    }
+
+    #[test]
+    fn refusals() {
+        use rustix::io::Errno;
+        let kind = |v4: Errno, v6: Errno| refusal(8080, &os(v4), &os(v6)).kind;
+        let nothing = refusal(8080, &os(Errno::CONNREFUSED), &os(Errno::CONNREFUSED));
+        assert_eq!(nothing.kind, ErrorKind::NotFound);
+        assert_eq!(
+            nothing.message,
+            "nothing listens on port 8080 in this sandbox"
+        );
+        // No IPv6 in the sandbox, however the kernel says so.
+        for v6 in [
+            Errno::ADDRNOTAVAIL,
+            Errno::NETUNREACH,
+            Errno::AFNOSUPPORT,
+            Errno::NETDOWN,
+        ] {
+            assert_eq!(kind(Errno::CONNREFUSED, v6), ErrorKind::NotFound, "{v6:?}");
+        }
+        assert_eq!(
+            kind(Errno::NETUNREACH, Errno::CONNREFUSED),
+            ErrorKind::NotFound
+        );
+        // Anything else is a failure, and says what happened on each address.
+        for (v4, v6) in [
+            (Errno::NETUNREACH, Errno::ADDRNOTAVAIL),
+            (Errno::CONNREFUSED, Errno::ACCESS),
+            (Errno::NOBUFS, Errno::CONNREFUSED),
+        ] {
+            assert_eq!(kind(v4, v6), ErrorKind::Failed, "{v4:?} {v6:?}");
+        }
+        let failed = refusal(1, &os(Errno::ACCESS), &os(Errno::CONNREFUSED));
+        assert!(
+            failed
+                .message
+                .starts_with("cannot connect to port 1: 127.0.0.1: ")
+        );
+        assert!(failed.message.contains("[::1]: "), "{}", failed.message);
+    }
+}

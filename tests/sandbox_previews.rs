@@ -1,0 +1,343 @@
+//! Previews of a sandbox's ports (docs/operators.md, "Previews"), against a real host, real
+//! Docker and servers running inside a docker-provider sandbox with no network: busybox
+//! `httpd` and a WebSocket handshake answered by a shell script, reached through the
+//! sandbox agent. The session's tenant token and a signed URL let a person in; another
+//! tenant's token, no token, a port the session does not expose, a tampered, expired or
+//! revoked signature are refused; the API refuses a request from the preview's origin.
+
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wharf::config::TokenScope::{Call, Read};
+use wharf_integration_tests::{
+    TestHost, docker_provider, docker_ready, remove_backend_containers, start_with, token,
+};
+
+const ALICE: &str = "alice-token";
+const BOB: &str = "bob-token";
+
+/// The RFC 6455 example handshake: this key's accept value.
+const WS_KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+const WS_ACCEPT: &str = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
+
+/// Answers one WebSocket handshake, then echoes the connection's bytes.
+const WS_SCRIPT: &str = "#!/bin/sh\n\
+while read -r line; do line=$(printf '%s' \"$line\" | tr -d '\\r'); [ -z \"$line\" ] && break; done\n\
+printf 'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\\r\\n\\r\\n'\n\
+exec cat\n";
+
+async fn host(backend: &str, domain: Option<&str>) -> TestHost {
+    let domain = domain.map(str::to_string);
+    start_with(vec![(backend, docker_provider())], move |s| {
+        s.preview_listen = Some("127.0.0.1:0".parse().expect("addr"));
+        s.preview_domain = domain;
+        s.auth.tokens = vec![
+            token("alice", ALICE, &[Call, Read]),
+            token("bob", BOB, &[Call, Read]),
+        ];
+    })
+    .await
+}
+
+async fn api(h: &TestHost, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}{path}", h.url))
+        .bearer_auth(ALICE);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request
+        .send()
+        .await
+        .expect("the API answers")
+        .json()
+        .await
+        .expect("JSON")
+}
+
+async fn call(h: &TestHost, session: &str, tool: &str, args: Value) -> Value {
+    let reply = api(
+        h,
+        reqwest::Method::POST,
+        "/v1/call",
+        Some(json!({"tool": tool, "args": args, "session_id": session})),
+    )
+    .await;
+    assert_eq!(reply["code"], 0, "{tool}: {reply}");
+    reply["data"]["result"].clone()
+}
+
+/// A session exposing 8080 (busybox httpd) and 9000 (the WebSocket script), both running.
+async fn serving_session(h: &TestHost, backend: &str) -> String {
+    let created = api(
+        h,
+        reqwest::Method::POST,
+        "/v1/sessions",
+        Some(json!({"backend": backend, "config": {"expose_ports": [8080, 9000]}})),
+    )
+    .await;
+    assert_eq!(created["code"], 0, "{created}");
+    let session = created["data"]["id"].as_str().unwrap().to_string();
+    call(
+        h,
+        &session,
+        &format!("{backend}:write_file"),
+        json!({"path": "/work/www/index.html", "content": "hello-preview\n"}),
+    )
+    .await;
+    call(
+        h,
+        &session,
+        &format!("{backend}:write_file"),
+        json!({"path": "/work/ws.sh", "content": WS_SCRIPT}),
+    )
+    .await;
+    call(
+        h,
+        &session,
+        &format!("{backend}:start_process"),
+        json!({"command": "httpd -f -p 8080 -h /work/www"}),
+    )
+    .await;
+    call(
+        h,
+        &session,
+        &format!("{backend}:start_process"),
+        json!({"command": "chmod +x /work/ws.sh && nc -ll -p 9000 -e /work/ws.sh"}),
+    )
+    .await;
+    session
+}
+
+/// GETs a preview URL with an optional bearer token and cookie, retrying while the
+/// sandbox's server is still starting; (status, body, set-cookie).
+async fn get(
+    url: &str,
+    bearer: Option<&str>,
+    cookie: Option<&str>,
+) -> (u16, String, Option<String>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut request = reqwest::Client::new().get(url);
+        if let Some(b) = bearer {
+            request = request.bearer_auth(b);
+        }
+        if let Some(c) = cookie {
+            request = request.header("cookie", c);
+        }
+        let response = request.send().await.expect("the preview listener answers");
+        let status = response.status().as_u16();
+        let cookie = response
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = response.text().await.unwrap_or_default();
+        // 5012 while the server inside is not up yet (nothing listens).
+        if status < 500 || Instant::now() > deadline {
+            return (status, body, cookie);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn preview_addr(h: &TestHost) -> SocketAddr {
+    h.wharf.preview_addr().expect("a preview listener")
+}
+
+async fn mint(h: &TestHost, session: &str, port: u16, ttl: u64) -> Value {
+    api(
+        h,
+        reqwest::Method::POST,
+        &format!("/v1/sessions/{session}/previews"),
+        Some(json!({"port": port, "ttl_seconds": ttl})),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_serves_the_sandbox_to_its_tenant_and_signed_urls_only() {
+    if !docker_ready() {
+        return;
+    }
+    remove_backend_containers("web");
+    let h = host("web", None).await;
+    let session = serving_session(&h, "web").await;
+    let base = format!("http://{}/{session}", preview_addr(&h));
+
+    let (status, body, _) = get(&format!("{base}/8080/"), Some(ALICE), None).await;
+    assert_eq!((status, body.as_str()), (200, "hello-preview\n"));
+    let (status, body, _) = get(&format!("{base}/8080/"), Some(BOB), None).await;
+    assert_eq!(status, 404, "another tenant's token: {body}");
+    let (status, _, _) = get(&format!("{base}/8080/"), None, None).await;
+    assert_eq!(status, 401, "no token");
+    let (status, body, _) = get(&format!("{base}/8081/"), Some(ALICE), None).await;
+    assert_eq!(status, 403, "a port the session does not expose: {body}");
+    assert!(body.contains("not exposed"), "{body}");
+    // The host's own routes are not on the preview listener.
+    let addr = preview_addr(&h);
+    for route in ["/v1/backends", "/v1/sessions", "/healthz", "/openapi.json"] {
+        let (status, body, _) = get(&format!("http://{addr}{route}"), Some(ALICE), None).await;
+        assert_eq!(status, 400, "{route}: {body}");
+    }
+
+    // A signed URL needs no token, and leaves a cookie for the page's other requests.
+    let link = mint(&h, &session, 8080, 600).await;
+    let url = link["data"]["url"].as_str().expect("a URL").to_string();
+    assert!(url.starts_with(&format!("{base}/8080/?")), "{url}");
+    let (status, body, cookie) = get(&url, None, None).await;
+    assert_eq!((status, body.as_str()), (200, "hello-preview\n"));
+    let cookie = cookie.expect("a cookie");
+    assert!(cookie.contains("HttpOnly") && cookie.contains(&format!("Path=/{session}/8080/")));
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let (status, body, _) = get(&format!("{base}/8080/index.html"), None, Some(&pair)).await;
+    assert_eq!((status, body.as_str()), (200, "hello-preview\n"));
+
+    let flipped = if url.ends_with('0') { '1' } else { '0' };
+    let tampered = format!("{}{flipped}", &url[..url.len() - 1]);
+    assert_eq!(
+        get(&tampered, None, None).await.0,
+        403,
+        "a tampered signature"
+    );
+    let other_port = url.replace("/8080/", "/9000/");
+    assert_eq!(
+        get(&other_port, None, None).await.0,
+        403,
+        "another port's URL"
+    );
+    let other_session = url.replace(&session, "ses_00000000000000000000000000000000");
+    assert_ne!(
+        get(&other_session, None, None).await.0,
+        200,
+        "another session's URL"
+    );
+    assert_eq!(
+        mint(&h, &session, 8081, 600).await["code"],
+        4030,
+        "minting for an unexposed port"
+    );
+
+    let short = mint(&h, &session, 8080, 1).await;
+    let short = short["data"]["url"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (status, body, _) = get(&short, None, None).await;
+    assert_eq!(status, 403, "expired: {body}");
+    assert!(body.contains("expired"), "{body}");
+
+    // Revoking moves the session's epoch on: the URL and its cookie stop working.
+    let revoked = api(
+        &h,
+        reqwest::Method::DELETE,
+        &format!("/v1/sessions/{session}/previews"),
+        None,
+    )
+    .await;
+    assert_eq!(revoked["data"]["epoch"], 1, "{revoked}");
+    assert_eq!(get(&url, None, None).await.0, 403, "a revoked URL");
+    assert_eq!(
+        get(&format!("{base}/8080/"), None, Some(&pair)).await.0,
+        403
+    );
+
+    // A WebSocket through a fresh signed URL: the handshake, then bytes both ways.
+    let ws = mint(&h, &session, 9000, 600).await;
+    let ws = ws["data"]["url"].as_str().unwrap().to_string();
+    let path_and_query = ws.splitn(4, '/').nth(3).unwrap().to_string();
+    let mut socket = tokio::net::TcpStream::connect(preview_addr(&h))
+        .await
+        .unwrap();
+    socket
+        .write_all(
+            format!(
+                "GET /{path_and_query} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                preview_addr(&h)
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            socket.read(&mut byte).await.unwrap(),
+            1,
+            "the handshake's answer"
+        );
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(head.contains(WS_ACCEPT), "{head}");
+    socket.write_all(b"\x81\x04ping").await.unwrap();
+    let mut echoed = [0u8; 6];
+    tokio::time::timeout(Duration::from_secs(5), socket.read_exact(&mut echoed))
+        .await
+        .expect("the echo comes back")
+        .unwrap();
+    assert_eq!(&echoed, b"\x81\x04ping");
+
+    // A page served from the preview cannot call the API with the tenant's token.
+    let preview_origin = format!("http://{}", preview_addr(&h));
+    let from_preview = reqwest::Client::new()
+        .get(format!("{}/v1/sessions", h.url))
+        .bearer_auth(ALICE)
+        .header("origin", &preview_origin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        from_preview.status().as_u16(),
+        403,
+        "the API refuses the preview's origin"
+    );
+    remove_backend_containers("web");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_preview_domain_each_preview_is_an_origin_of_its_own() {
+    if !docker_ready() {
+        return;
+    }
+    remove_backend_containers("webdomain");
+    let h = host("webdomain", Some("preview.test")).await;
+    let session = serving_session(&h, "webdomain").await;
+    let link = mint(&h, &session, 8080, 600).await;
+    let url = link["data"]["url"].as_str().expect("a URL").to_string();
+    let label = format!("8080-{}", session.replace('_', "-"));
+    let addr = preview_addr(&h);
+    assert!(
+        url.starts_with(&format!("http://{label}.preview.test:{}/?", addr.port())),
+        "{url}"
+    );
+    let client = reqwest::Client::builder()
+        .resolve(&format!("{label}.preview.test"), addr)
+        .resolve(
+            &format!("9000-{}.preview.test", session.replace('_', "-")),
+            addr,
+        )
+        .build()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let response = client.get(&url).send().await.unwrap();
+        if response.status() == 200 || Instant::now() > deadline {
+            break response.text().await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(body, "hello-preview\n");
+    // The same signature on another port's host is refused.
+    let moved = url.replace(&label, &format!("9000-{}", session.replace('_', "-")));
+    assert_eq!(client.get(&moved).send().await.unwrap().status(), 403);
+    // A host that names no preview is not one.
+    let plain = reqwest::Client::new()
+        .get(format!("http://{addr}/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status().as_u16(), 400);
+    remove_backend_containers("webdomain");
+}
