@@ -1,6 +1,6 @@
 //! `wharf-sandboxd`: the agent that runs as PID 1 in every Wharf sandbox container.
 //!
-//! `wharf-sandboxd [--socket PATH] [-- CMD ARGS...]`
+//! `wharf-sandboxd [--socket PATH] [--user USER [--user-owns DIR]] [-- CMD ARGS...]`
 //!
 //! It reaps every child and orphan, serves the host's requests on a Unix socket (the
 //! protocol of `wharf-sandbox-protocol`), and, given a command after `--`, runs it as the
