@@ -200,15 +200,30 @@ fn p50(samples: &mut [f64]) -> f64 {
 /// (untimed) before the next, so both sides always start from the same container count and
 /// the default `grants.max_containers` (16) is never reached.
 async fn creates(client: &Client, cleanup: &mut Cleanup) -> (f64, f64) {
+    creates_like(client, cleanup, &Value::Null, &[]).await
+}
+
+/// [`creates`] of sessions with `config`, against `docker run -d` with `cli_args` first.
+async fn creates_like(
+    client: &Client,
+    cleanup: &mut Cleanup,
+    config: &Value,
+    cli_args: &[&str],
+) -> (f64, f64) {
     let (mut wharf, mut cli) = (Vec::new(), Vec::new());
     for i in 0..=CREATES {
         let t = Instant::now();
-        let session = client.create_session(&format!("bench-{i}")).await;
+        let session = client
+            .create_session_with(&format!("bench-{i}"), config)
+            .await;
         let w = ms(t.elapsed());
         cleanup.sessions.push(session.clone());
 
         let t = Instant::now();
-        let container = docker_run();
+        let mut args = vec!["run", "-d"];
+        args.extend_from_slice(cli_args);
+        args.extend(["--network", "none", IMAGE, "sh", "-c", IDLE]);
+        let container = docker(&args);
         let c = ms(t.elapsed());
         cleanup.cli.push(container);
 

@@ -5,6 +5,7 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock};
 use crate::api::json_body::{self, EmptyBody};
+use crate::api::rest::permitted_session;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use axum::body::Bytes;
@@ -55,8 +56,7 @@ pub async fn create(
         async {
             caller.require(TokenScope::Call)?;
             let request: PreviewRequest = json_body::parse_body(body, EmptyBody::Refused)?;
-            let record = wharf.session(caller.session_tenant(), &id).await?;
-            caller.require_tool(&record.backend, None)?;
+            permitted_session(&wharf, &caller, &id).await?;
             let link = wharf
                 .preview_url(
                     caller.session_tenant(),
@@ -85,8 +85,7 @@ pub async fn revoke(
     t.reply(
         async {
             caller.require(TokenScope::Call)?;
-            let record = wharf.session(caller.session_tenant(), &id).await?;
-            caller.require_tool(&record.backend, None)?;
+            permitted_session(&wharf, &caller, &id).await?;
             let epoch = wharf.revoke_previews(caller.session_tenant(), &id).await?;
             Ok(serde_json::to_value(PreviewsRevoked { epoch }).unwrap_or_default())
         }

@@ -218,7 +218,8 @@ async fn create_session(
 }
 
 /// A session the caller sees whose backend its token's allowlist lets it use.
-async fn permitted_session(
+/// The caller's session `id`, if its token's allowlist lets it use the session's backend.
+pub(crate) async fn permitted_session(
     wharf: &Wharf,
     caller: &Caller,
     id: &str,

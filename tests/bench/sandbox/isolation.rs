@@ -3,7 +3,7 @@
 //! same host, the sandbox agent in both), and a warm-pool hit of a gVisor shape — all in
 //! one run.
 
-use super::{CREATES, Cleanup, Client, EXECS, Figures, IDLE, IMAGE, docker, ms, p50};
+use super::{CREATES, Cleanup, Client, EXECS, Figures, docker, ms, p50};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use wharf::config::WarmPoolConfig;
@@ -29,38 +29,8 @@ async fn gvisor_host(cfg: wharf::config::BackendConfig) -> wharf_integration_tes
 
 /// gVisor session create vs `docker run -d --runtime=runsc`: (Wharf p50, CLI p50), ms.
 async fn creates(client: &Client, cleanup: &mut Cleanup) -> (f64, f64) {
-    let (mut wharf, mut cli) = (Vec::new(), Vec::new());
     let gvisor = json!({"isolation": "gvisor"});
-    for i in 0..=CREATES {
-        let t = Instant::now();
-        let session = client
-            .create_session_with(&format!("gv-{i}"), &gvisor)
-            .await;
-        let w = ms(t.elapsed());
-        cleanup.sessions.push(session.clone());
-        let t = Instant::now();
-        let container = docker(&[
-            "run",
-            "-d",
-            "--runtime",
-            GVISOR_RUNTIME,
-            "--network",
-            "none",
-            IMAGE,
-            "sh",
-            "-c",
-            IDLE,
-        ]);
-        let c = ms(t.elapsed());
-        cleanup.cli.push(container);
-        if i > 0 {
-            wharf.push(w);
-            cli.push(c);
-        }
-        client.delete_all(&[session], cleanup).await;
-        cleanup.remove_cli();
-    }
-    (p50(&mut wharf), p50(&mut cli))
+    super::creates_like(client, cleanup, &gvisor, &["--runtime", GVISOR_RUNTIME]).await
 }
 
 /// `run_command "true"` p50 under gVisor and under runc, ms.
