@@ -17,6 +17,7 @@ pub mod preview;
 pub mod preview_links;
 pub mod quotas;
 pub mod rest;
+pub mod session_access;
 pub mod session_reply;
 
 pub use rest::router;

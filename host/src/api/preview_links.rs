@@ -5,7 +5,7 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, RequestClock};
 use crate::api::json_body::{self, EmptyBody};
-use crate::api::rest::permitted_session;
+use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use axum::body::Bytes;

@@ -5,6 +5,7 @@ use crate::api::call_request::{self, CallRequest};
 use crate::api::call_stream;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::api::json_body::{self, EmptyBody};
+use crate::api::session_access::permitted_session;
 use crate::api::session_reply::{SessionList, SessionReply};
 use crate::call_output::OutputSink;
 use crate::config::TokenScope;
@@ -218,16 +219,6 @@ async fn create_session(
 }
 
 /// A session the caller sees whose backend its token's allowlist lets it use.
-/// The caller's session `id`, if its token's allowlist lets it use the session's backend.
-pub(crate) async fn permitted_session(
-    wharf: &Wharf,
-    caller: &Caller,
-    id: &str,
-) -> Result<SessionRecord, WharfError> {
-    let record = wharf.session(caller.session_tenant(), id).await?;
-    caller.require_tool(&record.backend, None)?;
-    Ok(record)
-}
 
 #[derive(Deserialize)]
 struct SessionFilter {

@@ -1,19 +1,18 @@
-//! Commands and background processes through a container's sandbox agent: which
-//! containers have one (the `wharf.agent` label, remembered in `known_agents`), and the
-//! engine operations that go to the agent instead of the engine's exec.
+//! Commands through a container's sandbox agent: which containers have one (the
+//! `wharf.agent` label, remembered in `known_agents`), waiting for it at start, and a
+//! command's run through it instead of the engine's exec. Background processes and port
+//! relays are `agent_processes`.
 
 use std::time::{Duration, Instant};
 
 use wharf_sandbox_protocol::{
-    self as protocol, ErrorKind, MAX_CHUNK_BYTES, MAX_RUN_OUTPUT_BYTES, MAX_RUN_STDIN_BYTES,
-    OutputChunk, OutputRequest, ProcessInfo, ProcessSetup, Reply, Request, RunRequest, SOCKET_DIR,
-    Signal, StartRequest,
+    self as protocol, ErrorKind, MAX_RUN_OUTPUT_BYTES, MAX_RUN_STDIN_BYTES, ProcessInfo,
+    ProcessSetup, Reply, Request, RunRequest, SOCKET_DIR,
 };
 
 use crate::call_output::{OutputPiece, OutputSink, OutputStream};
-use crate::engines::container_types::{OutputRead, ProcessStart};
 
-use super::agent_client::{AgentEndpoint, AgentFailure, ExpectedPeer, call, open_relay, parent_of};
+use super::agent_client::{AgentEndpoint, AgentFailure, ExpectedPeer, call, parent_of};
 use super::client::Docker;
 use super::error::DockerError;
 use super::labels::{LABEL_AGENT, LABEL_USER, shorten};
@@ -23,13 +22,13 @@ use super::types::{Command, ExecOutput, ExecRequest, Owner};
 /// Time allowed on top of a command's own timeout before the agent counts as hung.
 const AGENT_GRACE: Duration = Duration::from_secs(5);
 /// The limit of a request that does not run a command.
-const QUICK_LIMIT: Duration = Duration::from_secs(10);
+pub(super) const QUICK_LIMIT: Duration = Duration::from_secs(10);
 /// How long a just-started container's agent may take to listen.
 const AGENT_START_LIMIT: Duration = Duration::from_secs(5);
 /// Between two tries to reach a starting agent.
 const AGENT_START_POLL: Duration = Duration::from_millis(5);
 
-fn agent_error(failure: AgentFailure) -> DockerError {
+pub(super) fn agent_error(failure: AgentFailure) -> DockerError {
     match failure {
         AgentFailure::Refused(e) => match e.kind {
             ErrorKind::Invalid => DockerError::Invalid(e.message),
@@ -46,7 +45,7 @@ fn agent_error(failure: AgentFailure) -> DockerError {
 
 /// A process as the agent reported it, its command cut to the protocol's bound (the agent
 /// runs inside the sandbox, so its answers are held to the protocol, not trusted to it).
-fn bounded(mut info: ProcessInfo) -> ProcessInfo {
+pub(super) fn bounded(mut info: ProcessInfo) -> ProcessInfo {
     if info.command.len() > protocol::MAX_COMMAND_DISPLAY_BYTES {
         let mut end = protocol::MAX_COMMAND_DISPLAY_BYTES;
         while !info.command.is_char_boundary(end) {
@@ -57,7 +56,7 @@ fn bounded(mut info: ProcessInfo) -> ProcessInfo {
     info
 }
 
-fn unexpected(reply: &Reply) -> DockerError {
+pub(super) fn unexpected(reply: &Reply) -> DockerError {
     DockerError::Failed(format!(
         "the sandbox agent answered out of turn ({})",
         shorten(&format!("{reply:?}"))
@@ -74,7 +73,7 @@ fn fits_agent(request: &ExecRequest) -> bool {
             .is_none_or(|s| s.len() <= MAX_RUN_STDIN_BYTES)
 }
 
-fn protocol_command(command: &Command) -> protocol::Command {
+pub(super) fn protocol_command(command: &Command) -> protocol::Command {
     match command {
         Command::Argv(argv) => protocol::Command::Argv(argv.clone()),
         Command::Shell(line) => protocol::Command::Shell(line.clone()),
@@ -185,7 +184,7 @@ impl Docker {
     }
 
     /// One request to the agent of an owned container that must have one.
-    async fn ask_agent(
+    pub(super) async fn ask_agent(
         &self,
         owner: &Owner,
         id: &str,
@@ -277,150 +276,6 @@ impl Docker {
                 }
                 Err(agent_error(failure))
             }
-        }
-    }
-
-    /// A relay to TCP `port` on an owned container's loopback, through its agent (which
-    /// works whatever the container's network, `none` included).
-    pub async fn connect_port(
-        &self,
-        owner: &Owner,
-        id: &str,
-        port: u16,
-    ) -> Result<tokio::net::UnixStream, DockerError> {
-        // A restarted container has a new PID 1: the remembered one is refused once, then
-        // looked up again.
-        for _ in 0..2 {
-            let Some(endpoint) = self.agent_of(owner, id).await? else {
-                return Err(DockerError::Refused(format!(
-                    "container {} runs no sandbox agent (its ports are reached through one)",
-                    shorten(id)
-                )));
-            };
-            match open_relay(&endpoint, port, QUICK_LIMIT).await {
-                Ok(stream) => return Ok(stream),
-                Err(AgentFailure::Impostor(_)) => self.known_agents().forget(id),
-                Err(failure) => {
-                    if !matches!(failure, AgentFailure::Refused(_)) {
-                        self.known_agents().forget(id);
-                    }
-                    return Err(agent_error(failure));
-                }
-            }
-        }
-        Err(DockerError::Failed(format!(
-            "the sandbox agent's socket of container {} is held by another process",
-            shorten(id)
-        )))
-    }
-
-    /// Starts a background process in an owned container's agent.
-    pub async fn start_process(
-        &self,
-        owner: &Owner,
-        id: &str,
-        start: ProcessStart,
-    ) -> Result<ProcessInfo, DockerError> {
-        let request = StartRequest {
-            command: protocol_command(&start.command),
-            setup: ProcessSetup {
-                env: start.env,
-                cwd: start.workdir,
-                user: start.user,
-            },
-            terminal: None,
-            buffer_bytes: start.buffer_bytes,
-        };
-        match self
-            .ask_agent(owner, id, &Request::Start(request), QUICK_LIMIT)
-            .await?
-        {
-            Reply::Process(info) => Ok(bounded(info)),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Reads a background process's output from `offset`, waiting up to `wait_ms` for some.
-    pub async fn process_output(
-        &self,
-        owner: &Owner,
-        id: &str,
-        read: OutputRead,
-    ) -> Result<OutputChunk, DockerError> {
-        let request = OutputRequest {
-            pid: read.pid,
-            offset: read.offset,
-            max_bytes: read.max_bytes.min(MAX_CHUNK_BYTES),
-            wait_ms: read.wait_ms.min(protocol::MAX_WAIT_MS),
-        };
-        let limit = Duration::from_millis(u64::from(request.wait_ms)) + QUICK_LIMIT;
-        match self
-            .ask_agent(owner, id, &Request::Output(request), limit)
-            .await?
-        {
-            // The agent is inside the sandbox: never hand on more than was asked for.
-            Reply::Output(mut chunk) => {
-                chunk.data.truncate(request.max_bytes as usize);
-                chunk.process = bounded(chunk.process);
-                Ok(chunk)
-            }
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Writes to a background process's stdin, then closes it when `close`.
-    pub async fn process_input(
-        &self,
-        owner: &Owner,
-        id: &str,
-        pid: u32,
-        data: Vec<u8>,
-        close: bool,
-    ) -> Result<(), DockerError> {
-        if data.len() > MAX_CHUNK_BYTES as usize {
-            return Err(DockerError::TooLarge(format!(
-                "stdin writes are at most {MAX_CHUNK_BYTES} bytes, got {}",
-                data.len()
-            )));
-        }
-        let request = Request::Input { pid, data, close };
-        match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
-            Reply::Done => Ok(()),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Signals a background process's process group.
-    pub async fn signal_process(
-        &self,
-        owner: &Owner,
-        id: &str,
-        pid: u32,
-        signal: Signal,
-    ) -> Result<(), DockerError> {
-        let request = Request::Signal { pid, signal };
-        match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
-            Reply::Done => Ok(()),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// The background processes of an owned container's agent, oldest first.
-    pub async fn list_processes(
-        &self,
-        owner: &Owner,
-        id: &str,
-    ) -> Result<Vec<ProcessInfo>, DockerError> {
-        match self
-            .ask_agent(owner, id, &Request::List, QUICK_LIMIT)
-            .await?
-        {
-            Reply::Processes(list) => Ok(list
-                .into_iter()
-                .take(protocol::MAX_PROCESSES)
-                .map(bounded)
-                .collect()),
-            other => Err(unexpected(&other)),
         }
     }
 }
