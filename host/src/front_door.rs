@@ -58,6 +58,8 @@ pub struct Wharf {
     preview_addr: std::sync::OnceLock<std::net::SocketAddr>,
     /// The containers previews found.
     preview_targets: previews::PreviewTargets,
+    /// The host's preview key, once read from the store.
+    preview_key: tokio::sync::OnceCell<Vec<u8>>,
 }
 
 /// This node's id: kept in the data dir, so a restarted process is the same node.
@@ -165,6 +167,7 @@ impl Wharf {
             myself: myself.clone(),
             preview_addr: std::sync::OnceLock::new(),
             preview_targets: previews::PreviewTargets::default(),
+            preview_key: tokio::sync::OnceCell::new(),
         });
         wharf.sessions.start_heartbeat();
         Ok(wharf)

@@ -86,9 +86,28 @@ fn target(state: &PreviewState, request: &Request) -> Result<Target, WharfError>
     }
 }
 
+/// Where a request's signature came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Signed {
+    /// The URL's query: the answer leaves the cookie.
+    Query(u64, String),
+    /// The cookie a signed URL left.
+    Cookie(u64, String),
+}
+
+impl Signed {
+    fn parts(&self) -> (u64, &str) {
+        match self {
+            Signed::Query(expires, signature) | Signed::Cookie(expires, signature) => {
+                (*expires, signature)
+            }
+        }
+    }
+}
+
 /// The signed URL's expiry and signature, from the query or else the cookie; and the query
 /// without them.
-fn signed(request: &Request) -> (Option<(u64, String)>, String) {
+fn signed(request: &Request) -> (Option<Signed>, String) {
     let mut expires = None;
     let mut signature = None;
     let mut kept = Vec::new();
@@ -100,7 +119,10 @@ fn signed(request: &Request) -> (Option<(u64, String)>, String) {
             _ => kept.push(pair),
         }
     }
-    let from_query = expires.zip(signature);
+    let from_query = expires
+        .zip(signature)
+        .map(|(expires, signature)| Signed::Query(expires, signature));
+    let cookie_prefix = format!("{COOKIE}=");
     let from_cookie = || {
         request
             .headers()
@@ -108,10 +130,10 @@ fn signed(request: &Request) -> (Option<(u64, String)>, String) {
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
-            .filter_map(|c| c.trim().strip_prefix(&format!("{COOKIE}=")))
+            .filter_map(|c| c.trim().strip_prefix(&cookie_prefix))
             .find_map(|v| {
                 let (expires, sig) = v.split_once('.')?;
-                Some((expires.parse().ok()?, sig.to_string()))
+                Some(Signed::Cookie(expires.parse().ok()?, sig.to_string()))
             })
     };
     (from_query.or_else(from_cookie), kept.join("&"))
@@ -158,14 +180,11 @@ async fn proxy(State(state): State<Arc<PreviewState>>, request: Request) -> Resp
 async fn proxied(state: &PreviewState, mut request: Request) -> Result<Response, WharfError> {
     let target = target(state, &request)?;
     let (signed, query) = signed(&request);
-    let from_query = request
-        .uri()
-        .query()
-        .is_some_and(|q| q.contains(SIGNATURE_PARAM));
     let stream = match &signed {
-        Some((expires_at_s, signature)) => {
+        Some(signed) => {
+            let (expires_at_s, signature) = signed.parts();
             let access = PreviewAccess::Signed {
-                expires_at_s: *expires_at_s,
+                expires_at_s,
                 signature,
             };
             state
@@ -218,7 +237,7 @@ async fn proxied(state: &PreviewState, mut request: Request) -> Result<Response,
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         drop_hop_by_hop(response.headers_mut());
     }
-    if from_query && let Some((expires, signature)) = signed {
+    if let Some(Signed::Query(expires, signature)) = signed {
         let cookie = format!(
             "{COOKIE}={expires}.{signature}; Path={}; HttpOnly; SameSite=Lax",
             target.cookie_path
@@ -282,10 +301,10 @@ mod tests {
             None,
         );
         let (signed, query) = signed(&r);
-        assert_eq!(signed, Some((99, "ab".to_string())));
+        assert_eq!(signed, Some(Signed::Query(99, "ab".to_string())));
         assert_eq!(query, "a=1&b=2");
         let r = request("/s/1/x", Some("theirs=1; wharf_preview=77.cd"));
-        assert_eq!(signed_of(&r), Some((77, "cd".to_string())));
+        assert_eq!(signed_of(&r), Some(Signed::Cookie(77, "cd".to_string())));
         let f = forwarded(r, "/x", "").unwrap();
         assert_eq!(f.uri(), "/x");
         assert_eq!(f.headers()[header::COOKIE], "theirs=1");
@@ -313,7 +332,7 @@ mod tests {
         assert!(headers.contains_key(header::CONTENT_TYPE));
     }
 
-    fn signed_of(r: &Request) -> Option<(u64, String)> {
+    fn signed_of(r: &Request) -> Option<Signed> {
         signed(r).0
     }
 }

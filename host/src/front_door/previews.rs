@@ -85,8 +85,15 @@ fn now_s() -> u64 {
 
 impl Wharf {
     /// The host's preview key, made once (the first node to need it writes it; every node
-    /// sharing the store reads the same).
-    async fn preview_key(&self) -> Result<Vec<u8>, WharfError> {
+    /// sharing the store reads the same). It never changes, so a node reads it once.
+    async fn preview_key(&self) -> Result<&[u8], WharfError> {
+        self.preview_key
+            .get_or_try_init(|| self.stored_preview_key())
+            .await
+            .map(Vec::as_slice)
+    }
+
+    async fn stored_preview_key(&self) -> Result<Vec<u8>, WharfError> {
         let kv = &self.services.kv;
         let scope = KvScope::Backend;
         if let Some(key) = kv.get(PREVIEW_KV_OWNER, &scope, PREVIEW_KEY).await? {
@@ -173,7 +180,7 @@ impl Wharf {
         let expires_at_s = now_s() + ttl;
         let epoch = self.preview_epoch(session_id).await?;
         let sig = signature::sign(
-            &self.preview_key().await?,
+            self.preview_key().await?,
             session_id,
             port,
             expires_at_s,
@@ -231,7 +238,7 @@ impl Wharf {
             } => {
                 let key = self.preview_key().await?;
                 let epoch = self.preview_epoch(session_id).await?;
-                signature::verify(&key, (session_id, port), expires_at_s, epoch, sig, now_s())
+                signature::verify(key, (session_id, port), expires_at_s, epoch, sig, now_s())
                     .map_err(|e| WharfError::new(Code::Forbidden, e.to_string()))?;
                 self.sessions.get(&Tenant::Every, session_id).await?
             }
