@@ -88,6 +88,10 @@ pub struct ServerConfig {
     /// The engine runtime of each isolation level beyond `container` (`[server.runtimes]
     /// gvisor = "runsc"`); a level with none is refused (4030) when a session asks for it.
     pub runtimes: std::collections::BTreeMap<String, String>,
+    /// Names the sandboxes' egress proxy resolves to fixed addresses instead of asking the
+    /// host's resolver (`[server.egress_resolve] "pypi.internal" = ["10.0.0.5"]`): a hosts
+    /// file for sandbox egress. The addresses are checked like any other.
+    pub egress_resolve: std::collections::BTreeMap<String, Vec<std::net::IpAddr>>,
     /// Where previews of sandbox ports are served (a listener of its own: a sandbox's page
     /// never shares the API's origin); none when unset.
     pub preview_listen: Option<SocketAddr>,
@@ -161,6 +165,7 @@ impl Default for ServerConfig {
             docker_host: None,
             sandbox_agent: true,
             runtimes: std::collections::BTreeMap::new(),
+            egress_resolve: std::collections::BTreeMap::new(),
             preview_listen: None,
             preview_domain: None,
             store_url: None,

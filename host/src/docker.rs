@@ -27,6 +27,8 @@ pub mod archive;
 pub mod client;
 mod container_body;
 pub mod containers;
+mod egress_links;
+mod egress_registry;
 mod engine;
 pub mod error;
 pub mod exec;

@@ -99,6 +99,7 @@ fn connect_services(
     }
     if let Ok(d) = &connected {
         d.map_runtimes(runtimes)?;
+        d.resolve_egress_names(&server.egress_resolve);
     }
     let containers: Arc<dyn crate::engines::ContainerEngine> = match connected {
         Ok(d) if !server.sandbox_agent => Arc::new(d),
@@ -107,7 +108,12 @@ fn connect_services(
                 &server.data_dir,
                 crate::bundled::SANDBOX_AGENT,
             ) {
-                Ok(placement) => d.place_agent(placement),
+                Ok(placement) => {
+                    d.place_agent(placement);
+                    // Sandboxes that outlived a previous host get their egress back.
+                    let relinked = d.clone();
+                    tokio::spawn(async move { relinked.relink_egress().await });
+                }
                 Err(e) => tracing::warn!(
                     "sandboxes run without the sandbox agent (commands go through the engine's exec): {e:#}"
                 ),

@@ -18,6 +18,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod docker;
+pub mod egress_proxy;
 pub mod engines;
 pub mod error_code;
 pub mod front_door;

@@ -2,11 +2,13 @@
 //! A request for more than is granted is refused with a message naming the grant; it is
 //! never silently weakened.
 
+mod egress;
 mod isolation;
 mod mounts;
 mod outbound_http;
 mod secrets;
 
+pub use egress::{EgressAsk, EgressRefusal, EgressRule, HostPattern, MAX_EGRESS_ENTRIES};
 pub use isolation::{Isolation, MAX_USER_BYTES, SandboxProfile, check_user, granted_levels};
 pub use mounts::{MountAsk, MountGrant, check_mount_path};
 pub use outbound_http::normalize;
@@ -65,6 +67,17 @@ pub struct Grants {
     /// first is what they get when nobody asks for one. Each level other than `container`
     /// needs the operator's `[server.runtimes]` to name an engine runtime for it.
     pub isolation: Vec<String>,
+    /// Names a session may ask its sandbox to reach through the host's egress proxy
+    /// (`network.allow_egress_to`): `host`, `host:port`, `*.suffix[:port]`, `*` (no port:
+    /// any port). A session's pattern must be covered by one of these.
+    pub egress_to: Vec<String>,
+    /// Address ranges a session may ask for (`network.allow_egress_to_cidrs`): reachable
+    /// by address, and where a listed name may resolve to a private or loopback address.
+    pub egress_cidrs: Vec<String>,
+    /// Bytes (both ways) one session's sandboxes may move through the egress proxy.
+    pub max_egress_bytes_per_session: u64,
+    /// Connections one sandbox may have open through the egress proxy at once (at most 31).
+    pub max_egress_connections: u32,
     /// Who gave these grants, so a refusal names the fix that applies (never from config).
     #[serde(skip)]
     pub granted_by: GrantedBy,
@@ -100,6 +113,10 @@ impl Default for Grants {
             max_http_in_flight_per_call: 16,
             secrets: SecretGrants::default(),
             isolation: vec!["container".to_string()],
+            egress_to: Vec::new(),
+            egress_cidrs: Vec::new(),
+            max_egress_bytes_per_session: 1 << 30,
+            max_egress_connections: 16,
             granted_by: GrantedBy::Operator,
         }
     }
@@ -287,6 +304,14 @@ impl Grants {
     /// Checks that every configured CIDR and mount grant parses.
     pub fn validate(&self) -> Result<(), Denial> {
         self.mount_grants()?;
+        self.egress_host_grants()?;
+        self.egress_cidr_grants()?;
+        if !(1..=31).contains(&self.max_egress_connections) {
+            return Err(Denial(format!(
+                "grants.max_egress_connections = {}: must be between 1 and 31",
+                self.max_egress_connections
+            )));
+        }
         for cidr in &self.http_private_cidrs {
             cidr.parse::<IpNet>()
                 .map_err(|e| Denial(format!("grants.http_private_cidrs: `{cidr}`: {e}")))?;

@@ -9,9 +9,11 @@
 //! the agent answers with zero or more [`Reply::Chunk`] frames (only for a streamed
 //! [`RunRequest`]) and exactly one final reply, then closes. A client that closes the
 //! connection (both ways) before the final reply abandons the request: a command it ran
-//! is killed. Background processes belong to the agent, not to a connection. The one
-//! exception to the framing is [`Request::Connect`]: after its [`Reply::Connected`] frame
-//! the connection carries raw bytes, relayed to and from a TCP port in the sandbox.
+//! is killed. Background processes belong to the agent, not to a connection. The two
+//! exceptions to the framing are [`Request::Connect`] and [`Request::EgressWait`]: after
+//! their [`Reply::Connected`] frame the connection carries raw bytes, relayed to and from
+//! a TCP connection in the sandbox (to a port there, or from a program that reached the
+//! agent's egress listener).
 //!
 //! Both sides treat the other as hostile: every length is bounded by the constants here,
 //! and a frame that does not decode ends the connection with [`Reply::Error`].
@@ -42,13 +44,26 @@ pub const MAX_PROCESS_BUFFER_BYTES: u32 = 16 << 20;
 pub const MAX_PROCESSES: usize = 64;
 /// The longest a request may wait (long-poll of [`Request::Output`], [`Request::Wait`]).
 pub const MAX_WAIT_MS: u32 = 60_000;
-/// Connections the agent serves at once; more wait in the listen backlog.
-pub const MAX_CONNECTIONS: usize = 128;
+/// Connections the agent serves at once; more wait in the listen backlog. Port relays
+/// ([`MAX_RELAYS`]) and egress relays ([`MAX_EGRESS_RELAYS`]) together hold at most 96 of
+/// them, so commands always keep at least 64.
+pub const MAX_CONNECTIONS: usize = 160;
 /// Port relays ([`Request::Connect`]) open at once per agent. Each holds one of the
-/// [`MAX_CONNECTIONS`] connection slots, so commands always keep slots of their own.
+/// [`MAX_CONNECTIONS`] connection slots; with [`MAX_EGRESS_RELAYS`] they leave commands at
+/// least 64 slots of their own.
 pub const MAX_RELAYS: usize = 64;
+/// Egress relays ([`Request::EgressWait`], waiting and relaying together) at once per
+/// agent. Each holds one of the [`MAX_CONNECTIONS`] connection slots; with [`MAX_RELAYS`]
+/// they leave commands at least 64 slots of their own.
+pub const MAX_EGRESS_RELAYS: usize = 32;
+// Checked when the crate compiles, so a change to one limit cannot starve commands.
+const _: () = assert!(MAX_CONNECTIONS >= MAX_RELAYS + MAX_EGRESS_RELAYS + 64);
 /// How long the agent tries to reach the port of a [`Request::Connect`].
 pub const RELAY_CONNECT_TIMEOUT_MS: u64 = 5_000;
+/// The loopback port the host asks the agent to listen on for egress (`--egress-port`):
+/// the host points `HTTP_PROXY` and `HTTPS_PROXY` at `http://127.0.0.1:3128`, and its
+/// [`Request::EgressWait`]s pick up what programs send there.
+pub const EGRESS_PORT: u16 = 3128;
 
 /// Where the agent's binary is mounted, read-only, in the container.
 pub const BINARY_PATH: &str = "/.wharf/sandboxd";
@@ -236,6 +251,13 @@ pub enum Request {
         /// The port (not 0).
         port: u16,
     },
+    /// Waits for the next TCP connection a program in the sandbox makes to the agent's
+    /// egress listener (`--egress-port`, see [`EGRESS_PORT`]); when one arrives the agent
+    /// answers [`Reply::Connected`] and the connection then carries that program's bytes
+    /// both ways (raw, like [`Request::Connect`]) until either side closes. A host that
+    /// closes its socket while waiting frees the slot. At most [`MAX_EGRESS_RELAYS`] at
+    /// once (waiting and relaying together).
+    EgressWait,
 }
 
 /// A background process, as the agent keeps it.
@@ -326,8 +348,8 @@ pub enum Reply {
     Done,
     /// The request failed.
     Error(AgentError),
-    /// The port of a [`Request::Connect`] accepted the connection; raw bytes follow, both
-    /// ways.
+    /// The port of a [`Request::Connect`] accepted the connection, or a program connected
+    /// to the egress listener ([`Request::EgressWait`]); raw bytes follow, both ways.
     Connected,
 }
 
@@ -409,5 +431,6 @@ mod tests {
         assert_eq!(encode(&Reply::Done), [6]);
         assert_eq!(encode(&Request::Connect { port: 8080 }), [9, 0x90, 0x3f]);
         assert_eq!(encode(&Reply::Connected), [8]);
+        assert_eq!(encode(&Request::EgressWait), [10]);
     }
 }

@@ -1,14 +1,17 @@
 //! `wharf-sandboxd`: the agent that runs as PID 1 in every Wharf sandbox container.
 //!
-//! `wharf-sandboxd [--socket PATH] [--user USER [--user-owns DIR]] [-- CMD ARGS...]`
+//! `wharf-sandboxd [--socket PATH] [--user USER [--user-owns DIR]] [--egress-port PORT]
+//! [-- CMD ARGS...]`
 //!
 //! It reaps every child and orphan, serves the host's requests on a Unix socket (the
 //! protocol of `wharf-sandbox-protocol`), and, given a command after `--`, runs it as the
 //! container's main process: signals are forwarded to it and the agent exits with its
-//! exit code. Without one it idles until SIGTERM or SIGINT.
+//! exit code. Without one it idles until SIGTERM or SIGINT. Given `--egress-port`, it
+//! listens on that port of `127.0.0.1` for programs to reach the host's proxy.
 //!
 //! One thread runs the agent (a current_thread runtime), one blocks reaping children.
 
+mod egress;
 mod processes;
 mod pty;
 mod reaper;
@@ -29,12 +32,13 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 use wharf_sandbox_protocol::{AgentError, BINARY_PATH, ErrorKind, SOCKET_PATH};
 
+use crate::egress::Egress;
 use crate::processes::Processes;
 use crate::reaper::Reaper;
 use crate::server::Agent;
 
-const USAGE: &str =
-    "usage: wharf-sandboxd [--socket PATH] [--user USER [--user-owns DIR]] [-- CMD ARGS...]";
+const USAGE: &str = "usage: wharf-sandboxd [--socket PATH] [--user USER [--user-owns DIR]] \
+     [--egress-port PORT] [-- CMD ARGS...]";
 
 /// The command line.
 #[derive(Debug, PartialEq)]
@@ -44,6 +48,8 @@ struct Args {
     user: Option<String>,
     /// A directory given to that user at start (the sandbox's work dir).
     user_owns: Option<PathBuf>,
+    /// The loopback port of the egress listener (`EgressWait`), if any.
+    egress_port: Option<u16>,
     /// The main command (after `--`), if any.
     main: Vec<OsString>,
 }
@@ -87,6 +93,7 @@ fn parse_args(args: Vec<OsString>) -> Result<Args, String> {
     let mut socket = PathBuf::from(SOCKET_PATH);
     let mut user = None;
     let mut user_owns = None;
+    let mut egress_port = None;
     let mut args = args.into_iter();
     let mut main = Vec::new();
     while let Some(arg) = args.next() {
@@ -120,6 +127,13 @@ fn parse_args(args: Vec<OsString>) -> Result<Args, String> {
                         .into(),
                 );
             }
+            Some("--egress-port") => {
+                let port = args.next();
+                egress_port = Some(egress_port_arg(port.as_ref().and_then(|p| p.to_str()))?);
+            }
+            Some(other) if other.starts_with("--egress-port=") => {
+                egress_port = Some(egress_port_arg(Some(&other["--egress-port=".len()..]))?);
+            }
             Some(other) if other.starts_with("--socket=") => {
                 socket = other["--socket=".len()..].into();
                 if socket.as_os_str().is_empty() {
@@ -136,8 +150,17 @@ fn parse_args(args: Vec<OsString>) -> Result<Args, String> {
         socket,
         user,
         user_owns,
+        egress_port,
         main,
     })
+}
+
+/// The value of `--egress-port`: a port from 1 to 65535.
+fn egress_port_arg(value: Option<&str>) -> Result<u16, String> {
+    value
+        .and_then(|port| port.parse::<u16>().ok())
+        .filter(|port| *port != 0)
+        .ok_or_else(|| "--egress-port needs a port from 1 to 65535".to_owned())
 }
 
 async fn agent_main(args: Args) -> ExitCode {
@@ -157,6 +180,20 @@ async fn agent_main(args: Args) -> ExitCode {
             eprintln!("wharf-sandboxd: cannot start the reaper: {error}");
             return ExitCode::FAILURE;
         }
+    };
+    // Before the main command runs, so nothing in the sandbox can take the port first; and
+    // before the socket exists, so a host that sees the socket has its egress.
+    let egress = match args.egress_port {
+        None => None,
+        Some(port) => match Egress::bind(port).await {
+            Ok(egress) => Some(egress),
+            Err(error) => {
+                eprintln!(
+                    "wharf-sandboxd: cannot listen on 127.0.0.1:{port} (--egress-port): {error}"
+                );
+                return ExitCode::FAILURE;
+            }
+        },
     };
     let listener = match server::bind(&args.socket) {
         Ok(listener) => listener,
@@ -188,6 +225,7 @@ async fn agent_main(args: Args) -> ExitCode {
         processes: Processes::default(),
         default_user: args.user.clone(),
         relays: relay::Relays::default(),
+        egress,
         // /proc/self/exe, or where the host mounts the agent when /proc is missing.
         self_exe: std::env::current_exe()
             .ok()
@@ -279,6 +317,7 @@ mod tests {
                 socket: SOCKET_PATH.into(),
                 user: None,
                 user_owns: None,
+                egress_port: None,
                 main: vec![]
             }
         );
@@ -293,8 +332,27 @@ mod tests {
                 .as_deref(),
             Some("1000:1000")
         );
+        assert_eq!(
+            parse(&["--egress-port", "3128"]).unwrap().egress_port,
+            Some(3128)
+        );
+        assert_eq!(parse(&["--egress-port=1"]).unwrap().egress_port, Some(1));
+        assert_eq!(
+            parse(&["--egress-port", "65535", "--", "sh"])
+                .unwrap()
+                .egress_port,
+            Some(65535)
+        );
         for bad in [
-            &["--socket"][..],
+            &["--egress-port"][..],
+            &["--egress-port", "0"],
+            &["--egress-port", "x"],
+            &["--egress-port", "65536"],
+            &["--egress-port", "-1"],
+            &["--egress-port", ""],
+            &["--egress-port="],
+            &["--egress-port=0"],
+            &["--socket"],
             &["--"],
             &["--socket="],
             &["--user"],

@@ -2,7 +2,8 @@
 //! the agent's socket, so preview URLs work even when the container has no network.
 //!
 //! After the single `Connected` frame the connection is no longer framed: bytes are copied
-//! both ways, and a half-close on one side is passed on to the other.
+//! both ways, and a half-close on one side is passed on to the other. The egress listener
+//! (`crate::egress`) relays its connections the same way.
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -17,6 +18,12 @@ use wharf_sandbox_protocol::{AgentError, ErrorKind, MAX_RELAYS, RELAY_CONNECT_TI
 
 use crate::refuse;
 use crate::server::{client_gone, error_reply};
+
+/// The copy buffer of a port relay, each way (tokio's own default).
+const SMALL_BUFFER: usize = 8 * 1024;
+/// The copy buffer of an egress relay, each way: a download then takes a few large reads
+/// and writes rather than many 8 KiB ones.
+pub const BULK_BUFFER: usize = 64 * 1024;
 
 /// How long the agent tries to reach a port (both addresses together).
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(RELAY_CONNECT_TIMEOUT_MS);
@@ -34,10 +41,33 @@ impl Default for Relays {
     }
 }
 
-/// A connection to a port in the sandbox, with the relay slot it holds until it ends.
+/// A TCP connection in the sandbox (to a port, or from a program that reached the egress
+/// listener), with the relay slot (port or egress) it holds until the relay ends.
 pub struct Opened<'a> {
     tcp: TcpStream,
     _slot: SemaphorePermit<'a>,
+    buffer: usize,
+}
+
+impl<'a> Opened<'a> {
+    /// `tcp`, holding `slot` until its relay ends, copied through 8 KiB buffers.
+    pub fn new(tcp: TcpStream, slot: SemaphorePermit<'a>) -> Self {
+        // Bytes of an interactive session (a terminal over a WebSocket) must not wait.
+        let _ = tcp.set_nodelay(true);
+        Opened {
+            tcp,
+            _slot: slot,
+            buffer: SMALL_BUFFER,
+        }
+    }
+
+    /// The same, copied through [`BULK_BUFFER`]s: for egress, where downloads dominate
+    /// (port relays keep small buffers: measured, a preview's many short connections are
+    /// slower with large ones).
+    pub fn bulk(mut self) -> Self {
+        self.buffer = BULK_BUFFER;
+        self
+    }
 }
 
 /// Validates `port`, takes a relay slot and connects to the port; the error is the reply.
@@ -55,9 +85,7 @@ pub async fn open(relays: &Relays, port: u16) -> Result<Opened<'_>, Reply> {
         ));
     };
     let tcp = connect(port).await.map_err(Reply::Error)?;
-    // Bytes of an interactive session (a terminal over a WebSocket) must not wait.
-    let _ = tcp.set_nodelay(true);
-    Ok(Opened { tcp, _slot: slot })
+    Ok(Opened::new(tcp, slot))
 }
 
 /// Loopback over IPv4, then over IPv6 (a server may listen on either only).
@@ -113,11 +141,15 @@ fn refusal(port: u16, v4: &io::Error, v6: &io::Error) -> AgentError {
     }
 }
 
-/// Relays `host` and the port both ways until both directions have ended, either side
-/// failed, or the host closed its socket; `buffered` (bytes the host sent that were read
-/// with its request) goes to the port first.
+/// Relays `host` and the TCP connection both ways until both directions have ended,
+/// either side failed, or the host closed its socket; `buffered` (bytes the host sent that
+/// were read with its request) goes to the TCP side first.
 pub async fn relay(opened: Opened<'_>, mut host: UnixStream, buffered: &[u8]) {
-    let Opened { mut tcp, _slot } = opened;
+    let Opened {
+        mut tcp,
+        _slot,
+        buffer,
+    } = opened;
     if !buffered.is_empty() && tcp.write_all(buffered).await.is_err() {
         return;
     }
@@ -126,18 +158,20 @@ pub async fn relay(opened: Opened<'_>, mut host: UnixStream, buffered: &[u8]) {
     let (mut host_read, mut host_write) = host.split();
     let (mut tcp_read, mut tcp_write) = tcp.split();
     let upstream = async {
-        tokio::io::copy(&mut host_read, &mut tcp_write).await?;
+        let mut from_host = tokio::io::BufReader::with_capacity(buffer, &mut host_read);
+        tokio::io::copy_buf(&mut from_host, &mut tcp_write).await?;
         tcp_write.shutdown().await?;
         upstream_done.store(true, Ordering::Relaxed);
         if !downstream_done.load(Ordering::Relaxed) {
-            // The host only half-closed, or it closed and is gone; a port that never
+            // The host only half-closed, or it closed and is gone; a TCP peer that never
             // answers its end of stream must not hold the slot after the host has gone.
             client_gone(&host_read).await;
         }
         io::Result::Ok(())
     };
     let downstream = async {
-        tokio::io::copy(&mut tcp_read, &mut host_write).await?;
+        let mut from_tcp = tokio::io::BufReader::with_capacity(buffer, &mut tcp_read);
+        tokio::io::copy_buf(&mut from_tcp, &mut host_write).await?;
         host_write.shutdown().await?;
         downstream_done.store(true, Ordering::Relaxed);
         io::Result::Ok(())

@@ -1,6 +1,6 @@
 //! The socket: binding it, accepting at most [`MAX_CONNECTIONS`] connections at once, and
-//! each connection's frames (one request in, replies out, then close; or, for a port
-//! relay, one `Connected` frame and then raw bytes).
+//! each connection's frames (one request in, replies out, then close; or, for a port or
+//! egress relay, one `Connected` frame and then raw bytes).
 //!
 //! Everything that arrives here is hostile: frames are bounded by the codec, a request
 //! must arrive within [`IO_TIMEOUT`], and a frame that does not decode is answered with
@@ -26,6 +26,7 @@ use wharf_sandbox_protocol::{
     ErrorKind, MAX_CONNECTIONS, MAX_FRAME_BYTES, Reply, Request, VERSION, decode, encode,
 };
 
+use crate::egress::{self, Egress};
 use crate::processes::Processes;
 use crate::reaper::Reaper;
 use crate::relay::{self, Relays};
@@ -50,6 +51,8 @@ pub struct Agent {
     pub default_user: Option<String>,
     /// The port relays' slots.
     pub relays: Relays,
+    /// The egress listener (`--egress-port`) and its slots; `None` without one.
+    pub egress: Option<Egress>,
 }
 
 impl Agent {
@@ -118,7 +121,7 @@ fn codec() -> LengthDelimitedCodec {
         .new_codec()
 }
 
-/// One connection: one request, its replies, close (or a port relay).
+/// One connection: one request, its replies, close (or a port or egress relay).
 async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
     let (read, write) = stream.split();
     let mut requests = FramedRead::new(read, codec());
@@ -154,46 +157,53 @@ async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
         }
     };
     drop(frame);
-    let reply = match request {
-        Request::Hello => Reply::Hello {
-            version: VERSION,
-            pid: std::process::id(),
-        },
-        Request::Run(mut run) => {
-            agent.with_default_user(&mut run.setup);
-            // Run writes its own replies (chunks, then the end).
-            run::run(agent, run, &mut conn, requests.get_ref()).await;
-            return;
-        }
-        Request::Start(mut start) => {
-            agent.with_default_user(&mut start.setup);
-            agent.processes.start(agent, start)
-        }
-        Request::Output(output) => agent.processes.output(output).await,
-        Request::Input { pid, data, close } => agent.processes.input(pid, data, close).await,
-        Request::Signal { pid, signal } => agent.processes.signal(pid, signal),
-        Request::Resize { pid, size } => agent.processes.resize(pid, size),
-        Request::Wait { pid, timeout_ms } => agent.processes.wait(pid, timeout_ms).await,
-        Request::List => agent.processes.list(),
-        Request::Connect { port } => {
-            let opened = match relay::open(&agent.relays, port).await {
-                Ok(opened) => opened,
-                Err(reply) => {
-                    let _ = conn.send(&reply).await;
-                    return;
-                }
-            };
-            if conn.send(&Reply::Connected).await.is_err() {
+    // A relay's request leaves this block with its TCP connection; every other request
+    // is answered and ends here.
+    let opened = 'relay: {
+        let reply = match request {
+            Request::Hello => Reply::Hello {
+                version: VERSION,
+                pid: std::process::id(),
+            },
+            Request::Run(mut run) => {
+                agent.with_default_user(&mut run.setup);
+                // Run writes its own replies (chunks, then the end).
+                run::run(agent, run, &mut conn, requests.get_ref()).await;
                 return;
             }
-            // The framing ends here: what the reader holds past the request is relayed.
-            let buffered = requests.into_parts().read_buf;
-            drop(conn);
-            relay::relay(opened, stream, &buffered).await;
-            return;
-        }
+            Request::Start(mut start) => {
+                agent.with_default_user(&mut start.setup);
+                agent.processes.start(agent, start)
+            }
+            Request::Output(output) => agent.processes.output(output).await,
+            Request::Input { pid, data, close } => agent.processes.input(pid, data, close).await,
+            Request::Signal { pid, signal } => agent.processes.signal(pid, signal),
+            Request::Resize { pid, size } => agent.processes.resize(pid, size),
+            Request::Wait { pid, timeout_ms } => agent.processes.wait(pid, timeout_ms).await,
+            Request::List => agent.processes.list(),
+            Request::Connect { port } => match relay::open(&agent.relays, port).await {
+                Ok(opened) => break 'relay opened,
+                Err(reply) => reply,
+            },
+            Request::EgressWait => {
+                match egress::wait(agent.egress.as_ref(), requests.get_ref()).await {
+                    Some(Ok(opened)) => break 'relay opened,
+                    Some(Err(reply)) => reply,
+                    // The host went away while waiting.
+                    None => return,
+                }
+            }
+        };
+        let _ = conn.send(&reply).await;
+        return;
     };
-    let _ = conn.send(&reply).await;
+    if conn.send(&Reply::Connected).await.is_err() {
+        return;
+    }
+    // The framing ends here: what the reader holds past the request is relayed.
+    let buffered = requests.into_parts().read_buf;
+    drop(conn);
+    relay::relay(opened, stream, &buffered).await;
 }
 
 /// The writing side of a connection.
@@ -242,9 +252,14 @@ pub async fn client_gone(peer: &ReadHalf<'_>) {
             Err(_) => return,
         }
     }
-    // End of stream: a half-close or a close. On a Unix socket only a full close of the
-    // peer hangs up our writing side too.
-    let stream: &UnixStream = peer.as_ref();
+    // End of stream: a half-close or a close.
+    hung_up(peer.as_ref()).await;
+}
+
+/// Resolves when the client has closed its socket (both ways) or the socket failed,
+/// without reading from it: bytes it sends meanwhile stay for whoever reads next.
+pub async fn hung_up(stream: &UnixStream) {
+    // On a Unix socket only a full close of the peer hangs up our writing side.
     loop {
         match stream.ready(Interest::WRITABLE).await {
             Ok(ready) if ready.is_write_closed() => return,

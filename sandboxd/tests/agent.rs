@@ -5,59 +5,29 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/harness.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as StdCommand};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixStream};
 use tokio_util::bytes::Bytes;
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio_util::codec::Framed;
 use wharf_sandbox_protocol::{
-    Command, ErrorKind, MAX_FRAME_BYTES, MAX_PROCESSES, MAX_RELAYS, MAX_RUN_OUTPUT_BYTES,
-    MAX_RUN_STDIN_BYTES, OutputChunk, OutputRequest, ProcessInfo, ProcessSetup, Reply, Request,
-    RunOutput, RunRequest, Signal, StartRequest, Stream, TerminalSize, VERSION, decode, encode,
+    Command, ErrorKind, MAX_PROCESSES, MAX_RELAYS, MAX_RUN_OUTPUT_BYTES, MAX_RUN_STDIN_BYTES,
+    OutputChunk, OutputRequest, ProcessInfo, ProcessSetup, Reply, Request, RunOutput, RunRequest,
+    Signal, StartRequest, Stream, TerminalSize, VERSION, decode, encode,
 };
 
-/// A running agent on its own socket; killed when dropped.
-struct Agent {
-    child: Child,
-    dir: PathBuf,
-    socket: PathBuf,
-}
+use support::{Agent, call, codec, connect, echoed, error_kind, exchange, open_raw};
 
 impl Agent {
-    fn start() -> Agent {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "sbd-test-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        // The agent makes the socket's directory itself (0700).
-        let socket = dir.join("run").join("agent.sock");
-        let child = StdCommand::new(env!("CARGO_BIN_EXE_wharf-sandboxd"))
-            .arg("--socket")
-            .arg(&socket)
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while !socket.exists() {
-            assert!(started.elapsed() < Duration::from_secs(10), "no socket");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Agent { child, dir, socket }
-    }
-
     fn pid(&self) -> u32 {
         self.child.id()
-    }
-
-    async fn call(&self, request: &Request) -> Reply {
-        call(&self.socket, request).await
     }
 
     async fn run(&self, command: Command, timeout_ms: u32) -> RunOutput {
@@ -130,51 +100,10 @@ impl Agent {
     }
 }
 
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-fn codec() -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder()
-        .max_frame_length(MAX_FRAME_BYTES)
-        .new_codec()
-}
-
-async fn connect(socket: &Path) -> Framed<UnixStream, LengthDelimitedCodec> {
-    Framed::new(UnixStream::connect(socket).await.unwrap(), codec())
-}
-
-/// Every reply to `request`, until the agent closes.
-async fn exchange(socket: &Path, request: &Request) -> Vec<Reply> {
-    let mut framed = connect(socket).await;
-    framed.send(Bytes::from(encode(request))).await.unwrap();
-    let mut replies = Vec::new();
-    let read_all = async {
-        while let Some(frame) = framed.next().await {
-            replies.push(decode::<Reply>(&frame.unwrap()).unwrap());
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(70), read_all)
-        .await
-        .expect("the agent did not finish its reply");
-    replies
-}
-
-/// The one reply to `request`.
-async fn call(socket: &Path, request: &Request) -> Reply {
-    let mut replies = exchange(socket, request).await;
-    assert_eq!(replies.len(), 1, "{replies:?}");
-    replies.remove(0)
 }
 
 fn sh(script: &str) -> Command {
@@ -193,13 +122,6 @@ fn run_request(command: Command, timeout_ms: u32) -> RunRequest {
         timeout_ms,
         max_output_bytes: 64 * 1024,
         stream: false,
-    }
-}
-
-fn error_kind(reply: &Reply) -> ErrorKind {
-    match reply {
-        Reply::Error(error) => error.kind,
-        other => panic!("not an error: {other:?}"),
     }
 }
 
@@ -938,38 +860,7 @@ async fn silent_server() -> u16 {
 /// Sends `Connect` on a new connection, `early` right behind the request frame, and reads
 /// the one reply frame exactly (length prefix, then payload; nothing past it).
 async fn relay_connect(socket: &Path, port: u16, early: &[u8]) -> (UnixStream, Reply) {
-    let mut stream = UnixStream::connect(socket).await.unwrap();
-    let payload = encode(&Request::Connect { port });
-    let mut bytes = (payload.len() as u32).to_be_bytes().to_vec();
-    bytes.extend(payload);
-    bytes.extend_from_slice(early);
-    stream.write_all(&bytes).await.unwrap();
-    let read_reply = async {
-        let mut length = [0u8; 4];
-        stream.read_exact(&mut length).await.unwrap();
-        let mut frame = vec![0; u32::from_be_bytes(length) as usize];
-        stream.read_exact(&mut frame).await.unwrap();
-        decode::<Reply>(&frame).unwrap()
-    };
-    let reply = tokio::time::timeout(Duration::from_secs(10), read_reply)
-        .await
-        .expect("no reply to Connect");
-    (stream, reply)
-}
-
-/// Writes `data` to a relay and reads as many bytes back.
-async fn echoed(relay: &mut UnixStream, data: &[u8]) -> Vec<u8> {
-    let (mut read, mut write) = relay.split();
-    let mut back = vec![0; data.len()];
-    let (written, read) = tokio::time::timeout(
-        Duration::from_secs(10),
-        futures::future::join(write.write_all(data), read.read_exact(&mut back)),
-    )
-    .await
-    .expect("no echo");
-    written.unwrap();
-    read.unwrap();
-    back
+    open_raw(socket, &Request::Connect { port }, early).await
 }
 
 #[tokio::test]

@@ -12,12 +12,15 @@
 //! - isolation: gVisor create vs `docker run -d --runtime=runsc`, `run_command` under gVisor
 //!   beside runc, a gVisor warm-pool hit (see `sandbox/isolation.rs`; only with gVisor);
 //! - previews: a small GET through the preview listener vs the container's own address
-//!   (see `sandbox/preview.rs`).
+//!   (see `sandbox/preview.rs`);
+//! - egress: a 100 MB download and small requests through the egress proxy vs an open
+//!   network (see `sandbox/egress.rs`).
 //!
 //! One untimed warm-up of each operation precedes the timed ones. Everything created here is
 //! removed at the end, and also when the run panics (see `Cleanup`).
 
 mod agent;
+mod egress;
 mod isolation;
 mod preview;
 mod warm;
@@ -272,6 +275,7 @@ pub async fn run(seconds: u32) -> Figures {
         rows.extend(isolation::rows(&mut cleanup).await.rows);
     }
     rows.extend(preview::rows(&mut cleanup).await);
+    rows.extend(egress::rows(&mut cleanup).await);
     Figures {
         rows,
         create_ratio,
@@ -292,6 +296,12 @@ pub async fn run_agent(seconds: u32) -> Figures {
 pub async fn run_preview() -> Vec<(String, String)> {
     let mut cleanup = Cleanup::default();
     preview::rows(&mut cleanup).await
+}
+
+/// Only the egress rows (`WHARF_BENCH_ONLY=egress`).
+pub async fn run_egress() -> Vec<(String, String)> {
+    let mut cleanup = Cleanup::default();
+    egress::rows(&mut cleanup).await
 }
 
 /// Only the isolation rows (`WHARF_BENCH_ONLY=isolation`).

@@ -93,51 +93,64 @@ async fn connect_checked(endpoint: &AgentEndpoint) -> Result<UnixStream, AgentFa
 }
 
 /// Opens a relay to TCP `port` on the sandbox's loopback: the stream, once the agent has
-/// answered `Connected`, carries the port's bytes both ways. The answer is read frame-exact
-/// (length, then payload), so no byte of the port's is taken with it.
+/// answered `Connected`, carries the port's bytes both ways.
 pub(crate) async fn open_relay(
     endpoint: &AgentEndpoint,
     port: u16,
     limit: Duration,
 ) -> Result<UnixStream, AgentFailure> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let mut stream = connect_checked(endpoint).await?;
-    let exchange = async {
-        let request = encode(&Request::Connect { port });
-        let len = u32::try_from(request.len())
-            .map_err(|_| AgentFailure::Broken("request too large".into()))?;
-        let mut frame = len.to_be_bytes().to_vec();
-        frame.extend_from_slice(&request);
-        stream
-            .write_all(&frame)
-            .await
-            .map_err(|e| AgentFailure::Broken(format!("sending: {e}")))?;
-        let mut len = [0u8; 4];
-        stream
-            .read_exact(&mut len)
-            .await
-            .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
-        let len = usize::try_from(u32::from_be_bytes(len)).unwrap_or(usize::MAX);
-        if len > MAX_FRAME_BYTES {
-            return Err(AgentFailure::Broken(format!("a frame of {len} bytes")));
-        }
-        let mut payload = vec![0u8; len];
-        stream
-            .read_exact(&mut payload)
-            .await
-            .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
-        match decode::<Reply>(&payload).map_err(|e| AgentFailure::Broken(e.to_string()))? {
-            Reply::Connected => Ok(()),
-            Reply::Error(e) => Err(AgentFailure::Refused(e)),
-            _ => Err(AgentFailure::Broken(
-                "the agent answered a relay out of turn".into(),
-            )),
-        }
-    };
-    tokio::time::timeout(limit, exchange).await.map_err(|_| {
-        AgentFailure::Broken(format!("no answer within {} ms", limit.as_millis()))
-    })??;
+    tokio::time::timeout(limit, relay_answer(&mut stream, &Request::Connect { port }))
+        .await
+        .map_err(|_| {
+            AgentFailure::Broken(format!("no answer within {} ms", limit.as_millis()))
+        })??;
     Ok(stream)
+}
+
+/// Waits, as long as it takes, for the next connection a program in the sandbox makes to
+/// the agent's egress listener: the stream then carries that program's bytes both ways.
+/// Dropping the future (or the stream) gives the agent's slot back.
+pub(crate) async fn await_egress(endpoint: &AgentEndpoint) -> Result<UnixStream, AgentFailure> {
+    let mut stream = connect_checked(endpoint).await?;
+    relay_answer(&mut stream, &Request::EgressWait).await?;
+    Ok(stream)
+}
+
+/// Sends a relay request and reads the agent's `Connected` frame-exact (length, then
+/// payload), so no relayed byte is taken with it.
+async fn relay_answer(stream: &mut UnixStream, request: &Request) -> Result<(), AgentFailure> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let request = encode(request);
+    let len = u32::try_from(request.len())
+        .map_err(|_| AgentFailure::Broken("request too large".into()))?;
+    let mut frame = len.to_be_bytes().to_vec();
+    frame.extend_from_slice(&request);
+    stream
+        .write_all(&frame)
+        .await
+        .map_err(|e| AgentFailure::Broken(format!("sending: {e}")))?;
+    let mut len = [0u8; 4];
+    stream
+        .read_exact(&mut len)
+        .await
+        .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
+    let len = usize::try_from(u32::from_be_bytes(len)).unwrap_or(usize::MAX);
+    if len > MAX_FRAME_BYTES {
+        return Err(AgentFailure::Broken(format!("a frame of {len} bytes")));
+    }
+    let mut payload = vec![0u8; len];
+    stream
+        .read_exact(&mut payload)
+        .await
+        .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
+    match decode::<Reply>(&payload).map_err(|e| AgentFailure::Broken(e.to_string()))? {
+        Reply::Connected => Ok(()),
+        Reply::Error(e) => Err(AgentFailure::Refused(e)),
+        _ => Err(AgentFailure::Broken(
+            "the agent answered a relay out of turn".into(),
+        )),
+    }
 }
 
 /// Sends `request` and returns the agent's final reply; streamed output chunks go to

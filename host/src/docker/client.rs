@@ -8,6 +8,7 @@ use std::time::Duration;
 use bollard::models::ContainerInspectResponse;
 use tokio::sync::OnceCell;
 
+use super::egress_registry::EgressLinks;
 use super::error::DockerError;
 use super::known_agents::KnownAgents;
 use super::labels::{LABEL_BACKEND, check_owner, is_full_id, shorten};
@@ -84,6 +85,7 @@ struct Inner {
     agent: std::sync::OnceLock<AgentPlacement>,
     agents: KnownAgents,
     runtimes: std::sync::OnceLock<IsolationRuntimes>,
+    egress: EgressLinks,
 }
 
 /// No runtime mapped: `container` only, on the engine's default runtime.
@@ -129,6 +131,7 @@ impl Docker {
                 agent: std::sync::OnceLock::new(),
                 agents: KnownAgents::default(),
                 runtimes: std::sync::OnceLock::new(),
+                egress: EgressLinks::default(),
             }),
         })
     }
@@ -180,6 +183,11 @@ impl Docker {
     /// The agents of the containers this client has talked to.
     pub(crate) fn known_agents(&self) -> &KnownAgents {
         &self.inner.agents
+    }
+
+    /// The egress links of the containers this client serves.
+    pub(crate) fn egress(&self) -> &EgressLinks {
+        &self.inner.egress
     }
 
     /// The idle resident shells of the containers this client runs commands in.

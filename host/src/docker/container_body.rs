@@ -62,6 +62,33 @@ fn check_abs_path(what: &str, path: &str) -> Result<(), DockerError> {
     Ok(())
 }
 
+/// The proxy variables of a sandbox whose egress goes through the host's proxy: curl,
+/// pip, npm, git, wget and most HTTP clients read one spelling or the other.
+fn proxy_variables() -> Vec<String> {
+    let proxy = format!("http://127.0.0.1:{}", wharf_sandbox_protocol::EGRESS_PORT);
+    let mut vars = Vec::new();
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        vars.push(format!("{name}={proxy}"));
+    }
+    for name in ["NO_PROXY", "no_proxy"] {
+        vars.push(format!("{name}=localhost,127.0.0.1,::1"));
+    }
+    vars
+}
+
+/// Whether `KEY=value` sets a proxy variable (the host's win over the caller's).
+fn is_proxy_variable(kv: &str) -> bool {
+    let key = kv
+        .split('=')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    matches!(
+        key.as_str(),
+        "http_proxy" | "https_proxy" | "no_proxy" | "all_proxy"
+    )
+}
+
 /// `KEY=value` strings, with the keys checked.
 pub(crate) fn env_strings(env: &[(String, String)]) -> Result<Vec<String>, DockerError> {
     env.iter()
@@ -144,8 +171,19 @@ pub(crate) fn create_body(
             i64::try_from(m).map_err(|_| DockerError::Invalid("memory limit too large".into()))
         })
         .transpose()?;
+    // Egress by name: no interface but loopback; the proxy is reached through the agent.
+    let network = if spec.egress.is_some() {
+        Network::None
+    } else {
+        spec.network.clone()
+    };
+    let mut env = env_strings(&spec.env)?;
+    if spec.egress.is_some() {
+        env.retain(|kv| !is_proxy_variable(kv));
+        env.extend(proxy_variables());
+    }
     let host_config = HostConfig {
-        network_mode: Some(network_mode(&spec.network)?),
+        network_mode: Some(network_mode(&network)?),
         mounts: if mounts.is_empty() {
             None
         } else {
@@ -172,11 +210,7 @@ pub(crate) fn create_body(
     Ok(ContainerCreateBody {
         image: Some(image.to_string()),
         cmd: spec.command.clone(),
-        env: if spec.env.is_empty() {
-            None
-        } else {
-            Some(env_strings(&spec.env)?)
-        },
+        env: if env.is_empty() { None } else { Some(env) },
         working_dir: spec.workdir.clone(),
         user: spec.user.clone(),
         labels: Some(labels),

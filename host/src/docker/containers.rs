@@ -10,9 +10,12 @@ use bollard::query_parameters::{
 
 use super::client::{Docker, OP_TIMEOUT};
 use super::container_body::{container_name, create_body};
+use super::egress_registry::rule_of;
 use super::error::DockerError;
 use super::info::{from_inspect, from_summary};
-use super::labels::{LABEL_BACKEND, build_labels, check_id, is_full_id, owner_filters, shorten};
+use super::labels::{
+    LABEL_BACKEND, LABEL_EGRESS, build_labels, check_id, is_full_id, owner_filters, shorten,
+};
 use super::sandbox_agent::{ImageDefaults, SocketHome};
 use super::types::{ContainerInfo, ContainerSpec, Owner};
 use crate::policy::Isolation;
@@ -53,7 +56,18 @@ impl Docker {
             } else {
                 SocketHome::InContainer
             };
-            placement.place(&mut body, defaults, home);
+            placement.place(&mut body, defaults, home, spec.egress.is_some());
+        } else if spec.egress.is_some() {
+            return Err(DockerError::Refused(
+                "an egress allowlist needs the sandbox agent (server.sandbox_agent, a local engine): this host cannot enforce one".into(),
+            ));
+        }
+        if let Some(rule) = &spec.egress {
+            let rule = serde_json::to_string(rule)
+                .map_err(|e| DockerError::Invalid(format!("egress rule: {e}")))?;
+            body.labels
+                .get_or_insert_with(Default::default)
+                .insert(LABEL_EGRESS.to_string(), rule);
         }
         let options = CreateContainerOptions {
             name: Some(name),
@@ -78,13 +92,18 @@ impl Docker {
 
     /// Starts an owned container; starting a running one is not an error.
     pub async fn start(&self, owner: &Owner, id: &str) -> Result<(), DockerError> {
-        self.require_owned(owner, id).await?;
+        let found = self.require_owned(owner, id).await?;
         let api = self.api().await?;
         self.run("start container", OP_TIMEOUT, api.start_container(id, None))
             .await?;
         // A started sandbox is one its agent answers in: the first command must not race
         // the agent's bind (it would take the engine's exec, or find no processes).
         self.await_agent(owner, id).await;
+        if rule_of(&found).is_some()
+            && let Some(started) = self.inspect_owned(owner, id).await?
+        {
+            self.link_egress(owner, id, &started).await;
+        }
         Ok(())
     }
 
@@ -137,6 +156,7 @@ impl Docker {
         }
         self.shells().forget(id);
         self.known_agents().forget(id);
+        self.unlink_egress(id);
         let options = RemoveContainerOptions {
             v: true,
             force: true,
@@ -181,7 +201,7 @@ impl Docker {
         if backend.is_empty() {
             return Err(DockerError::Invalid("backend must not be empty".into()));
         }
-        let mut out = self.list(owner_filters(backend, session)).await?;
+        let mut out = self.list_filtered(owner_filters(backend, session)).await?;
         out.retain(|c| {
             c.backend == backend && (session.is_none() || c.session.as_deref() == session)
         });
@@ -192,10 +212,11 @@ impl Docker {
     /// (for the orphan reaper), oldest first.
     pub async fn list_all_wharf(&self) -> Result<Vec<ContainerInfo>, DockerError> {
         let filters = HashMap::from([("label".to_string(), vec![LABEL_BACKEND.to_string()])]);
-        self.list(filters).await
+        self.list_filtered(filters).await
     }
 
-    async fn list(
+    /// The wharf containers `filters` select (the engine's list filters), oldest first.
+    pub(crate) async fn list_filtered(
         &self,
         filters: HashMap<String, Vec<String>>,
     ) -> Result<Vec<ContainerInfo>, DockerError> {

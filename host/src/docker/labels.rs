@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::error::DockerError;
 use super::types::Owner;
 pub use crate::engines::container_types::{
-    LABEL_AGENT, LABEL_BACKEND, LABEL_NODE, LABEL_POOL, LABEL_SESSION, LABEL_USER,
+    LABEL_AGENT, LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, LABEL_POOL, LABEL_SESSION, LABEL_USER,
     POOL_SESSION_PREFIX, RESERVED_PREFIX,
 };
 

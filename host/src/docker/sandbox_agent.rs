@@ -100,6 +100,7 @@ impl AgentPlacement {
         body: &mut ContainerCreateBody,
         image: ImageDefaults,
         home: SocketHome,
+        egress: bool,
     ) {
         let mut child = image.entrypoint;
         child.extend(body.cmd.take().or(image.cmd).unwrap_or_default());
@@ -125,6 +126,11 @@ impl AgentPlacement {
             body.labels
                 .get_or_insert_with(Default::default)
                 .insert(LABEL_USER.to_string(), user);
+        }
+        if egress {
+            // Bound before the image's command starts, so nothing else takes the port.
+            entrypoint.push("--egress-port".to_string());
+            entrypoint.push(wharf_sandbox_protocol::EGRESS_PORT.to_string());
         }
         if !child.is_empty() {
             entrypoint.push("--".to_string());
@@ -214,7 +220,7 @@ mod tests {
             cmd: Some(vec!["x".into()]),
             user: Some("app".into()),
         };
-        placement.place(&mut body, image, SocketHome::InContainer);
+        placement.place(&mut body, image, SocketHome::InContainer, false);
         assert_eq!(
             body.entrypoint,
             Some(vec![
@@ -246,7 +252,12 @@ mod tests {
             volumes: Some(vec!["/work".into()]),
             ..Default::default()
         };
-        placement.place(&mut bare, ImageDefaults::default(), SocketHome::InContainer);
+        placement.place(
+            &mut bare,
+            ImageDefaults::default(),
+            SocketHome::InContainer,
+            false,
+        );
         assert_eq!(
             bare.entrypoint,
             Some(vec![
@@ -259,7 +270,12 @@ mod tests {
             "the spec's user is the agent's default, and owns the work volume"
         );
         let mut bare = ContainerCreateBody::default();
-        placement.place(&mut bare, ImageDefaults::default(), SocketHome::InContainer);
+        placement.place(
+            &mut bare,
+            ImageDefaults::default(),
+            SocketHome::InContainer,
+            false,
+        );
         assert_eq!(bare.entrypoint, Some(vec![BINARY_PATH.to_string()]));
         assert_eq!(bare.cmd, None);
         assert_eq!(

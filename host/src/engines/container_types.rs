@@ -20,6 +20,9 @@ pub const LABEL_AGENT: &str = "wharf.agent";
 /// Label with the user an agent-run container's own processes run as (the agent itself is
 /// root): commands that take the engine's exec run as this user too.
 pub const LABEL_USER: &str = "wharf.user";
+/// Label with a container's egress rule (JSON), when its egress goes through the host's
+/// proxy; written by the host only, read again after a restart.
+pub const LABEL_EGRESS: &str = "wharf.egress";
 /// The session id prefix of a warm pool's sandboxes (session ids are UUIDs: never this).
 pub const POOL_SESSION_PREFIX: &str = "wharf-pool-";
 /// The prefix reserved to the host.
@@ -110,6 +113,10 @@ pub struct ContainerSpec {
     /// The user the container's processes run as (`name`, `uid`, `name:group`); `None`:
     /// the image's.
     pub user: Option<String>,
+    /// Egress only through the host's proxy, under this rule: the container gets no
+    /// network, its agent a loopback listener the host relays, and `HTTP_PROXY` pointing
+    /// at it. `None`: the network above.
+    pub egress: Option<crate::policy::EgressRule>,
 }
 
 /// The state of a container, as the engine reports it.

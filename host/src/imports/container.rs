@@ -220,6 +220,13 @@ impl ContainerView<'_> {
             .grants
             .isolation_for(profile.as_ref().and_then(|p| p.isolation))
             .map_err(|d| guest_error(Code::Forbidden, d.0))?;
+        // An egress allowlist: the container gets no network but the host's proxy.
+        let egress = profile
+            .as_ref()
+            .and_then(|p| p.egress.as_ref())
+            .map(|ask| self.ctx.grants.egress_rule(ask))
+            .transpose()
+            .map_err(|d| guest_error(Code::Forbidden, d.0))?;
         let work_volume = spec
             .workdir
             .clone()
@@ -252,6 +259,7 @@ impl ContainerView<'_> {
             work_volume: Some(work_volume),
             isolation,
             user: profile.as_ref().and_then(|p| p.user.clone()),
+            egress,
         };
         let info = engine
             .create(&owner, &engine_spec)
@@ -260,7 +268,7 @@ impl ContainerView<'_> {
         if let Some(profile) = &profile {
             profile.mark_applied();
         }
-        tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %info.id, image = %info.image, isolation = %isolation);
+        tracing::info!(target: "wharf::audit", event = "container_create", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %info.id, image = %info.image, isolation = %isolation, egress_by_name = engine_spec.egress.is_some());
         Ok(info_to_wit(info))
     }
 }

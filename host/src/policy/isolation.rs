@@ -109,6 +109,9 @@ pub struct SandboxProfile {
     pub user: Option<String>,
     /// Mount the root filesystem read-only (the work dir and `/tmp` stay writable).
     pub read_only_root: bool,
+    /// Egress only through the host's proxy, to these names and ranges; `None`: the
+    /// network the provider asks for.
+    pub egress: Option<super::EgressAsk>,
     applied: AtomicU32,
 }
 
@@ -119,13 +122,24 @@ impl SandboxProfile {
             isolation,
             user,
             read_only_root,
+            egress: None,
             applied: AtomicU32::new(0),
         }
     }
 
+    /// The same profile, its sandbox reaching only `ask` through the egress proxy (an
+    /// empty ask asks nothing).
+    pub fn with_egress(mut self, ask: super::EgressAsk) -> Self {
+        self.egress = (!ask.is_empty()).then_some(ask);
+        self
+    }
+
     /// Whether it asks for anything a container would not get anyway.
     pub fn asks_anything(&self) -> bool {
-        self.isolation.is_some() || self.user.is_some() || self.read_only_root
+        self.isolation.is_some()
+            || self.user.is_some()
+            || self.read_only_root
+            || self.egress.is_some()
     }
 
     /// Records one container created with it.
@@ -149,6 +163,9 @@ impl SandboxProfile {
         }
         if self.read_only_root {
             asks.push("a read-only root".to_string());
+        }
+        if self.egress.is_some() {
+            asks.push("an egress allowlist".to_string());
         }
         asks.join(", ")
     }

@@ -51,7 +51,9 @@ pub fn normalize(ip: IpAddr) -> IpAddr {
     }
 }
 
-fn is_restricted(ip: IpAddr) -> bool {
+/// Loopback, private, link-local (cloud metadata), CGNAT, unspecified, broadcast,
+/// multicast, documentation and reserved addresses.
+pub(super) fn is_restricted(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();

@@ -6,7 +6,7 @@
 use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
 use crate::error_code::{Code, WharfError};
 use crate::imports::services::HostServices;
-use crate::policy::{Grants, SandboxProfile};
+use crate::policy::{EgressAsk, Grants, SandboxProfile};
 use crate::runtime::backend::PoolWatch;
 use crate::runtime::guest_call::{self, CallSite};
 use crate::runtime::guest_types::{
@@ -79,7 +79,7 @@ impl ProviderComponent {
     }
 
     /// Provisions a sandbox for `session_id`; returns its handle. What the spec asks beyond
-    /// the contract (isolation, user, read-only root) the host applies to every container
+    /// the contract (isolation, user, read-only root, an egress allowlist) the host applies to every container
     /// the provider creates in this call; a provider that created none could not have
     /// honoured it, so its sandbox is destroyed and the ask refused (4030).
     pub async fn create(
@@ -87,11 +87,18 @@ impl ProviderComponent {
         site: CallSite<'_>,
         spec: SandboxSpec,
     ) -> Result<String, WharfError> {
-        let profile = Arc::new(SandboxProfile::new(
-            spec.isolation,
-            spec.user.clone(),
-            spec.read_only_root,
-        ));
+        let egress = if spec.network.block_network {
+            EgressAsk::default()
+        } else {
+            EgressAsk {
+                hosts: spec.network.allow_egress_to.clone(),
+                cidrs: spec.network.allow_egress_to_cidrs.clone(),
+            }
+        };
+        let profile = Arc::new(
+            SandboxProfile::new(spec.isolation, spec.user.clone(), spec.read_only_root)
+                .with_egress(egress),
+        );
         let asked = CallSite {
             sandbox: Some(&profile),
             ..site

@@ -31,16 +31,14 @@ struct SpecConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NetworkConfig {
-    #[serde(default = "yes")]
-    block_network: bool,
+    /// Unset: blocked, unless an allowlist is given (then egress goes through the host's
+    /// proxy to what it lists).
+    #[serde(default)]
+    block_network: Option<bool>,
     #[serde(default)]
     allow_egress_to: Vec<String>,
     #[serde(default)]
     allow_egress_to_cidrs: Vec<String>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// The most ports a session may expose.
@@ -88,9 +86,12 @@ pub fn schema() -> Value {
             "image": {"type": "string"},
             "env": {"type": "object", "additionalProperties": {"type": "string"}},
             "network": {"type": "object", "additionalProperties": false, "properties": {
-                "block_network": {"type": "boolean", "default": true},
-                "allow_egress_to": {"type": "array", "items": {"type": "string"}},
-                "allow_egress_to_cidrs": {"type": "array", "items": {"type": "string"}}
+                "block_network": {"type": "boolean",
+                    "description": "No network at all (the allowlists are ignored). Unset: true, unless an allowlist is given."},
+                "allow_egress_to": {"type": "array", "maxItems": crate::policy::MAX_EGRESS_ENTRIES, "items": {"type": "string", "maxLength": 260},
+                    "description": "Names the sandbox may reach through the host's egress proxy: `host`, `host:port`, `*.suffix[:port]` (no port: any). Nothing else is reachable."},
+                "allow_egress_to_cidrs": {"type": "array", "maxItems": crate::policy::MAX_EGRESS_ENTRIES, "items": {"type": "string", "maxLength": 64},
+                    "description": "Address ranges reachable by address, and where an allowed name may resolve to a private or loopback address."}
             }},
             "cpu_millis": {"type": "integer", "minimum": 1},
             "memory_bytes": {"type": "integer", "minimum": 1},
@@ -123,10 +124,13 @@ pub fn sandbox_spec(
         })?
     };
     let network = c.network.unwrap_or(NetworkConfig {
-        block_network: true,
+        block_network: None,
         allow_egress_to: vec![],
         allow_egress_to_cidrs: vec![],
     });
+    let block_network = network
+        .block_network
+        .unwrap_or(network.allow_egress_to.is_empty() && network.allow_egress_to_cidrs.is_empty());
     check_ports(&c.expose_ports)?;
     let isolation = c
         .isolation
@@ -157,7 +161,7 @@ pub fn sandbox_spec(
         image: c.image,
         env: c.env.into_iter().collect(),
         network: NetworkPolicy {
-            block_network: network.block_network,
+            block_network,
             allow_egress_to: network.allow_egress_to,
             allow_egress_to_cidrs: network.allow_egress_to_cidrs,
         },
@@ -179,6 +183,23 @@ mod tests {
     #[test]
     fn defaults_block_the_network() {
         let s = sandbox_spec(&Value::Null, None, 0).unwrap();
+        assert!(s.network.block_network);
+        let s = sandbox_spec(&json!({"network": {}}), None, 0).unwrap();
+        assert!(s.network.block_network);
+        // An allowlist asks for egress through the proxy, unless blocked outright.
+        let s = sandbox_spec(
+            &json!({"network": {"allow_egress_to": ["a.test"]}}),
+            None,
+            0,
+        )
+        .unwrap();
+        assert!(!s.network.block_network);
+        let s = sandbox_spec(
+            &json!({"network": {"allow_egress_to": ["a.test"], "block_network": true}}),
+            None,
+            0,
+        )
+        .unwrap();
         assert!(s.network.block_network);
         assert_eq!(s.lifetime_seconds, None);
         let s = sandbox_spec(

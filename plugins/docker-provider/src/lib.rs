@@ -105,14 +105,8 @@ impl Provider for DockerProvider {
     }
 
     fn create(&mut self, spec: SandboxSpec) -> Result<String, ToolError> {
-        if !spec.network.allow_egress_to.is_empty()
-            || !spec.network.allow_egress_to_cidrs.is_empty()
-        {
-            return Err(ToolError::new(
-                4030,
-                "this provider cannot enforce an egress allowlist; ask for block_network or an open network",
-            ));
-        }
+        // An egress allowlist is the host's to enforce: it gives the container no network
+        // but its egress proxy, whatever network is asked here.
         let network = if spec.network.block_network {
             container::Network::None
         } else {
