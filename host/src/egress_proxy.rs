@@ -38,7 +38,7 @@ const HEAD_LIMIT: Duration = Duration::from_secs(30);
 /// The largest request head the proxy reads.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The copy buffer of a tunnel, each way.
-const TUNNEL_BUFFER: usize = 64 * 1024;
+const TUNNEL_BUFFER: usize = 256 * 1024;
 
 /// One sandbox's egress: its rule, who it belongs to (for the audit line), its session's
 /// budget and the resolver.

@@ -23,7 +23,7 @@ use crate::server::{client_gone, error_reply};
 const SMALL_BUFFER: usize = 8 * 1024;
 /// The copy buffer of an egress relay, each way: a download then takes a few large reads
 /// and writes rather than many 8 KiB ones.
-pub const BULK_BUFFER: usize = 64 * 1024;
+pub const BULK_BUFFER: usize = 256 * 1024;
 
 /// How long the agent tries to reach a port (both addresses together).
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(RELAY_CONNECT_TIMEOUT_MS);
