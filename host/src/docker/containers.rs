@@ -99,10 +99,8 @@ impl Docker {
         // A started sandbox is one its agent answers in: the first command must not race
         // the agent's bind (it would take the engine's exec, or find no processes).
         self.await_agent(owner, id).await;
-        if rule_of(&found).is_some()
-            && let Some(started) = self.inspect_owned(owner, id).await?
-        {
-            self.link_egress(owner, id, &started).await;
+        if let Some(rule) = rule_of(&found) {
+            self.link_egress(owner, id, rule).await;
         }
         Ok(())
     }

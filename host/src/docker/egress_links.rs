@@ -14,16 +14,16 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bollard::models::ContainerInspectResponse;
 use tokio::sync::Semaphore;
 use wharf_sandbox_protocol::ErrorKind;
 
 use super::agent_client::{AgentEndpoint, AgentFailure, await_egress};
 use super::client::Docker;
-use super::egress_registry::rule_of;
+use super::egress_registry::rule_in;
 use super::labels::{LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, LABEL_SESSION, shorten};
-use super::types::Owner;
+use super::types::{ContainerState, Owner};
 use crate::egress_proxy::{EgressSession, Resolver};
+use crate::policy::EgressRule;
 
 /// How long an agent may stay unreachable before its container counts as gone.
 const GONE_AFTER: Duration = Duration::from_secs(30);
@@ -44,17 +44,9 @@ impl Docker {
             .clone()
     }
 
-    /// Starts serving the egress of an owned, running container that has a rule (a
+    /// Starts serving the egress of an owned, running container under its `rule` (a
     /// container already linked keeps its link).
-    pub(crate) async fn link_egress(
-        &self,
-        owner: &Owner,
-        id: &str,
-        found: &ContainerInspectResponse,
-    ) {
-        let Some(rule) = rule_of(found) else {
-            return;
-        };
+    pub(crate) async fn link_egress(&self, owner: &Owner, id: &str, rule: EgressRule) {
         let endpoint = match self.agent_of(owner, id).await {
             Ok(Some(endpoint)) => endpoint,
             Ok(None) => {
@@ -121,10 +113,10 @@ impl Docker {
                     .to_string(),
                 session: container.label(LABEL_SESSION).map(str::to_string),
             };
-            if let Ok(Some(inspected)) = self.inspect_owned(&owner, &container.id).await
-                && inspected.state.as_ref().and_then(|s| s.running) == Some(true)
+            if container.state == ContainerState::Running
+                && let Some(rule) = rule_in(container.label(LABEL_EGRESS))
             {
-                self.link_egress(&owner, &container.id, &inspected).await;
+                self.link_egress(&owner, &container.id, rule).await;
             }
         }
     }

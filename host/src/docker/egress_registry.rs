@@ -50,12 +50,19 @@ impl EgressLinks {
 
 /// The rule a container's `wharf.egress` label carries, if it has one.
 pub(crate) fn rule_of(found: &ContainerInspectResponse) -> Option<EgressRule> {
-    let label = found
-        .config
-        .as_ref()
-        .and_then(|c| c.labels.as_ref())
-        .and_then(|labels| labels.get(LABEL_EGRESS))?;
-    match serde_json::from_str(label) {
+    rule_in(
+        found
+            .config
+            .as_ref()
+            .and_then(|c| c.labels.as_ref())
+            .and_then(|labels| labels.get(LABEL_EGRESS))
+            .map(String::as_str),
+    )
+}
+
+/// The rule a `wharf.egress` label's value carries.
+pub(crate) fn rule_in(label: Option<&str>) -> Option<EgressRule> {
+    match serde_json::from_str(label?) {
         Ok(rule) => Some(rule),
         Err(e) => {
             tracing::warn!("a container's wharf.egress label does not parse: {e}");
