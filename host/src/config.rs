@@ -17,7 +17,7 @@ mod oauth;
 mod oci;
 mod telemetry;
 pub use auth::{AuthConfig, RESERVED_TOKEN_NAMES, TokenConfig, TokenScope};
-pub use backend::{BackendConfig, Limits, SessionLimits, WarmPoolConfig};
+pub use backend::{BackendConfig, Limits, OnIdle, SessionLimits, WarmPoolConfig};
 pub use connections::ConnectionLimits;
 pub use oauth::{MAX_TOKEN_BYTES, OAuthConfig, OAuthScopes, is_secure_or_loopback};
 pub use oci::{OciSettings, OciSource, RegistryCredentials};

@@ -33,6 +33,7 @@ mod engine;
 pub mod error;
 pub mod exec;
 mod frames;
+mod freezer;
 mod info;
 mod kill;
 mod known_agents;

@@ -16,6 +16,7 @@ mod previews;
 mod quota_routes;
 mod sandbox_transfer;
 mod scrape;
+mod session_pauses;
 mod session_routes;
 mod temporary;
 mod tool_calls;

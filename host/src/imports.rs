@@ -7,8 +7,9 @@
 //! The shape is `wasi-http`'s: an import owns its context (its field of
 //! [`ImportContexts`]), implements the generated `Host` on its own view of the store (a
 //! borrow of that context, the call and the counter, nothing else), and links itself for any
-//! store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`
-//! shares `container`'s context and view: commands run in the caller's own containers);
+//! store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`,
+//! `process` and `freezer` share `container`'s context and view: they act on the caller's
+//! own containers);
 //! `wasi:http` keeps wasmtime's own (`http::HttpCtx`, linked by `runtime::linker`).
 
 pub mod container;
@@ -16,6 +17,7 @@ mod container_quota;
 pub mod container_turns;
 pub mod egress;
 pub mod exec;
+pub mod freezer;
 pub mod host_mounts;
 pub mod http;
 pub mod kv;
@@ -161,6 +163,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     container::add_to_linker(linker)?;
     exec::add_to_linker(linker)?;
     process::add_to_linker(linker)?;
+    freezer::add_to_linker(linker)?;
     egress::add_to_linker(linker)?;
     secrets::add_to_linker(linker)?;
     Ok(())

@@ -40,15 +40,22 @@ pub struct SessionRecord {
     pub last_activity_ms: u64,
     /// Idle TTL in s; 0 = none.
     pub idle_ttl_seconds: u64,
-    /// Hard end, ms.
+    /// Hard end, ms. It bounds running time: a resume pushes it on by the time the
+    /// session spent paused.
     pub max_expires_at_ms: Option<u64>,
+    /// While paused: when it ends unless resumed, ms (`None`: never).
+    pub paused_until_ms: Option<u64>,
     /// Bumped on every change.
     pub generation: u64,
 }
 
 impl SessionRecord {
-    /// When the session expires if nothing touches it.
+    /// When the session expires if nothing touches it (a paused one, when its paused
+    /// lifetime runs out: its idle TTL and running lifetime do not run while paused).
     pub fn expires_at_ms(&self) -> Option<u64> {
+        if self.state == SessionState::Paused {
+            return self.paused_until_ms;
+        }
         let idle = (self.idle_ttl_seconds > 0)
             .then(|| crate::bounded::after_seconds(self.last_activity_ms, self.idle_ttl_seconds));
         match (idle, self.max_expires_at_ms) {
@@ -66,6 +73,8 @@ pub enum SessionState {
     Creating,
     /// Usable.
     Ready,
+    /// Its sandbox is frozen (memory and processes kept); a call resumes it.
+    Paused,
     /// Cleanup is running.
     Releasing,
 }
@@ -76,6 +85,7 @@ impl SessionState {
         match self {
             SessionState::Creating => "creating",
             SessionState::Ready => "ready",
+            SessionState::Paused => "paused",
             SessionState::Releasing => "releasing",
         }
     }
@@ -84,6 +94,7 @@ impl SessionState {
         match s {
             "creating" => Some(SessionState::Creating),
             "ready" => Some(SessionState::Ready),
+            "paused" => Some(SessionState::Paused),
             "releasing" => Some(SessionState::Releasing),
             _ => None,
         }

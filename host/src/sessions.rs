@@ -10,6 +10,7 @@ mod ended;
 mod expiry;
 mod heartbeat;
 mod hooks;
+mod pauses;
 mod reaper;
 mod recovery;
 mod release;
@@ -18,7 +19,8 @@ mod sweep;
 pub use crate::clock::now_ms;
 pub use crate::store::SessionRecord;
 pub use acquire::AcquireRequest;
-pub use expiry::BackendOf;
+pub use expiry::{BackendOf, IdlePolicyOf};
+pub use pauses::PauseAsk;
 pub use recovery::RecoveryReport;
 
 use crate::error_code::{Code, WharfError};
@@ -215,13 +217,16 @@ impl SessionManager {
         }
     }
 
-    /// A ready session of `tenant`, fresh: the cached record when its generation is still
-    /// the store's, else re-read.
+    /// A ready or paused session of `tenant`, fresh: the cached record when its generation
+    /// is still the store's, else re-read. A caller that needs it running resumes it
+    /// (`resume_held`) or refuses a paused one ([`SessionManager::get_running`]).
     pub async fn get(&self, tenant: &Tenant, id: &str) -> Result<SessionRecord, WharfError> {
         let visible = |r: &SessionRecord| tenant.sees(&r.tenant);
         if let Some(cached) = self.cache_get(id).filter(visible) {
             match self.store.session_generation(id).await? {
-                Some((generation, SessionState::Ready)) if generation == cached.generation => {
+                Some((generation, SessionState::Ready | SessionState::Paused))
+                    if generation == cached.generation =>
+                {
                     return Ok(cached);
                 }
                 Some(_) => {}
@@ -238,7 +243,7 @@ impl SessionManager {
             .filter(visible)
             .ok_or_else(|| not_found(id))?;
         match record.state {
-            SessionState::Ready => {
+            SessionState::Ready | SessionState::Paused => {
                 self.cache_put(&record);
                 Ok(record)
             }
@@ -249,6 +254,25 @@ impl SessionManager {
                 "session `{id}` is being released"
             ))),
         }
+    }
+
+    /// A ready session of `tenant`: a paused one is refused (4090), for what cannot resume
+    /// it on the caller's behalf.
+    pub async fn get_running(
+        &self,
+        tenant: &Tenant,
+        id: &str,
+    ) -> Result<SessionRecord, WharfError> {
+        let record = self.get(tenant, id).await?;
+        if record.state == SessionState::Paused {
+            return Err(WharfError::new(
+                Code::Conflict,
+                format!(
+                    "session `{id}` is paused: resume it first (POST /v1/sessions/{id}/resume, or call one of its tools)"
+                ),
+            ));
+        }
+        Ok(record)
     }
 
     /// Sessions of a tenant, optionally filtered.
@@ -263,7 +287,7 @@ impl SessionManager {
 
     /// Extends the idle TTL from now.
     pub async fn refresh(&self, tenant: &Tenant, id: &str) -> Result<SessionRecord, WharfError> {
-        self.get(tenant, id).await?;
+        self.get_running(tenant, id).await?;
         if !self.store.touch(id, now_ms() as i64).await? {
             return Err(not_found(id));
         }

@@ -10,6 +10,7 @@ mod migrations;
 mod node_rows;
 mod quota_rows;
 mod session_leases;
+mod session_pauses;
 mod session_rows;
 mod warm_rows;
 

@@ -150,3 +150,10 @@ pub mod process {
         write_stdin,
     };
 }
+
+/// The engine's freezer on the backend's own containers (contract 0.3.0): `pause` keeps a
+/// container's memory and processes and stops it using CPU; `resume` continues it where
+/// it was. Both are idempotent.
+pub mod freezer {
+    pub use crate::bindings::backend_world::wharf::plugin0_3_0::freezer::{pause, resume};
+}

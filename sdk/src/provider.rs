@@ -2,6 +2,7 @@
 //! and the glue that exports them. The host builds the standard sandbox toolset on top.
 
 use crate::bindings::provider_world::exports::wharf::plugin0_3_0::processes as wit_processes;
+use crate::bindings::provider_world::exports::wharf::plugin0_3_0::suspension as wit_suspension;
 use crate::bindings::{provider_world::exports::wharf::plugin0_2_0::provider as wit, wit_types};
 use crate::host::process::{ProcessInfo, ProcessOutput, Signal};
 use crate::{Capabilities, ToolError};
@@ -170,6 +171,24 @@ pub trait Provider: Sized + 'static {
     fn list_processes(&mut self, _sandbox: &str) -> Result<Vec<ProcessInfo>, ToolError> {
         Err(no_processes())
     }
+    /// Whether this provider can pause and resume its sandboxes (contract 0.3.0): when
+    /// `true`, the host calls [`Provider::pause`] and [`Provider::resume`] for a session's
+    /// pause and resume, and for a backend's `on_idle = "pause"`.
+    fn pause_available() -> bool {
+        false
+    }
+    /// Pauses the sandbox (its memory and processes kept).
+    fn pause(&mut self, _sandbox: &str) -> Result<(), ToolError> {
+        Err(no_pause())
+    }
+    /// Resumes a paused sandbox.
+    fn resume(&mut self, _sandbox: &str) -> Result<(), ToolError> {
+        Err(no_pause())
+    }
+}
+
+fn no_pause() -> ToolError {
+    ToolError::new(4030, "this provider cannot pause its sandboxes")
 }
 
 fn no_processes() -> ToolError {
@@ -285,5 +304,17 @@ impl<P: Provider> wit_processes::Guest for ProviderExport<P> {
     }
     fn list(sandbox: String) -> Result<Vec<ProcessInfo>, wit_types::Error> {
         with_provider::<P, _>(|p| p.list_processes(&sandbox))
+    }
+}
+
+impl<P: Provider> wit_suspension::Guest for ProviderExport<P> {
+    fn available() -> bool {
+        P::pause_available()
+    }
+    fn pause(sandbox: String) -> Result<(), wit_types::Error> {
+        with_provider::<P, _>(|p| p.pause(&sandbox))
+    }
+    fn resume(sandbox: String) -> Result<(), wit_types::Error> {
+        with_provider::<P, _>(|p| p.resume(&sandbox))
     }
 }

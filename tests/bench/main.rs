@@ -292,6 +292,12 @@ fn main() {
         }
         return;
     }
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("pause") && docker_ready() {
+        for (k, v) in &rt.block_on(sandbox::run_pause()) {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
     if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("warm") && docker_ready() {
         let warm = rt.block_on(sandbox::run_warm(seconds));
         for (k, v) in &warm.rows {

@@ -14,7 +14,9 @@
 //! - previews: a small GET through the preview listener vs the container's own address
 //!   (see `sandbox/preview.rs`);
 //! - egress: a 100 MB download and small requests through the egress proxy vs an open
-//!   network (see `sandbox/egress.rs`).
+//!   network (see `sandbox/egress.rs`);
+//! - pause and resume vs `docker pause` / `unpause`, and a paused session's first command
+//!   (see `sandbox/pause.rs`).
 //!
 //! One untimed warm-up of each operation precedes the timed ones. Everything created here is
 //! removed at the end, and also when the run panics (see `Cleanup`).
@@ -22,6 +24,7 @@
 mod agent;
 mod egress;
 mod isolation;
+mod pause;
 mod preview;
 mod warm;
 
@@ -276,6 +279,7 @@ pub async fn run(seconds: u32) -> Figures {
     }
     rows.extend(preview::rows(&mut cleanup).await);
     rows.extend(egress::rows(&mut cleanup).await);
+    rows.extend(pause::rows(&mut cleanup).await);
     Figures {
         rows,
         create_ratio,
@@ -302,6 +306,12 @@ pub async fn run_preview() -> Vec<(String, String)> {
 pub async fn run_egress() -> Vec<(String, String)> {
     let mut cleanup = Cleanup::default();
     egress::rows(&mut cleanup).await
+}
+
+/// Only the pause rows (`WHARF_BENCH_ONLY=pause`).
+pub async fn run_pause() -> Vec<(String, String)> {
+    let mut cleanup = Cleanup::default();
+    pause::rows(&mut cleanup).await
 }
 
 /// Only the isolation rows (`WHARF_BENCH_ONLY=isolation`).

@@ -19,6 +19,9 @@ pub struct Meta {
     /// Session, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// True when the call resumed its paused session first (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<bool>,
     /// Time spent in the host, in ms.
     pub duration_ms: u64,
     /// Request trace id.
@@ -72,6 +75,7 @@ impl Envelope {
         self.meta.tool = place.tool;
         self.meta.backend = place.backend;
         self.meta.session_id = place.session_id;
+        self.meta.resumed = place.resumed.then_some(true);
         self
     }
 }

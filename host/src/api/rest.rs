@@ -58,6 +58,14 @@ pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
         .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
         .route("/v1/sessions/{id}/refresh", post(refresh_session))
         .route(
+            "/v1/sessions/{id}/pause",
+            post(crate::api::session_pauses::pause),
+        )
+        .route(
+            "/v1/sessions/{id}/resume",
+            post(crate::api::session_pauses::resume),
+        )
+        .route(
             "/v1/sessions/{id}/previews",
             post(crate::api::preview_links::create).delete(crate::api::preview_links::revoke),
         )

@@ -34,6 +34,12 @@ pub struct SessionReply {
     /// Whether this request made the session (acquire only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created: Option<bool>,
+    /// Whether this request resumed a paused session (resume only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<bool>,
+    /// While paused: when the session ends unless resumed, ms since the Unix epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused_until_ms: Option<u64>,
 }
 
 impl From<&SessionRecord> for SessionReply {
@@ -52,6 +58,8 @@ impl From<&SessionRecord> for SessionReply {
             holder: s.holder.clone(),
             generation: s.generation,
             created: None,
+            resumed: None,
+            paused_until_ms: s.paused_until_ms,
         }
     }
 }

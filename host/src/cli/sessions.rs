@@ -1,4 +1,4 @@
-//! `wharf sessions create|list|delete`: sessions of a running server, over its REST API.
+//! `wharf sessions create|list|delete|pause|resume`: sessions of a running server, over its REST API.
 
 use super::{http_json, with_token};
 use anyhow::{Context, Result, bail};
@@ -39,6 +39,26 @@ pub enum SessionsCommand {
         /// The session id.
         id: String,
     },
+    /// Pause a session's sandbox (memory and processes kept, no CPU).
+    Pause {
+        /// The session id.
+        id: String,
+    },
+    /// Resume a paused session's sandbox where it was.
+    Resume {
+        /// The session id.
+        id: String,
+    },
+}
+
+/// `URL/v1/sessions/ID/ACTION`, the id one path segment whatever it holds.
+fn session_action_url(url: &str, id: &str, action: &str) -> Result<reqwest::Url> {
+    let mut at = reqwest::Url::parse(url).with_context(|| format!("`{url}` is not a URL"))?;
+    at.path_segments_mut()
+        .map_err(|()| anyhow::anyhow!("`{url}` cannot take a path"))?
+        .pop_if_empty()
+        .extend(["v1", "sessions", id, action]);
+    Ok(at)
 }
 
 /// The JSON body of `POST /v1/sessions` for `create`.
@@ -116,6 +136,26 @@ pub async fn run(command: SessionsCommand, url: &str, token: Option<String>) -> 
             ok_data(&reply)?;
             eprintln!("wharf: deleted session `{id}`");
         }
+        SessionsCommand::Pause { id } => {
+            let at = session_action_url(url, &id, "pause")?;
+            let reply = http_json(with_token(client.post(at), token)).await?;
+            let data = ok_data(&reply)?;
+            eprintln!(
+                "wharf: session `{id}` is {}",
+                data["state"].as_str().unwrap_or("?")
+            );
+        }
+        SessionsCommand::Resume { id } => {
+            let at = session_action_url(url, &id, "resume")?;
+            let reply = http_json(with_token(client.post(at), token)).await?;
+            let data = ok_data(&reply)?;
+            let was = if data["resumed"] == json!(true) {
+                "resumed"
+            } else {
+                "was not paused"
+            };
+            eprintln!("wharf: session `{id}` {was}");
+        }
     }
     Ok(())
 }
@@ -178,5 +218,16 @@ mod tests {
             json!({ "backend": "b", "key": "k", "config": { "x": 1 }, "ttl_seconds": 60 })
         );
         assert!(create_body("b", None, Some("{nope"), None).is_err());
+    }
+
+    #[test]
+    fn a_session_id_is_one_path_segment() {
+        let at = session_action_url("http://127.0.0.1:8080", "a/../b?c", "pause").unwrap();
+        assert_eq!(
+            at.as_str(),
+            "http://127.0.0.1:8080/v1/sessions/a%2F..%2Fb%3Fc/pause"
+        );
+        let at = session_action_url("http://h/base/", "s-1", "resume").unwrap();
+        assert_eq!(at.as_str(), "http://h/base/v1/sessions/s-1/resume");
     }
 }

@@ -196,10 +196,17 @@ impl Default for Limits {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SessionLimits {
-    /// Idle time before a session is released, in s; 0 means no idle expiry.
+    /// Idle time before a session is released (or paused, see `on_idle`), in s; 0 means
+    /// no idle expiry.
     pub idle_ttl_seconds: u64,
-    /// Hard lifetime, in s; 0 means none.
+    /// Hard running lifetime, in s; 0 means none. Time spent paused does not count.
     pub max_lifetime_seconds: u64,
+    /// What the idle TTL does to a session: `destroy` it, or `pause` its sandbox (a
+    /// provider with the `suspension` feature) until a call resumes it.
+    pub on_idle: OnIdle,
+    /// How long a paused session is kept before it is destroyed, in s (default one day);
+    /// 0 means until it is resumed or deleted.
+    pub paused_ttl_seconds: u64,
 }
 
 impl Default for SessionLimits {
@@ -207,6 +214,19 @@ impl Default for SessionLimits {
         Self {
             idle_ttl_seconds: 1800,
             max_lifetime_seconds: 0,
+            on_idle: OnIdle::Destroy,
+            paused_ttl_seconds: 86_400,
         }
     }
+}
+
+/// What happens to a session whose idle TTL ran out.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnIdle {
+    /// Released: its sandbox destroyed.
+    #[default]
+    Destroy,
+    /// Its sandbox paused (memory and processes kept), resumed by the next call.
+    Pause,
 }

@@ -38,6 +38,14 @@ impl ContainerEngine for Docker {
         Docker::inspect(self, owner, id).await
     }
 
+    async fn pause(&self, owner: &Owner, id: &str) -> Result<(), DockerError> {
+        Docker::pause(self, owner, id).await
+    }
+
+    async fn resume(&self, owner: &Owner, id: &str) -> Result<(), DockerError> {
+        Docker::resume(self, owner, id).await
+    }
+
     async fn list_owned(
         &self,
         backend: &str,

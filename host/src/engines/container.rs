@@ -144,6 +144,21 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         Err(no_agent())
     }
 
+    /// Freezes an owned running container with the engine's freezer (memory and processes
+    /// kept, no CPU); a paused one stays paused.
+    async fn pause(&self, _owner: &Owner, _id: &str) -> Result<(), EngineError> {
+        Err(EngineError::Refused(
+            "this container engine cannot pause containers".into(),
+        ))
+    }
+
+    /// Thaws an owned paused container; a running one stays running.
+    async fn resume(&self, _owner: &Owner, _id: &str) -> Result<(), EngineError> {
+        Err(EngineError::Refused(
+            "this container engine cannot pause containers".into(),
+        ))
+    }
+
     /// A relay to TCP `port` on an owned container's loopback: the bytes of one connection
     /// to a server the sandbox runs (a preview), whatever the container's network.
     async fn connect_port(
@@ -229,6 +244,14 @@ impl ContainerEngine for DisabledEngine {
     }
 
     async fn copy_out(&self, _: &Owner, _: &str, _: &str, _: u64) -> Result<Vec<u8>, EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn pause(&self, _: &Owner, _: &str) -> Result<(), EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn resume(&self, _: &Owner, _: &str) -> Result<(), EngineError> {
         Err(EngineError::NotConfigured)
     }
 }

@@ -243,6 +243,13 @@ impl Wharf {
                 self.sessions.get(&Tenant::Every, session_id).await?
             }
         };
+        // A frozen sandbox answers nothing: the person is told, rather than left waiting.
+        if record.state == crate::session_record::SessionState::Paused {
+            return Err(WharfError::new(
+                Code::Conflict,
+                format!("session `{session_id}` is paused: resume it to open its ports"),
+            ));
+        }
         let (ports, label) = Self::exposed(&record);
         Self::require_exposed(&ports, port, session_id)?;
         let engine = &self.services.containers;

@@ -4,7 +4,6 @@
 use super::Wharf;
 use crate::metrics::{PoolCounts, Scrape};
 use crate::runtime::world::ContractVersion;
-use crate::store::SessionState;
 
 impl Wharf {
     /// The metrics in OpenMetrics text, scrape-time gauges read now.
@@ -50,14 +49,7 @@ impl Wharf {
         let sessions = records.as_ref().map(|records| {
             records
                 .iter()
-                .map(|r| {
-                    let state = match r.state {
-                        SessionState::Creating => "creating",
-                        SessionState::Ready => "ready",
-                        SessionState::Releasing => "releasing",
-                    };
-                    (r.backend.clone(), state)
-                })
+                .map(|r| (r.backend.clone(), r.state.as_str()))
                 .collect()
         });
         let listed = match self.services.container_engine() {

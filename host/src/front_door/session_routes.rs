@@ -198,7 +198,7 @@ impl Wharf {
         ),
         WharfError,
     > {
-        let (record, guard) = self.sessions.begin_call(tenant, id).await?;
+        let (record, guard, _) = self.begin_live_call(tenant, id, None).await?;
         let backend = self.backend(&record.backend)?;
         if backend.behaviour().files().is_none() {
             return Err(WharfError::invalid_request(format!(
@@ -214,9 +214,17 @@ impl Wharf {
     /// backend the registry has then.
     pub(super) fn watch_expiry(&self, id: String) {
         let registry = Arc::downgrade(&self.registry);
+        let configs = registry.clone();
         self.sessions.watch_expiry(
             id,
             Arc::new(move |name: &str| registry.upgrade()?.backend(name).ok()),
+            Arc::new(move |name: &str| {
+                configs
+                    .upgrade()
+                    .and_then(|r| r.backend_config(name))
+                    .map(|c| c.sessions)
+                    .unwrap_or_default()
+            }),
         );
     }
 

@@ -43,6 +43,8 @@ pub struct CallOutcome {
     pub session_id: Option<String>,
     /// The result.
     pub result: ToolResult,
+    /// Whether the call resumed its paused session first.
+    pub resumed: bool,
 }
 
 /// Where a call ran, or got to before it failed, for the envelope's `meta`.
@@ -54,6 +56,8 @@ pub struct CallPlace {
     pub backend: Option<String>,
     /// Session, if given.
     pub session_id: Option<String>,
+    /// Whether the call resumed its paused session first.
+    pub resumed: bool,
 }
 
 impl CallOutcome {
@@ -63,6 +67,7 @@ impl CallOutcome {
             tool: Some(self.tool),
             backend: Some(self.backend),
             session_id: self.session_id,
+            resumed: self.resumed,
         };
         (self.result, place)
     }
@@ -299,9 +304,12 @@ impl Wharf {
                 backend: backend.name.to_string(),
                 session_id: None,
                 result,
+                resumed: false,
             });
         };
-        let (record, _one_at_a_time) = self.sessions.begin_call(tenant, &session_id).await?;
+        let (record, _one_at_a_time, resumed) = self
+            .begin_live_call(tenant, &session_id, Some(backend))
+            .await?;
         if record.backend != *backend.name {
             return Err(WharfError::session_not_found(format!(
                 "session `{session_id}` belongs to backend `{}`, not `{}`",
@@ -326,6 +334,7 @@ impl Wharf {
             backend: backend.name.to_string(),
             session_id: Some(session_id),
             result: result?,
+            resumed,
         })
     }
 }

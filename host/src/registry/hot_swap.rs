@@ -127,6 +127,13 @@ impl BackendRegistry {
             .collect();
         let name: Arc<str> = Arc::from(name);
         let mut description = compiled.description;
+        if config.sessions.on_idle == crate::config::OnIdle::Pause
+            && matches!(compiled.pre, CompiledPre::Resource(_))
+        {
+            anyhow::bail!(
+                "backend `{name}` has [backends.{name}.sessions] on_idle = \"pause\", but it is not a sandbox provider: there is no sandbox to pause"
+            );
+        }
         let behaviour: Box<dyn Backend> = match compiled.pre {
             CompiledPre::Resource(pre) => Box::new(
                 ResourceComponent::start(
@@ -148,6 +155,14 @@ impl BackendRegistry {
                 {
                     anyhow::bail!(
                         "backend `{name}` has a [backends.{name}.warm_pool], but its provider does not declare its sandboxes `poolable` (provider-features, contract 0.2.0): remove the warm pool or declare the feature"
+                    );
+                }
+                // Pausing on idle needs a provider that can pause.
+                if config.sessions.on_idle == crate::config::OnIdle::Pause
+                    && !description.features.suspension
+                {
+                    anyhow::bail!(
+                        "backend `{name}` has [backends.{name}.sessions] on_idle = \"pause\", but its provider cannot pause its sandboxes (feature `suspension`, contract 0.3.0): use on_idle = \"destroy\""
                     );
                 }
                 let provider = ProviderComponent::start(
@@ -314,6 +329,27 @@ impl BackendRegistry {
             .activate(name, pending.loaded.clone(), pending.config)
             .map_err(|e| WharfError::internal(format!("{e:#}")))?;
         Ok((pending.loaded, Swapped { previous }))
+    }
+
+    /// Drops the upgrade of `name` that waits for approval (drained in the background);
+    /// the running version keeps serving.
+    pub async fn reject(
+        &self,
+        _turn: &DeployTurn<'_>,
+        name: &str,
+    ) -> Result<PendingUpgrade, WharfError> {
+        let pending = self
+            .lifecycle
+            .with(|s| s.pending.remove(name))
+            .flatten()
+            .ok_or_else(|| {
+                WharfError::invalid_request(format!(
+                    "no upgrade of `{name}` is waiting for approval"
+                ))
+            })?;
+        tracing::info!(backend = name, version = %pending.view.version, "upgrade rejected");
+        drain_in_background(pending.loaded);
+        Ok(pending.view)
     }
 
     /// Unloads a backend (and any upgrade of it waiting for approval): new calls answer

@@ -72,6 +72,19 @@ pub trait Backend: Send + Sync {
     fn files(&self) -> Option<&dyn SandboxFiles> {
         None
     }
+    /// Whether it can pause a session's sandbox ([`Backend::suspend`]).
+    fn suspendable(&self) -> bool {
+        false
+    }
+    /// Pauses a session's sandbox (memory and processes kept), or resumes it when
+    /// `resume`; idempotent. A backend without a sandbox it can pause refuses (4030).
+    async fn suspend(&self, session: &SessionView, resume: bool) -> Result<(), WharfError> {
+        let _ = (session, resume);
+        Err(WharfError::new(
+            crate::error_code::Code::Forbidden,
+            "this backend has no sandbox to pause (provider feature `suspension`, contract 0.3.0)",
+        ))
+    }
 }
 
 /// Whole-file access to a session's sandbox (the files route), in slices.

@@ -51,7 +51,7 @@ pub mod v0_3 {
     }
 
     /// The `sandbox-provider` world: its imports are `backend`'s; what it adds is the
-    /// `processes` export (its `provider` export is 0.2.0's, called through [`v0_2`]).
+    /// `processes` and `suspension` exports (its `provider` export is 0.2.0's, called through [`v0_2`]).
     pub mod provider {
         use super::super::v0_2::backend::wharf::plugin0_2_0 as v0_2;
         use super::backend::wharf::plugin0_3_0 as v0_3;
@@ -67,6 +67,7 @@ pub mod v0_3 {
                 "wharf:plugin/egress@0.2.0": v0_2::egress,
                 "wharf:plugin/secrets@0.3.0": v0_3::secrets,
                 "wharf:plugin/process@0.3.0": v0_3::process,
+                "wharf:plugin/freezer@0.3.0": v0_3::freezer,
             }
         );
     }

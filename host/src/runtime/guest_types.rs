@@ -110,6 +110,8 @@ pub struct ProviderFeatures {
     pub poolable: bool,
     /// Background processes (0.3.0's `processes` export answers `available`).
     pub processes: bool,
+    /// Pausing and resuming sandboxes (0.3.0's `suspension` export answers `available`).
+    pub suspension: bool,
 }
 
 impl ProviderFeatures {
@@ -122,6 +124,7 @@ impl ProviderFeatures {
             (self.stdin, "stdin"),
             (self.poolable, "poolable"),
             (self.processes, "processes"),
+            (self.suspension, "suspension"),
         ]
         .into_iter()
         .filter(|(on, _)| *on)

@@ -1,6 +1,7 @@
 //! A sandbox provider as loaded: its pool of instances and the provider contract as
 //! typed host calls — `create`, `run-command`, `destroy`, `is-alive`, the native file
-//! operations its features declare, and background processes (feature `processes`). The sandbox toolset builds the standard tools and
+//! operations its features declare, background processes (feature `processes`) and
+//! pausing (feature `suspension`). The sandbox toolset builds the standard tools and
 //! the session hooks on top of this (`sandbox_toolset::ProviderBackend`).
 
 use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
@@ -292,6 +293,20 @@ impl ProviderComponent {
         let sandbox = sandbox.to_string();
         guest_call::run(&self.pool, &self.name, site, move |i| {
             Box::pin(async move { i.exports.list_processes(&mut i.store, &sandbox).await })
+        })
+        .await
+    }
+
+    /// Pauses a sandbox (feature `suspension`), or resumes it when `resume`.
+    pub async fn suspend(
+        &self,
+        site: CallSite<'_>,
+        sandbox: &str,
+        resume: bool,
+    ) -> Result<(), WharfError> {
+        let sandbox = sandbox.to_string();
+        guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move { i.exports.suspend(&mut i.store, &sandbox, resume).await })
         })
         .await
     }

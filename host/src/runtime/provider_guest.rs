@@ -1,6 +1,6 @@
 //! The `sandbox-provider` world of every served contract version behind one typed face:
 //! `describe`, `warmup`, `shutdown`, `create`, `run-command`, `destroy`, `is-alive`, the
-//! native file operations and (0.3.0) background processes, whatever version the
+//! native file operations and (0.3.0) background processes and pausing, whatever version the
 //! component was built against.
 
 use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
@@ -10,7 +10,7 @@ use crate::runtime::guest_types::{
 };
 use crate::runtime::host_state::HostState;
 use crate::runtime::instance_pool::versioned_guest_world;
-use crate::runtime::provider_processes::{Provider02, ProviderPre02, refused};
+use crate::runtime::provider_processes::{Provider02, ProviderPre02, cannot_pause, refused};
 use wasmtime::Store;
 
 versioned_guest_world!(
@@ -48,9 +48,12 @@ impl ProviderExports {
         let mut info: RawProviderInfo = on_guest!(self, |g| RawProviderInfo::from(
             g.call_describe(&mut *store).await?
         ));
-        info.features.processes = match self {
-            ProviderExports::V0_1(_) => false,
-            ProviderExports::V0_2(p) => p.processes_available(store).await?,
+        (info.features.processes, info.features.suspension) = match self {
+            ProviderExports::V0_1(_) => (false, false),
+            ProviderExports::V0_2(p) => (
+                p.processes_available(store).await?,
+                p.suspension_available(store).await?,
+            ),
         };
         Ok(info)
     }
@@ -201,6 +204,20 @@ impl ProviderExports {
         match self {
             ProviderExports::V0_2(p) => p.list_processes(store, sandbox).await,
             ProviderExports::V0_1(_) => Ok(Err(refused())),
+        }
+    }
+
+    /// `suspension.pause` or, with `resume`, `suspension.resume` (0.3.0; refused with 4030
+    /// before).
+    pub async fn suspend(
+        &self,
+        store: &mut Store<HostState>,
+        sandbox: &str,
+        resume: bool,
+    ) -> Answer<()> {
+        match self {
+            ProviderExports::V0_2(p) => p.suspend(store, sandbox, resume).await,
+            ProviderExports::V0_1(_) => Ok(Err(cannot_pause())),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! A provider built against 0.2.0 or 0.3.0: 0.2.0's `provider` export, plus 0.3.0's
-//! `processes` export when the component has it (background processes in its sandboxes),
-//! both loaded from one instance. The host's vocabulary for processes is the sandbox
+//! `processes` export (background processes in its sandboxes) and `suspension` export
+//! (pausing them) when the component has them, all loaded from one instance. The host's vocabulary for processes is the sandbox
 //! agent's (`engines::container_types`); the conversions live here.
 
 use crate::engines::container_types::{Command, OutputChunk, ProcessInfo, ProcessStart, Signal};
@@ -8,6 +8,9 @@ use crate::runtime::bindings::v0_2::provider::{SandboxProvider, SandboxProviderI
 use crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::process as wit;
 use crate::runtime::bindings::v0_3::provider::exports::wharf::plugin0_3_0::processes::{
     Guest as ProcessesGuest, GuestIndices as ProcessesIndices, StartRequest,
+};
+use crate::runtime::bindings::v0_3::provider::exports::wharf::plugin0_3_0::suspension::{
+    Guest as SuspensionGuest, GuestIndices as SuspensionIndices,
 };
 use crate::runtime::guest_types::GuestError;
 use crate::runtime::host_state::HostState;
@@ -21,20 +24,24 @@ pub struct ProviderPre02 {
     pre: InstancePre<HostState>,
     base: SandboxProviderIndices,
     processes: Option<ProcessesIndices>,
+    suspension: Option<SuspensionIndices>,
 }
 
 /// One instance's exports of a 0.2.0 or 0.3.0 provider.
 pub struct Provider02 {
     base: SandboxProvider,
     processes: Option<ProcessesGuest>,
+    suspension: Option<SuspensionGuest>,
 }
 
 impl ProviderPre02 {
-    /// Wraps a component's `InstancePre`; `processes` is looked up, and absent before 0.3.0.
+    /// Wraps a component's `InstancePre`; `processes` and `suspension` are looked up, and
+    /// absent before 0.3.0.
     pub fn new(pre: InstancePre<HostState>) -> Result<Self> {
         Ok(Self {
             base: SandboxProviderIndices::new(&pre)?,
             processes: ProcessesIndices::new(&pre).ok(),
+            suspension: SuspensionIndices::new(&pre).ok(),
             pre,
         })
     }
@@ -52,7 +59,15 @@ impl ProviderPre02 {
             Some(indices) => Some(indices.load(&mut *store, &instance)?),
             None => None,
         };
-        Ok(Provider02 { base, processes })
+        let suspension = match &self.suspension {
+            Some(indices) => Some(indices.load(&mut *store, &instance)?),
+            None => None,
+        };
+        Ok(Provider02 {
+            base,
+            processes,
+            suspension,
+        })
     }
 }
 
@@ -220,5 +235,45 @@ impl Provider02 {
             .await?
             .map(|list| list.into_iter().map(info).collect())
             .map_err(Into::into))
+    }
+
+    /// Whether the provider can pause its sandboxes (`suspension.available`).
+    pub async fn suspension_available(
+        &self,
+        store: &mut Store<HostState>,
+    ) -> wasmtime::Result<bool> {
+        match &self.suspension {
+            Some(g) => g.call_available(&mut *store).await,
+            None => Ok(false),
+        }
+    }
+
+    /// `suspension.pause` (`resume` false) or `suspension.resume` (`resume` true).
+    pub async fn suspend(
+        &self,
+        store: &mut Store<HostState>,
+        sandbox: &str,
+        resume: bool,
+    ) -> Answer<()> {
+        let Some(g) = &self.suspension else {
+            return Ok(Err(cannot_pause()));
+        };
+        let answer = if resume {
+            g.call_resume(&mut *store, sandbox).await?
+        } else {
+            g.call_pause(&mut *store, sandbox).await?
+        };
+        Ok(answer.map_err(Into::into))
+    }
+}
+
+/// The answer of a provider that cannot pause (4030 naming the feature).
+pub(crate) fn cannot_pause() -> GuestError {
+    GuestError {
+        code: 4030,
+        message: "this provider cannot pause its sandboxes (feature `suspension`, contract 0.3.0)"
+            .into(),
+        retryable: false,
+        data: None,
     }
 }

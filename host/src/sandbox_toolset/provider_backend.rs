@@ -1,7 +1,8 @@
 //! A sandbox provider presented as an ordinary backend: its tools are the standard
 //! toolset, a session's `initialize` provisions a sandbox (`create`, the handle kept in
 //! the session data), `discover` asks `is-alive`, `cleanup` calls `destroy`, and the files
-//! route reads and writes through it. Nothing else in the host knows it is a provider.
+//! route reads and writes through it, and `suspend` pauses and resumes the sandbox (feature
+//! `suspension`). Nothing else in the host knows it is a provider.
 //! With a warm pool, `initialize` first asks the pool for a started sandbox of the
 //! session's shape (`warm_pool`), and `cleanup` forgets the pool's row of one it took.
 
@@ -177,6 +178,31 @@ impl Backend for ProviderBackend {
 
     fn files(&self) -> Option<&dyn SandboxFiles> {
         Some(self)
+    }
+
+    fn suspendable(&self) -> bool {
+        self.provider.features().suspension
+    }
+
+    async fn suspend(&self, session: &SessionView, resume: bool) -> Result<(), WharfError> {
+        if !self.suspendable() {
+            return Err(WharfError::new(
+                crate::error_code::Code::Forbidden,
+                format!(
+                    "backend `{}` cannot pause its sandboxes (provider feature `suspension`, contract 0.3.0)",
+                    self.provider.name()
+                ),
+            ));
+        }
+        let handle = sandbox_handle(session)?;
+        let timeout = self.provider.settings().hook_timeout;
+        self.provider
+            .suspend(
+                CallSite::in_session(host_tenant(), &session.id, timeout),
+                handle,
+                resume,
+            )
+            .await
     }
 }
 

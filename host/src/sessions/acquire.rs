@@ -119,6 +119,7 @@ impl SessionManager {
                 max_expires_at_ms: (request.max_lifetime_seconds > 0)
                     .then(|| crate::bounded::after_seconds(now, request.max_lifetime_seconds)),
                 generation: 0,
+                paused_until_ms: None,
             };
             let inserted = match &request.session_quota {
                 Some(quota) => {
@@ -143,7 +144,7 @@ impl SessionManager {
                 continue;
             };
             match row.state {
-                SessionState::Ready => {
+                SessionState::Ready | SessionState::Paused => {
                     if let (Some(mine), Some(theirs)) = (&request.owner, &row.owner)
                         && mine != theirs
                     {
@@ -151,6 +152,11 @@ impl SessionManager {
                             Code::Conflict,
                             format!("session `{}` belongs to another owner", row.id),
                         ));
+                    }
+                    // A paused session is its key's session still: the caller's next call
+                    // resumes it (its frozen sandbox would not pass `discover`).
+                    if row.state == SessionState::Paused {
+                        return Ok((row, false));
                     }
                     if self
                         .cache_get(&row.id)

@@ -1,8 +1,13 @@
 //! Idle expiry: one timer per session, re-checking the store before acting (another node
-//! may have used the session meanwhile).
+//! may have used the session meanwhile). A backend's `on_idle` says what expiry does: a
+//! ready session is released, or paused and then released when its paused lifetime runs
+//! out.
 
-use super::{SessionManager, now_ms};
+use super::{PauseAsk, SessionManager, now_ms};
+use crate::config::{OnIdle, SessionLimits};
 use crate::runtime::loaded_backend::LoadedBackend;
+use crate::store::SessionState;
+use crate::tenant::Tenant;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,10 +18,19 @@ const EXPIRY_RECHECK: Duration = Duration::from_secs(24 * 3600);
 /// through its backend's cleanup.
 pub type BackendOf = Arc<dyn Fn(&str) -> Option<Arc<LoadedBackend>> + Send + Sync>;
 
+/// The session settings of a backend by name (its `[backends.NAME.sessions]`).
+pub type IdlePolicyOf = Arc<dyn Fn(&str) -> SessionLimits + Send + Sync>;
+
 impl SessionManager {
     /// Arms the idle-expiry timer of session `id`; it lives as long as the manager and
-    /// releases the session (through `backend_of`'s backend) once it expired.
-    pub fn watch_expiry(self: &Arc<Self>, id: String, backend_of: BackendOf) {
+    /// releases (or, under `on_idle = "pause"`, pauses) the session through `backend_of`'s
+    /// backend once it expired.
+    pub fn watch_expiry(
+        self: &Arc<Self>,
+        id: String,
+        backend_of: BackendOf,
+        policy_of: IdlePolicyOf,
+    ) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -37,8 +51,31 @@ impl SessionManager {
                 let now = now_ms();
                 if now >= expires {
                     let backend = backend_of(&record.backend);
+                    let policy = policy_of(&record.backend);
+                    // The running lifetime's end is a release, whatever `on_idle` says.
+                    let lifetime_over = record.max_expires_at_ms.is_some_and(|end| now >= end);
+                    if record.state == SessionState::Ready
+                        && policy.on_idle == OnIdle::Pause
+                        && !lifetime_over
+                        && let Some(backend) = &backend
+                        && backend.behaviour().suspendable()
+                    {
+                        let paused = sessions.pause(backend, &Tenant::Every, &id, policy.paused_ttl_seconds, PauseAsk::IdleSince(record.last_activity_ms)).await;
+                        drop(sessions);
+                        match paused {
+                            Ok(_) => tracing::info!(session = %id, "session went idle and was paused"),
+                            Err(e) => {
+                                // Used meanwhile, or the engine did not answer: read it
+                                // again after a pause of our own.
+                                tracing::debug!(session = %id, "pausing an idle session: {}", e.message);
+                                tokio::time::sleep(Duration::from_secs(5)).await;
+                            }
+                        }
+                        // Read again: paused, it now waits for its paused lifetime.
+                        continue;
+                    }
                     match sessions.release(backend.as_deref(), &record, Some(record.last_activity_ms)).await {
-                        Ok(true) => tracing::info!(session = %id, "session expired and was released"),
+                        Ok(true) => tracing::info!(session = %id, state = record.state.as_str(), "session expired and was released"),
                         Ok(false) => continue,
                         Err(e) => tracing::warn!(session = %id, "releasing an expired session failed: {}", e.message),
                     }

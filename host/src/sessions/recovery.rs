@@ -1,6 +1,7 @@
 //! After a restart (or on a node that has never seen them): adopt every stored session of
-//! a backend whose resources still exist, remove the records whose resources are gone, and
-//! finish creations and releases whose lease ran out.
+//! a backend whose resources still exist, remove the records whose resources are gone,
+//! freeze paused sessions' sandboxes again, and finish creations and releases whose lease
+//! ran out.
 
 use super::{SessionManager, SessionRecord, now_ms};
 use crate::error_code::WharfError;
@@ -20,7 +21,8 @@ pub struct RecoveryReport {
 }
 
 impl SessionManager {
-    /// Recovers the stored sessions of `backend`; returns the adopted ready sessions too.
+    /// Recovers the stored sessions of `backend`; returns the adopted ready and paused
+    /// sessions too.
     pub async fn recover(
         &self,
         backend: &LoadedBackend,
@@ -52,6 +54,16 @@ impl SessionManager {
                         tracing::warn!(session = %row.id, "could not check a stored session: {}", e.message)
                     }
                 },
+                // A crash may have come between the row and the freezer: the row is
+                // made true (its sandbox frozen again, a no-op when it is).
+                SessionState::Paused => {
+                    if self.repause(backend, &row).await {
+                        report.adopted.push(row.id.clone());
+                        adopted.push(row);
+                    } else if self.release(Some(backend), &row, None).await? {
+                        report.removed.push(row.id.clone());
+                    }
+                }
                 // It never became ready, so nobody holds it; what it made is an orphan for
                 // the reaper.
                 SessionState::Creating

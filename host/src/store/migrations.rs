@@ -61,6 +61,10 @@ const STEPS: &[(&str, &str)] = &[
             created_at BIGINT NOT NULL
         )",
     ),
+    (
+        "0004_session_paused_until",
+        "ALTER TABLE wharf_sessions ADD COLUMN paused_until BIGINT",
+    ),
 ];
 
 /// Any fixed number that is Wharf's own: the PostgreSQL advisory lock of the migration.

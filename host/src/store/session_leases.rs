@@ -75,7 +75,7 @@ impl StateStore {
     ) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET lease_until = $1
-             WHERE id = $2 AND node = $3 AND boot = $4 AND state <> 'ready'",
+             WHERE id = $2 AND node = $3 AND boot = $4 AND state IN ('creating', 'releasing')",
         )
         .bind(lease_until)
         .bind(id)
@@ -97,7 +97,8 @@ impl StateStore {
     ) -> Result<Vec<SessionRecord>, WharfError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM wharf_sessions
-             WHERE state <> 'ready' AND (lease_until < $1 OR (node = $2 AND boot <> $3))
+             WHERE state IN ('creating', 'releasing')
+               AND (lease_until < $1 OR (node = $2 AND boot <> $3))
              ORDER BY created_at, id"
         ))
         .bind(now)
@@ -109,7 +110,7 @@ impl StateStore {
         rows.iter().map(record).collect()
     }
 
-    /// `ready` → `releasing` under a lease. With `idle_before`, only if nothing touched the
+    /// `ready` (or `paused`) → `releasing` under a lease. With `idle_before`, only if nothing touched the
     /// session since then (an idle expiry must not release a session another node just used).
     #[tracing::instrument(name = "store.begin_release", level = "debug", skip_all)]
     pub async fn begin_release(
@@ -122,7 +123,7 @@ impl StateStore {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET state = 'releasing', node = $1, lease_until = $2, boot = $5,
                     generation = generation + 1
-             WHERE id = $3 AND state = 'ready' AND ($4 < 0 OR last_activity <= $4)",
+             WHERE id = $3 AND state IN ('ready', 'paused') AND ($4 < 0 OR last_activity <= $4)",
         )
         .bind(node)
         .bind(lease_until)
@@ -160,6 +161,7 @@ mod tests {
             idle_ttl_seconds: 0,
             max_expires_at_ms: None,
             generation: 0,
+            paused_until_ms: None,
         }
     }
 

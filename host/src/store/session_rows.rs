@@ -11,7 +11,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 pub(super) const COLUMNS: &str = "id, tenant, backend, skey, state, data, owner, holder, holder_until, plugin_version, node, \
-                       lease_until, created_at, last_activity, idle_ttl, max_expires_at, generation";
+                       lease_until, created_at, last_activity, idle_ttl, max_expires_at, generation, paused_until";
 
 /// A stored row that does not decode into a session: a column out of range, an unknown
 /// state, data that is not JSON. Listings skip it (and say so); it is never acted on.
@@ -54,15 +54,23 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
         Ok(data) => data,
         Err(e) => return Ok(Err(bad(format!("`data` is not JSON: {e}")))),
     };
-    let max_expires_at_ms = match row
-        .try_get::<Option<i64>, _>("max_expires_at")
-        .map_err(unavailable)?
-    {
-        None => None,
-        Some(v) => match from_column(v, MAX_TIMESTAMP_MS) {
-            Some(v) => Some(v),
-            None => return Ok(Err(bad(format!("`max_expires_at` is {v}, out of range")))),
-        },
+    let optional_time = |c: &str| -> Result<Result<Option<u64>, BadSessionRow>, WharfError> {
+        Ok(
+            match row.try_get::<Option<i64>, _>(c).map_err(unavailable)? {
+                None => Ok(None),
+                Some(v) => from_column(v, MAX_TIMESTAMP_MS)
+                    .map(Some)
+                    .ok_or_else(|| bad(format!("`{c}` is {v}, out of range"))),
+            },
+        )
+    };
+    let max_expires_at_ms = match optional_time("max_expires_at")? {
+        Ok(v) => v,
+        Err(bad) => return Ok(Err(bad)),
+    };
+    let paused_until_ms = match optional_time("paused_until")? {
+        Ok(v) => v,
+        Err(bad) => return Ok(Err(bad)),
     };
     macro_rules! column {
         ($name:literal, $max:expr) => {
@@ -94,6 +102,7 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
         idle_ttl_seconds: column!("idle_ttl", MAX_TTL_SECONDS),
         max_expires_at_ms,
         generation: column!("generation", i64::MAX as u64),
+        paused_until_ms,
     }))
 }
 
@@ -108,7 +117,7 @@ impl StateStore {
     #[tracing::instrument(name = "store.insert_creating", level = "debug", skip_all)]
     pub async fn insert_creating(&self, r: &SessionRecord) -> Result<bool, WharfError> {
         let done = sqlx::query(&format!(
-            "INSERT INTO wharf_sessions ({COLUMNS}, boot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+            "INSERT INTO wharf_sessions ({COLUMNS}, boot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
              ON CONFLICT (tenant, backend, skey) DO NOTHING"
         ))
         .bind(&r.id)
@@ -128,6 +137,7 @@ impl StateStore {
         .bind(to_column(r.idle_ttl_seconds))
         .bind(r.max_expires_at_ms.map(to_column))
         .bind(to_column(r.generation))
+        .bind(r.paused_until_ms.map(to_column))
         .bind(self.boot())
         .execute(self.pool())
         .await
@@ -313,7 +323,7 @@ impl StateStore {
     ) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET holder = $1, holder_until = $2
-             WHERE id = $3 AND state = 'ready'
+             WHERE id = $3 AND state IN ('ready', 'paused')
                AND (owner IS NULL OR owner = $4)
                AND (holder IS NULL OR holder = $1 OR holder_until < $5)",
         )

@@ -1,11 +1,11 @@
 //! `docker-provider`: a sandbox is one container on the host's Docker engine, created and
-//! driven only through Wharf's `container`, `exec` and `process` imports (so the host's
+//! driven only through Wharf's `container`, `exec`, `process` and `freezer` imports (so the host's
 //! grants, labels and ownership rules apply). Commands and background processes run
 //! through the sandbox agent the host places in every container. Writes to absolute paths
 //! use copy-in; everything else goes through commands.
 
 use serde::Deserialize;
-use wharf_sdk::host::{container, exec, process};
+use wharf_sdk::host::{container, exec, freezer, process};
 use wharf_sdk::{
     Capabilities, CommandRequest, CommandResult, ProcessRequest, Provider, ProviderFeatures,
     ProviderInfo, SandboxSpec, ToolError, Value,
@@ -265,6 +265,18 @@ impl Provider for DockerProvider {
 
     fn list_processes(&mut self, sandbox: &str) -> Result<Vec<process::ProcessInfo>, ToolError> {
         Ok(process::list(sandbox)?)
+    }
+
+    fn pause_available() -> bool {
+        true
+    }
+
+    fn pause(&mut self, sandbox: &str) -> Result<(), ToolError> {
+        Ok(freezer::pause(sandbox)?)
+    }
+
+    fn resume(&mut self, sandbox: &str) -> Result<(), ToolError> {
+        Ok(freezer::resume(sandbox)?)
     }
 }
 

@@ -226,3 +226,22 @@ def processes_export() -> type:
 
     Export.__name__ = "Processes"
     return Export
+
+
+def suspension_export() -> type:
+    """The `Suspension` export of a provider (contract 0.3.0): a Python provider cannot
+    pause its sandboxes, so `available` answers false (the host never asks it, and a
+    request to pause one of its sessions is refused with 4030)."""
+
+    def refused(*_: Any) -> Any:
+        raise _error(ToolError(4030, "this provider cannot pause its sandboxes")) from None
+
+    class Export(exports.Suspension):  # type: ignore[misc, valid-type]
+        def available(self) -> bool:
+            return False
+
+        pause = refused
+        resume = refused
+
+    Export.__name__ = "Suspension"
+    return Export

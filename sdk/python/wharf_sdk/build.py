@@ -100,6 +100,8 @@ def stage(app: Path, world: str, into: Path) -> str:
     if world == "provider":
         # Contract 0.3.0's `processes` export: Python providers declare none.
         text += "Processes = _component.processes_export()\n"
+        # And its `suspension` export: Python providers cannot pause.
+        text += "Suspension = _component.suspension_export()\n"
     (into / f"{entry}.py").write_text(text)
     return entry
 

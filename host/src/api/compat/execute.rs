@@ -98,7 +98,7 @@ pub(super) async fn run_action(ctx: &Ctx<'_>, spec: ActionSpec) -> InvocationRes
                 .map(|found| CallPlace {
                     tool: Some(format!("{}:{}", found.backend, found.action)),
                     backend: Some(found.backend),
-                    session_id: None,
+                    ..CallPlace::default()
                 })
                 .unwrap_or_default();
             return Err((e, place));

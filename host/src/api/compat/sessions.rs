@@ -303,7 +303,8 @@ async fn refresh_worker(
     for s in worker_sessions(wharf, tenant, backend, worker).await? {
         match wharf.refresh_session(tenant, &s.id).await {
             Ok(fresh) => refreshed.push(session_json(&fresh)),
-            Err(e) if e.code == Code::SessionNotFound => {}
+            // Gone meanwhile, or paused (its TTL does not run while paused).
+            Err(e) if e.code == Code::SessionNotFound || e.code == Code::Conflict => {}
             Err(e) => return Err(e),
         }
     }

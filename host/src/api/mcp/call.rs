@@ -211,7 +211,10 @@ fn success(outcome: CallOutcome) -> CallToolResult {
     content.extend(result.attachments.iter().map(attachment));
     let mut reply = CallToolResult::success(content);
     reply.structured_content = Some(super::tool_list::structured(result.content));
-    let meta = json!({ "wharf/tool": outcome.tool, "wharf/backend": outcome.backend, "wharf/session_id": outcome.session_id });
+    let mut meta = json!({ "wharf/tool": outcome.tool, "wharf/backend": outcome.backend, "wharf/session_id": outcome.session_id });
+    if outcome.resumed {
+        meta["wharf/resumed"] = Value::Bool(true);
+    }
     if let Value::Object(meta) = meta {
         reply.meta = Some(MetaObject(meta));
     }

@@ -221,6 +221,7 @@ impl From<v0_1::provider::exports::wharf::plugin0_1_0::provider::ProviderInfo> f
                 stdin: i.features.contains(F::STDIN),
                 poolable: false,
                 processes: false,
+                suspension: false,
             },
             requires: i.requires.into(),
         }
@@ -240,8 +241,9 @@ impl From<v0_2::provider::exports::wharf::plugin0_2_0::provider::ProviderInfo> f
                 list_dir: i.features.contains(F::LIST_DIR),
                 stdin: i.features.contains(F::STDIN),
                 poolable: i.features.contains(F::POOLABLE),
-                // Asked of the `processes` export (0.3.0) by `describe`.
+                // Asked of the `processes` and `suspension` exports (0.3.0) by `describe`.
                 processes: false,
+                suspension: false,
             },
             requires: i.requires.into(),
         }

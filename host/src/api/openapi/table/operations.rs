@@ -3,7 +3,7 @@
 
 use super::shared::{
     ACQUIRE, CALL, FILE_PATH, FILES, MCP, MCP_POST_HEADERS, MCP_SESSION, PREVIEWS, RELEASE,
-    SESSION_ROWS, WORKER_QUERY,
+    SESSION_ROWS, SUSPEND, WORKER_QUERY,
 };
 use super::{Body, Operation, Reply, body, delete, get, param, post, put};
 use crate::api::call_request::CallRequest;
@@ -82,6 +82,20 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
         .scope(Call)
         .data::<SessionReply>()
         .codes(SESSION_ROWS),
+    post(
+        "/v1/sessions/{id}/pause",
+        "Pause the session's sandbox (memory and processes kept, no CPU); idempotent",
+    )
+    .scope(Call)
+    .data::<SessionReply>()
+    .codes(SUSPEND),
+    post(
+        "/v1/sessions/{id}/resume",
+        "Resume a paused session's sandbox where it was; idempotent",
+    )
+    .scope(Call)
+    .data::<SessionReply>()
+    .codes(SUSPEND),
     post(
         "/v1/sessions/{id}/previews",
         "Mint a signed preview URL for a port the session exposes (served on the preview listener)",

@@ -54,13 +54,29 @@ pub(super) const RELEASE: &[Code] = &[
     DependencyFailure,
     Internal,
 ];
-/// Reading or touching session rows.
+/// Reading or touching session rows (a paused session is not refreshed: 4090).
 pub(super) const SESSION_ROWS: &[Code] = &[
     Success,
     MissingField,
     InvalidType,
     SessionNotFound,
     Forbidden,
+    Conflict,
+    DependencyFailure,
+    Internal,
+];
+/// Pausing or resuming a session's sandbox: the provider's `suspension` export runs.
+pub(super) const SUSPEND: &[Code] = &[
+    Success,
+    InvalidInput,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    Conflict,
+    ExecutionError,
+    Timeout,
+    BackendUnavailable,
     DependencyFailure,
     Internal,
 ];

@@ -1,0 +1,139 @@
+//! The pause transitions of a session row: `ready` ⇄ `paused`, each a compare-and-set on
+//! the generation the caller read, so two nodes never both pause or both resume a session.
+//! A paused row keeps when it paused in `last_activity` and when it ends in
+//! `paused_until`.
+
+use super::{StateStore, unavailable};
+use crate::bounded::to_column;
+use crate::error_code::WharfError;
+
+impl StateStore {
+    /// `ready` → `paused` at `now`, ending at `paused_until` unless resumed; the new
+    /// generation, or `None` when the row changed since `generation` was read.
+    #[tracing::instrument(name = "store.mark_paused", level = "debug", skip_all)]
+    pub async fn mark_paused(
+        &self,
+        id: &str,
+        generation: u64,
+        now: u64,
+        paused_until: Option<u64>,
+    ) -> Result<Option<u64>, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_sessions SET state = 'paused', last_activity = $1, paused_until = $2,
+                    generation = generation + 1
+             WHERE id = $3 AND state = 'ready' AND generation = $4",
+        )
+        .bind(to_column(now))
+        .bind(paused_until.map(to_column))
+        .bind(id)
+        .bind(to_column(generation))
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok((done.rows_affected() == 1).then_some(generation + 1))
+    }
+
+    /// `paused` → `ready` at `now`, its running lifetime ending at `max_expires_at`; the
+    /// new generation, or `None` when the row changed since `generation` was read.
+    #[tracing::instrument(name = "store.mark_resumed", level = "debug", skip_all)]
+    pub async fn mark_resumed(
+        &self,
+        id: &str,
+        generation: u64,
+        now: u64,
+        max_expires_at: Option<u64>,
+    ) -> Result<Option<u64>, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_sessions SET state = 'ready', last_activity = $1, paused_until = NULL,
+                    max_expires_at = $2, generation = generation + 1
+             WHERE id = $3 AND state = 'paused' AND generation = $4",
+        )
+        .bind(to_column(now))
+        .bind(max_expires_at.map(to_column))
+        .bind(id)
+        .bind(to_column(generation))
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok((done.rows_affected() == 1).then_some(generation + 1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{SessionRecord, SessionState, StateStore};
+    use serde_json::Value;
+
+    fn creating(id: &str) -> SessionRecord {
+        SessionRecord {
+            id: id.into(),
+            tenant: "t".into(),
+            backend: "b".into(),
+            key: id.into(),
+            state: SessionState::Creating,
+            data: Value::Null,
+            owner: None,
+            holder: None,
+            holder_until_ms: 0,
+            plugin_version: String::new(),
+            node: "n1".into(),
+            lease_until_ms: u64::MAX >> 12,
+            created_at_ms: 0,
+            last_activity_ms: 0,
+            idle_ttl_seconds: 60,
+            max_expires_at_ms: Some(10_000),
+            generation: 0,
+            paused_until_ms: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn pauses_are_compare_and_sets_and_a_paused_row_can_be_released() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = StateStore::open_sqlite(&dir.path().join("s.db")).await?;
+        assert!(store.insert_creating(&creating("s")).await?);
+        assert!(store.mark_ready("s", "n1", &Value::Null, 1_000).await?);
+        let ready = store.get_session("s").await?.expect("row");
+        let g = ready.generation;
+
+        assert_eq!(
+            store.mark_paused("s", g + 5, 2_000, Some(9_000)).await?,
+            None
+        );
+        assert_eq!(
+            store.mark_resumed("s", g, 2_000, None).await?,
+            None,
+            "not paused"
+        );
+        let paused_g = store.mark_paused("s", g, 2_000, Some(9_000)).await?;
+        assert_eq!(paused_g, Some(g + 1));
+        let paused = store.get_session("s").await?.expect("row");
+        assert_eq!(paused.state, SessionState::Paused);
+        assert_eq!(paused.paused_until_ms, Some(9_000));
+        assert_eq!(paused.last_activity_ms, 2_000);
+        assert_eq!(
+            paused.expires_at_ms(),
+            Some(9_000),
+            "the paused TTL, not the idle one"
+        );
+        assert_eq!(
+            store.mark_paused("s", g + 1, 2_500, None).await?,
+            None,
+            "a paused row is not paused twice"
+        );
+
+        let resumed = store.mark_resumed("s", g + 1, 5_000, Some(13_000)).await?;
+        assert_eq!(resumed, Some(g + 2));
+        let ready = store.get_session("s").await?.expect("row");
+        assert_eq!(ready.state, SessionState::Ready);
+        assert_eq!(ready.paused_until_ms, None);
+        assert_eq!(ready.max_expires_at_ms, Some(13_000));
+
+        store.mark_paused("s", g + 2, 6_000, None).await?;
+        assert!(
+            store.begin_release("s", "n1", 99_000, Some(6_000)).await?,
+            "a paused row is released like a ready one"
+        );
+        Ok(())
+    }
+}
