@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wharf_integration_tests::processes::{WharfProcess, store_urls};
 use wharf_integration_tests::{
-    TestHost, bundled, containers_labelled, docker_provider, docker_ready, eventually,
-    remove_backend_containers, start,
+    GVISOR_RUNTIME, TestHost, bundled, containers_labelled, docker_provider, docker_ready,
+    eventually, gvisor_ready, remove_backend_containers, start, start_with,
 };
 
 const COUNTER: &str = "i=0; while :; do echo $i; i=$((i+1)); sleep 0.05; done";
@@ -229,6 +229,66 @@ async fn a_paused_sessions_process_stops_and_continues_where_it_was() {
         containers_labelled("wharf.session", &sid).is_empty()
     })
     .await;
+    remove_backend_containers(backend);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gvisor_sandbox_pauses_and_continues_too() {
+    if !docker_ready() || !gvisor_ready() {
+        return;
+    }
+    let backend = "pausegvisor";
+    remove_backend_containers(backend);
+    let mut cfg = docker_provider();
+    cfg.grants.isolation = vec!["gvisor".into()];
+    let h = start_with(vec![(backend, cfg)], |s| {
+        s.runtimes.insert("gvisor".into(), GVISOR_RUNTIME.into());
+    })
+    .await;
+    let url = h.url.clone();
+    let reply = post(
+        &url,
+        "/v1/sessions",
+        json!({"backend": backend, "key": "gv", "config": {"isolation": "gvisor"}}),
+    )
+    .await;
+    assert_eq!(reply["code"], 0, "{reply}");
+    let sid = reply["data"]["id"].as_str().unwrap().to_string();
+    let container = container_of(&sid);
+    let pid = ok(
+        &url,
+        &sid,
+        &format!("{backend}:start_process"),
+        json!({"command": COUNTER}),
+    )
+    .await["pid"]
+        .as_u64()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let paused = post(&url, &format!("/v1/sessions/{sid}/pause"), json!({})).await;
+    assert_eq!(paused["data"]["state"], "paused", "{paused}");
+    assert!(docker_paused(&container));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let reply = call(
+        &url,
+        &sid,
+        &format!("{backend}:process_output"),
+        json!({"pid": pid, "max_bytes": 262_144}),
+    )
+    .await;
+    assert_eq!(reply["meta"]["resumed"], true, "{reply}");
+    let numbers: Vec<u64> = reply["data"]["result"]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert_consecutive(&numbers);
+    assert!(
+        numbers.len() < 25,
+        "the counter did not run while paused: {} lines",
+        numbers.len()
+    );
     remove_backend_containers(backend);
 }
 

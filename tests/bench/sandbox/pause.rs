@@ -1,24 +1,48 @@
-//! The pause rows (issue 37): `POST /v1/sessions/{id}/pause` and `/resume` of a
-//! docker-provider session against `docker pause` / `docker unpause` of a CLI container of
-//! the same image, N=20 each, interleaved; and the first `run_command "true"` of a paused
-//! session (the resume included) from the call's arrival, N=10.
+//! The pause rows (issue 37), per runtime (runc, and gVisor when the engine has it):
+//! `POST /v1/sessions/{id}/pause` and `/resume` of a docker-provider session against
+//! `docker pause` / `docker unpause` of a CLI container of the same image and runtime, N=20
+//! each, interleaved; and the first `run_command "true"` of a paused session (the resume
+//! included) from the call's arrival, N=10.
 
-use super::{Cleanup, Client, docker, docker_run, ms, p50};
-use serde_json::json;
+use super::{Cleanup, Client, IDLE, IMAGE, docker, ms, p50};
+use serde_json::{Value, json};
 use std::time::Instant;
-use wharf_integration_tests::{docker_provider, start_with};
+use wharf_integration_tests::{GVISOR_RUNTIME, docker_provider, gvisor_ready, start_with};
 
 const ROUNDS: usize = 20;
 const FIRST_CALLS: usize = 10;
 
-/// The pause rows.
+/// The pause rows: runc's, then gVisor's when the engine has it.
 pub async fn rows(cleanup: &mut Cleanup) -> Vec<(String, String)> {
-    let host = start_with(vec![("docker", docker_provider())], |_| {}).await;
+    let mut rows = rows_for(None, cleanup).await;
+    if gvisor_ready() {
+        rows.extend(rows_for(Some(GVISOR_RUNTIME), cleanup).await);
+    }
+    rows
+}
+
+async fn rows_for(runtime: Option<&str>, cleanup: &mut Cleanup) -> Vec<(String, String)> {
+    let mut cfg = docker_provider();
+    cfg.grants.isolation = vec!["container".into(), "gvisor".into()];
+    let host = start_with(vec![("docker", cfg)], |s| {
+        s.runtimes.insert("gvisor".into(), GVISOR_RUNTIME.into());
+    })
+    .await;
     let client = Client::new(&host);
-    let session = client.create_session("bench-pause").await;
+    let config = match runtime {
+        Some(_) => json!({"isolation": "gvisor"}),
+        None => Value::Null,
+    };
+    let session = client.create_session_with("bench-pause", &config).await;
     cleanup.sessions.push(session.clone());
-    let cli = docker_run();
+    let mut run = vec!["run", "-d", "--network", "none"];
+    if let Some(runtime) = runtime {
+        run.extend(["--runtime", runtime]);
+    }
+    run.extend([IMAGE, "sh", "-c", IDLE]);
+    let cli = docker(&run);
     cleanup.cli.push(cli.clone());
+    let on = runtime.map_or("runc".to_string(), |r| format!("gVisor ({r})"));
     let post = |what: &'static str| {
         let (client, session) = (&client, session.clone());
         async move {
@@ -66,29 +90,32 @@ pub async fn rows(cleanup: &mut Cleanup) -> Vec<(String, String)> {
     let (cp, cr) = (p50(&mut cli_pause), p50(&mut cli_resume));
     vec![
         (
-            format!("session pause, p50 of {ROUNDS}"),
+            format!("{on}: session pause, p50 of {ROUNDS}"),
             format!("{p:.1} ms"),
         ),
         (
-            format!("`docker pause` (CLI), p50 of {ROUNDS}"),
+            format!("{on}: `docker pause` (CLI), p50 of {ROUNDS}"),
             format!("{cp:.1} ms"),
         ),
-        ("ratio Wharf / CLI, pause".into(), format!("{:.2}x", p / cp)),
         (
-            format!("session resume, p50 of {ROUNDS}"),
+            format!("{on}: ratio Wharf / CLI, pause"),
+            format!("{:.2}x", p / cp),
+        ),
+        (
+            format!("{on}: session resume, p50 of {ROUNDS}"),
             format!("{r:.1} ms"),
         ),
         (
-            format!("`docker unpause` (CLI), p50 of {ROUNDS}"),
+            format!("{on}: `docker unpause` (CLI), p50 of {ROUNDS}"),
             format!("{cr:.1} ms"),
         ),
         (
-            "ratio Wharf / CLI, resume".into(),
+            format!("{on}: ratio Wharf / CLI, resume"),
             format!("{:.2}x", r / cr),
         ),
         (
             format!(
-                "first `run_command \"true\"` of a paused session (resume included), p50 of {FIRST_CALLS}"
+                "{on}: first `run_command \"true\"` of a paused session (resume included), p50 of {FIRST_CALLS}"
             ),
             format!("{:.1} ms", p50(&mut first)),
         ),
