@@ -20,5 +20,6 @@ pub mod rest;
 pub mod session_access;
 pub mod session_pauses;
 pub mod session_reply;
+pub mod snapshots;
 
 pub use rest::router;

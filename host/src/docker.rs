@@ -45,6 +45,7 @@ mod runtimes;
 pub mod sandbox_agent;
 mod shell_line;
 mod shell_pool;
+mod snapshots;
 pub mod types;
 
 pub use client::{DEFAULT_DOCKER_HOST, Docker};

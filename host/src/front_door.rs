@@ -18,6 +18,7 @@ mod sandbox_transfer;
 mod scrape;
 mod session_pauses;
 mod session_routes;
+mod snapshots;
 mod temporary;
 mod tool_calls;
 mod uploads;

@@ -56,6 +56,8 @@ pub struct CallContext {
     /// What a session asked of the sandbox this call provisions (`container.create`
     /// applies it to every container it makes, and counts them).
     pub sandbox: Option<Arc<crate::policy::SandboxProfile>>,
+    /// The snapshot this call is to commit, if the host asked for one.
+    pub snapshot: Option<Arc<crate::engines::container_types::SnapshotAsk>>,
 }
 
 impl Default for CallContext {
@@ -69,6 +71,7 @@ impl Default for CallContext {
             panic: None,
             output: None,
             sandbox: None,
+            snapshot: None,
         }
     }
 }

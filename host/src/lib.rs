@@ -41,6 +41,7 @@ pub mod schema_validation;
 pub mod server;
 pub mod session_record;
 pub mod sessions;
+pub mod snapshot_record;
 pub mod store;
 pub mod telemetry;
 pub mod tenant;

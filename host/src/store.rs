@@ -12,6 +12,7 @@ mod quota_rows;
 mod session_leases;
 mod session_pauses;
 mod session_rows;
+mod snapshot_rows;
 mod warm_rows;
 
 pub use crate::engines::kv::KvScope;

@@ -153,7 +153,8 @@ pub mod process {
 
 /// The engine's freezer on the backend's own containers (contract 0.3.0): `pause` keeps a
 /// container's memory and processes and stops it using CPU; `resume` continues it where
-/// it was. Both are idempotent.
+/// it was (both idempotent); `commit` snapshots its filesystem to the image the host named
+/// for the call (a provider's `snapshot`).
 pub mod freezer {
-    pub use crate::bindings::backend_world::wharf::plugin0_3_0::freezer::{pause, resume};
+    pub use crate::bindings::backend_world::wharf::plugin0_3_0::freezer::{commit, pause, resume};
 }

@@ -185,6 +185,12 @@ pub trait Provider: Sized + 'static {
     fn resume(&mut self, _sandbox: &str) -> Result<(), ToolError> {
         Err(no_pause())
     }
+    /// Snapshots the sandbox's filesystem (commit its container with
+    /// [`crate::host::freezer::commit`]); a session started from the snapshot gets its
+    /// image in `SandboxSpec::image`.
+    fn snapshot(&mut self, _sandbox: &str) -> Result<(), ToolError> {
+        Err(no_pause())
+    }
 }
 
 fn no_pause() -> ToolError {
@@ -316,5 +322,8 @@ impl<P: Provider> wit_suspension::Guest for ProviderExport<P> {
     }
     fn resume(sandbox: String) -> Result<(), wit_types::Error> {
         with_provider::<P, _>(|p| p.resume(&sandbox))
+    }
+    fn snapshot(sandbox: String) -> Result<(), wit_types::Error> {
+        with_provider::<P, _>(|p| p.snapshot(&sandbox))
     }
 }

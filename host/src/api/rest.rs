@@ -66,6 +66,16 @@ pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
             post(crate::api::session_pauses::resume),
         )
         .route(
+            "/v1/sessions/{id}/snapshots",
+            post(crate::api::snapshots::create),
+        )
+        .route("/v1/sessions/{id}/fork", post(crate::api::snapshots::fork))
+        .route("/v1/snapshots", get(crate::api::snapshots::list))
+        .route(
+            "/v1/snapshots/{id}",
+            get(crate::api::snapshots::get).delete(crate::api::snapshots::delete),
+        )
+        .route(
             "/v1/sessions/{id}/previews",
             post(crate::api::preview_links::create).delete(crate::api::preview_links::revoke),
         )

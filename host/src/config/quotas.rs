@@ -38,6 +38,10 @@ pub struct QuotaLimits {
     pub sessions: Option<i64>,
     /// Containers the tenant's sessions may hold.
     pub containers: Option<i64>,
+    /// Snapshots the tenant may keep (default 32).
+    pub snapshots: Option<i64>,
+    /// Bytes the tenant's snapshots may add to their base images, together (default 16 GiB).
+    pub snapshot_bytes: Option<i64>,
     /// Shortest idle TTL a caller may ask for, in s.
     pub min_ttl_seconds: Option<i64>,
     /// Longest idle TTL a caller may ask for, in s (also what `ttl_seconds: 0` becomes).
@@ -63,6 +67,8 @@ impl QuotaLimits {
             concurrent_calls: self.concurrent_calls.or(fallback.concurrent_calls),
             sessions: self.sessions.or(fallback.sessions),
             containers: self.containers.or(fallback.containers),
+            snapshots: self.snapshots.or(fallback.snapshots),
+            snapshot_bytes: self.snapshot_bytes.or(fallback.snapshot_bytes),
             min_ttl_seconds: self.min_ttl_seconds.or(fallback.min_ttl_seconds),
             max_ttl_seconds: self.max_ttl_seconds.or(fallback.max_ttl_seconds),
             max_lifetime_seconds: self.max_lifetime_seconds.or(fallback.max_lifetime_seconds),
@@ -79,6 +85,8 @@ impl QuotaLimits {
             ("concurrent_calls", self.concurrent_calls, 1),
             ("sessions", self.sessions, 0),
             ("containers", self.containers, 0),
+            ("snapshots", self.snapshots, 0),
+            ("snapshot_bytes", self.snapshot_bytes, 0),
             ("min_ttl_seconds", self.min_ttl_seconds, 0),
             ("max_ttl_seconds", self.max_ttl_seconds, 1),
             ("max_lifetime_seconds", self.max_lifetime_seconds, 1),

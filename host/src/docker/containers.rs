@@ -99,6 +99,9 @@ impl Docker {
         // A started sandbox is one its agent answers in: the first command must not race
         // the agent's bind (it would take the engine's exec, or find no processes).
         self.await_agent(owner, id).await;
+        // A sandbox from a snapshot gets its work dir's files back before anyone uses it.
+        let labels = found.config.as_ref().and_then(|c| c.labels.as_ref());
+        self.restore_work(owner, id, labels).await?;
         if let Some(rule) = rule_of(&found) {
             self.link_egress(owner, id, rule).await;
         }

@@ -5,7 +5,9 @@ use super::client::Docker;
 use super::error::DockerError;
 use super::types::{ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, Owner};
 use crate::engines::ContainerEngine;
-use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
+use crate::engines::container_types::{
+    OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal, SnapshotImage, SnapshotTarget,
+};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -44,6 +46,23 @@ impl ContainerEngine for Docker {
 
     async fn resume(&self, owner: &Owner, id: &str) -> Result<(), DockerError> {
         Docker::resume(self, owner, id).await
+    }
+
+    async fn commit(
+        &self,
+        owner: &Owner,
+        id: &str,
+        target: &SnapshotTarget,
+    ) -> Result<u64, DockerError> {
+        Docker::commit(self, owner, id, target).await
+    }
+
+    async fn remove_snapshot(&self, image: &str) -> Result<(), DockerError> {
+        Docker::remove_snapshot(self, image).await
+    }
+
+    async fn snapshot_images(&self) -> Result<Vec<SnapshotImage>, DockerError> {
+        Docker::snapshot_images(self).await
     }
 
     async fn list_owned(

@@ -6,7 +6,7 @@
 
 use super::container_types::{
     ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, OutputChunk, OutputRead, Owner,
-    PortStream, ProcessInfo, ProcessStart, Signal,
+    PortStream, ProcessInfo, ProcessStart, Signal, SnapshotImage, SnapshotTarget,
 };
 use super::error::EngineError;
 use crate::call_output::OutputSink;
@@ -159,6 +159,33 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         ))
     }
 
+    /// Commits an owned container's filesystem to `target` (its image's entrypoint, command,
+    /// user and environment are the original image's, never the container's); the bytes the
+    /// snapshot adds to its base image.
+    async fn commit(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+        _target: &SnapshotTarget,
+    ) -> Result<u64, EngineError> {
+        Err(EngineError::Refused(
+            "this container engine cannot snapshot containers".into(),
+        ))
+    }
+
+    /// Removes a snapshot image (not while a container uses it: refused). A missing one is
+    /// `Ok`.
+    async fn remove_snapshot(&self, _image: &str) -> Result<(), EngineError> {
+        Err(EngineError::Refused(
+            "this container engine cannot snapshot containers".into(),
+        ))
+    }
+
+    /// Every snapshot image the engine holds (the sweep's view).
+    async fn snapshot_images(&self) -> Result<Vec<SnapshotImage>, EngineError> {
+        Ok(Vec::new())
+    }
+
     /// A relay to TCP `port` on an owned container's loopback: the bytes of one connection
     /// to a server the sandbox runs (a preview), whatever the container's network.
     async fn connect_port(
@@ -252,6 +279,14 @@ impl ContainerEngine for DisabledEngine {
     }
 
     async fn resume(&self, _: &Owner, _: &str) -> Result<(), EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn commit(&self, _: &Owner, _: &str, _: &SnapshotTarget) -> Result<u64, EngineError> {
+        Err(EngineError::NotConfigured)
+    }
+
+    async fn remove_snapshot(&self, _: &str) -> Result<(), EngineError> {
         Err(EngineError::NotConfigured)
     }
 }

@@ -275,3 +275,65 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> PortIo for 
 
 /// One connection to a port inside a sandbox ([`ContainerEngine::connect_port`](super::ContainerEngine::connect_port)).
 pub type PortStream = Box<dyn PortIo>;
+
+/// The image a snapshot of a container is committed to, named and labelled by the host
+/// (never by a guest): `wharf-snapshot:<snapshot id>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotTarget {
+    /// The image reference, `repository:tag`.
+    pub image: String,
+    /// The host's labels on it (`wharf.snapshot`, its tenant, backend and origin).
+    pub labels: Vec<(String, String)>,
+}
+
+/// A snapshot image the engine holds, as the sweep sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotImage {
+    /// The image id.
+    pub id: String,
+    /// The snapshot id of its `wharf.snapshot` label.
+    pub snapshot: String,
+    /// The node that made it (its `wharf.node` label).
+    pub node: Option<String>,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at_ms: u64,
+}
+
+/// The snapshot the host asked of one provider call (`suspension.snapshot`): the image the
+/// provider's `freezer.commit` writes, once, and what it added.
+#[derive(Debug)]
+pub struct SnapshotAsk {
+    target: SnapshotTarget,
+    taken: std::sync::atomic::AtomicBool,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+impl SnapshotAsk {
+    /// A call that may commit one container to `target`.
+    pub fn new(target: SnapshotTarget) -> Self {
+        Self {
+            target,
+            taken: std::sync::atomic::AtomicBool::new(false),
+            bytes: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The target, the first time it is asked for; `None` after (one commit per call).
+    pub fn take(&self) -> Option<&SnapshotTarget> {
+        let first = !self.taken.swap(true, std::sync::atomic::Ordering::AcqRel);
+        first.then_some(&self.target)
+    }
+
+    /// Records what the commit added.
+    pub fn committed(&self, bytes: u64) {
+        self.bytes
+            .store(bytes, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether a commit was made, and what it added.
+    pub fn outcome(&self) -> Option<u64> {
+        self.taken
+            .load(std::sync::atomic::Ordering::Acquire)
+            .then(|| self.bytes.load(std::sync::atomic::Ordering::Acquire))
+    }
+}

@@ -228,6 +228,7 @@ impl Wharf {
             ttl_seconds: None,
             owner: None,
             holder: None,
+            from_snapshot: None,
         };
         self.create_session(tenant, request).await
     }

@@ -37,6 +37,11 @@ pub struct SessionRequest {
     /// Holder claim to take (refused with 4090 while another live holder holds it).
     #[serde(default)]
     pub holder: Option<String>,
+    /// A snapshot of the caller's (`POST /v1/sessions/{id}/snapshots`) to start the
+    /// session's sandbox from: its files, not its memory or processes. Only a new session
+    /// starts from it; an existing session of the key is returned as it is.
+    #[serde(default)]
+    pub from_snapshot: Option<String>,
 }
 
 /// How long a holder claim lasts unless renewed.
@@ -72,6 +77,13 @@ impl Wharf {
             TtlSeconds::saturating(lifetimes.idle_ttl_seconds).get(),
             lifetimes.max_lifetime_seconds,
         );
+        let from_image = match &request.from_snapshot {
+            Some(id) => Some(
+                self.snapshot_image(&Tenant::own(tenant), id, &backend.name)
+                    .await?,
+            ),
+            None => None,
+        };
         let acquire = AcquireRequest {
             tenant: tenant.to_string(),
             key: request
@@ -86,6 +98,7 @@ impl Wharf {
                 backend: (scope == crate::quotas::Scope::Backend).then(|| backend.name.to_string()),
             }),
             warm_allowed: quota.containers.is_none(),
+            from_image,
             owner: request.owner.clone(),
             holder: request.holder.clone(),
             claim_ttl: CLAIM_TTL,
@@ -276,6 +289,12 @@ impl Wharf {
                 self.services.container_engine(),
             )
             .await?;
+        if self.services.container_engine().is_some() {
+            match self.sweep_snapshots().await {
+                Ok(snapshots) => swept.extend(snapshots),
+                Err(e) => tracing::debug!("sweeping snapshots skipped: {}", e.message),
+            }
+        }
         // After the sessions: a warm sandbox whose taker was just swept is stale now.
         swept.extend(
             crate::sandbox_toolset::warm_sweep::sweep(

@@ -190,8 +190,30 @@ impl ContainerView<'_> {
                 .count(),
             None => 0,
         };
+        // A sandbox from a snapshot is made of that image, never of another one.
+        if let Some(granted) = self
+            .call
+            .sandbox
+            .as_ref()
+            .and_then(|p| p.granted_image.as_ref())
+            && *granted != spec.image
+        {
+            return Err(guest_error(
+                Code::Forbidden,
+                format!(
+                    "this sandbox starts from snapshot image `{granted}`, not `{}`",
+                    spec.image
+                ),
+            ));
+        }
+        let image_granted = self
+            .call
+            .sandbox
+            .as_ref()
+            .is_some_and(|p| p.grants_image(&spec.image));
         let request = ContainerRequest {
             image: &spec.image,
+            image_granted,
             cpu_millis: spec.cpu_millis,
             memory_bytes: spec.memory_bytes,
             pids_limit: spec.pids_limit,

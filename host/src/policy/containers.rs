@@ -26,6 +26,8 @@ pub enum NetworkRequest {
 pub struct ContainerRequest<'a> {
     /// Image reference.
     pub image: &'a str,
+    /// The image is a snapshot the host granted this call (outside `grants.images`).
+    pub image_granted: bool,
     /// CPU in milli-CPUs.
     pub cpu_millis: Option<u32>,
     /// Memory in bytes.
@@ -71,7 +73,9 @@ impl Grants {
 
     /// Checks a whole container request and returns the limits it runs with.
     pub fn check_container(&self, req: &ContainerRequest<'_>) -> Result<EffectiveLimits, Denial> {
-        self.check_image(req.image)?;
+        if !req.image_granted {
+            self.check_image(req.image)?;
+        }
         if req.backend_containers >= self.max_containers {
             return Err(Denial(format!(
                 "the backend already has {} containers (grants.max_containers)",
@@ -154,6 +158,7 @@ mod tests {
     fn req<'a>(image: &'a str, network: &'a NetworkRequest) -> ContainerRequest<'a> {
         ContainerRequest {
             image,
+            image_granted: false,
             cpu_millis: None,
             memory_bytes: None,
             pids_limit: None,

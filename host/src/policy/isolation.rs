@@ -112,6 +112,9 @@ pub struct SandboxProfile {
     /// Egress only through the host's proxy, to these names and ranges; `None`: the
     /// network the provider asks for.
     pub egress: Option<super::EgressAsk>,
+    /// The image the sandbox starts from when it is a snapshot of the tenant's: granted
+    /// for this call whatever `grants.images` say.
+    pub granted_image: Option<String>,
     applied: AtomicU32,
 }
 
@@ -123,6 +126,7 @@ impl SandboxProfile {
             user,
             read_only_root,
             egress: None,
+            granted_image: None,
             applied: AtomicU32::new(0),
         }
     }
@@ -134,12 +138,24 @@ impl SandboxProfile {
         self
     }
 
+    /// The same profile, its sandbox made from `image` (a snapshot the host checked).
+    pub fn with_granted_image(mut self, image: Option<String>) -> Self {
+        self.granted_image = image;
+        self
+    }
+
+    /// Whether `image` is the one this profile grants.
+    pub fn grants_image(&self, image: &str) -> bool {
+        self.granted_image.as_deref() == Some(image)
+    }
+
     /// Whether it asks for anything a container would not get anyway.
     pub fn asks_anything(&self) -> bool {
         self.isolation.is_some()
             || self.user.is_some()
             || self.read_only_root
             || self.egress.is_some()
+            || self.granted_image.is_some()
     }
 
     /// Records one container created with it.
@@ -166,6 +182,9 @@ impl SandboxProfile {
         }
         if self.egress.is_some() {
             asks.push("an egress allowlist".to_string());
+        }
+        if let Some(image) = &self.granted_image {
+            asks.push(format!("a sandbox from snapshot {image:?}"));
         }
         asks.join(", ")
     }

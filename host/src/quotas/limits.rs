@@ -34,6 +34,13 @@ pub const DEFAULT_MAX_LIFETIME_SECONDS: u64 = 86_400;
 /// The most actions in one compatibility batch when `[quotas]` sets no `batch_size`.
 pub const DEFAULT_BATCH_SIZE: u64 = 1_000;
 
+/// The snapshots a tenant may keep when `[quotas]` sets no `snapshots`.
+pub const DEFAULT_SNAPSHOTS: u64 = 32;
+
+/// The bytes a tenant's snapshots may add, together, when `[quotas]` sets no
+/// `snapshot_bytes` (16 GiB).
+pub const DEFAULT_SNAPSHOT_BYTES: u64 = 16 << 30;
+
 /// Resolved limits; `None` is no limit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Effective {
@@ -45,6 +52,10 @@ pub struct Effective {
     pub sessions: Option<(u64, Scope)>,
     /// Containers.
     pub containers: Option<(u64, Scope)>,
+    /// Snapshots kept (always bounded: [`DEFAULT_SNAPSHOTS`] unless set).
+    pub snapshots: u64,
+    /// Bytes the snapshots add, together ([`DEFAULT_SNAPSHOT_BYTES`] unless set).
+    pub snapshot_bytes: u64,
     /// Shortest idle TTL a caller may ask for, s.
     pub min_ttl_seconds: Option<u64>,
     /// Longest idle TTL, s.
@@ -99,6 +110,8 @@ pub fn resolve(config: &QuotaConfig, tenant: &str, backend: Option<&str>) -> Eff
         sessions: count(merged.sessions).map(|n| (n, scope(token.sessions, of_backend.sessions))),
         containers: count(merged.containers)
             .map(|n| (n, scope(token.containers, of_backend.containers))),
+        snapshots: count(merged.snapshots).unwrap_or(DEFAULT_SNAPSHOTS),
+        snapshot_bytes: count(merged.snapshot_bytes).unwrap_or(DEFAULT_SNAPSHOT_BYTES),
         min_ttl_seconds: count(merged.min_ttl_seconds),
         max_ttl_seconds: count(merged.max_ttl_seconds).or(Some(DEFAULT_MAX_TTL_SECONDS)),
         max_lifetime_seconds: count(merged.max_lifetime_seconds)

@@ -51,6 +51,9 @@ pub struct SessionStart {
     /// containers are counted by a quota: the sandbox is then created in the provider's
     /// create turn, where the count is checked.
     pub warm: bool,
+    /// The snapshot image it starts from (the tenant's own, checked by the host), granted
+    /// for this session whatever `grants.images` say.
+    pub from_image: Option<String>,
 }
 
 /// A loaded backend's behaviour.
@@ -71,6 +74,19 @@ pub trait Backend: Send + Sync {
     /// Moving whole files in and out of a session's sandbox, for backends that have one.
     fn files(&self) -> Option<&dyn SandboxFiles> {
         None
+    }
+    /// Snapshots a session's sandbox's filesystem to `target`; the bytes it added to its
+    /// base image. A backend without a sandbox it can snapshot refuses (4030).
+    async fn snapshot(
+        &self,
+        session: &SessionView,
+        target: crate::engines::container_types::SnapshotTarget,
+    ) -> Result<u64, WharfError> {
+        let _ = (session, target);
+        Err(WharfError::new(
+            crate::error_code::Code::Forbidden,
+            "this backend has no sandbox to snapshot (provider feature `suspension`, contract 0.3.0)",
+        ))
     }
     /// Whether it can pause a session's sandbox ([`Backend::suspend`]).
     fn suspendable(&self) -> bool {

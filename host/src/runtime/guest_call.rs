@@ -31,6 +31,8 @@ pub struct CallSite<'a> {
     /// What a session asked of the sandbox this call provisions: applied to every
     /// container the call creates.
     pub sandbox: Option<&'a Arc<crate::policy::SandboxProfile>>,
+    /// The snapshot this call is to commit (a provider's `suspension.snapshot`).
+    pub snapshot: Option<&'a Arc<crate::engines::container_types::SnapshotAsk>>,
 }
 
 impl<'a> CallSite<'a> {
@@ -43,6 +45,7 @@ impl<'a> CallSite<'a> {
             trace_id: None,
             output: None,
             sandbox: None,
+            snapshot: None,
         }
     }
 }
@@ -99,6 +102,7 @@ where
         trace_id: site.trace_id.map(str::to_string),
         output: site.output.cloned(),
         sandbox: site.sandbox.cloned(),
+        snapshot: site.snapshot.cloned(),
         ..CallContext::default()
     };
     let mut checked_out = pool.checkout(context).await?;

@@ -15,6 +15,7 @@ use crate::runtime::guest_types::{
 };
 use crate::runtime::instance_pool::{InstancePool, PoolSettings};
 use crate::runtime::provider_guest::ProviderPre;
+pub use crate::runtime::provider_processes::SuspendOp;
 use crate::runtime::resource_component::config_text;
 use anyhow::Result;
 use serde_json::Value;
@@ -87,6 +88,7 @@ impl ProviderComponent {
         &self,
         site: CallSite<'_>,
         spec: SandboxSpec,
+        granted_image: Option<String>,
     ) -> Result<String, WharfError> {
         let egress = if spec.network.block_network {
             EgressAsk::default()
@@ -98,7 +100,8 @@ impl ProviderComponent {
         };
         let profile = Arc::new(
             SandboxProfile::new(spec.isolation, spec.user.clone(), spec.read_only_root)
-                .with_egress(egress),
+                .with_egress(egress)
+                .with_granted_image(granted_image),
         );
         let asked = CallSite {
             sandbox: Some(&profile),
@@ -297,16 +300,17 @@ impl ProviderComponent {
         .await
     }
 
-    /// Pauses a sandbox (feature `suspension`), or resumes it when `resume`.
+    /// Pauses, resumes or snapshots a sandbox (feature `suspension`; a snapshot's image is
+    /// the call's `CallSite::snapshot`).
     pub async fn suspend(
         &self,
         site: CallSite<'_>,
         sandbox: &str,
-        resume: bool,
+        op: SuspendOp,
     ) -> Result<(), WharfError> {
         let sandbox = sandbox.to_string();
         guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move { i.exports.suspend(&mut i.store, &sandbox, resume).await })
+            Box::pin(async move { i.exports.suspend(&mut i.store, &sandbox, op).await })
         })
         .await
     }

@@ -10,7 +10,9 @@ use crate::runtime::guest_types::{
 };
 use crate::runtime::host_state::HostState;
 use crate::runtime::instance_pool::versioned_guest_world;
-use crate::runtime::provider_processes::{Provider02, ProviderPre02, cannot_pause, refused};
+use crate::runtime::provider_processes::{
+    Provider02, ProviderPre02, SuspendOp, cannot_pause, refused,
+};
 use wasmtime::Store;
 
 versioned_guest_world!(
@@ -207,16 +209,15 @@ impl ProviderExports {
         }
     }
 
-    /// `suspension.pause` or, with `resume`, `suspension.resume` (0.3.0; refused with 4030
-    /// before).
+    /// `suspension.pause`, `resume` or `snapshot` (0.3.0; refused with 4030 before).
     pub async fn suspend(
         &self,
         store: &mut Store<HostState>,
         sandbox: &str,
-        resume: bool,
+        op: SuspendOp,
     ) -> Answer<()> {
         match self {
-            ProviderExports::V0_2(p) => p.suspend(store, sandbox, resume).await,
+            ProviderExports::V0_2(p) => p.suspend(store, sandbox, op).await,
             ProviderExports::V0_1(_) => Ok(Err(cannot_pause())),
         }
     }

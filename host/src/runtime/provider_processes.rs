@@ -248,23 +248,34 @@ impl Provider02 {
         }
     }
 
-    /// `suspension.pause` (`resume` false) or `suspension.resume` (`resume` true).
+    /// `suspension.pause`, `resume` or `snapshot`.
     pub async fn suspend(
         &self,
         store: &mut Store<HostState>,
         sandbox: &str,
-        resume: bool,
+        op: SuspendOp,
     ) -> Answer<()> {
         let Some(g) = &self.suspension else {
             return Ok(Err(cannot_pause()));
         };
-        let answer = if resume {
-            g.call_resume(&mut *store, sandbox).await?
-        } else {
-            g.call_pause(&mut *store, sandbox).await?
+        let answer = match op {
+            SuspendOp::Pause => g.call_pause(&mut *store, sandbox).await?,
+            SuspendOp::Resume => g.call_resume(&mut *store, sandbox).await?,
+            SuspendOp::Snapshot => g.call_snapshot(&mut *store, sandbox).await?,
         };
         Ok(answer.map_err(Into::into))
     }
+}
+
+/// What a provider's `suspension` export is asked to do with a sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuspendOp {
+    /// Freeze it.
+    Pause,
+    /// Thaw it.
+    Resume,
+    /// Commit its filesystem to the snapshot image the call names.
+    Snapshot,
 }
 
 /// The answer of a provider that cannot pause (4030 naming the feature).

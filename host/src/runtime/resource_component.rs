@@ -60,6 +60,7 @@ impl ResourceComponent {
             trace_id: None,
             output: None,
             sandbox: None,
+            snapshot: None,
         }
     }
 }
@@ -74,6 +75,7 @@ impl Backend for ResourceComponent {
             trace_id: call.trace_id.as_deref(),
             output: call.output.as_ref(),
             sandbox: None,
+            snapshot: None,
         };
         let args = call.args.to_string();
         let (action, session) = (call.action.clone(), call.session.clone());

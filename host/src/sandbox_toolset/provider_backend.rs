@@ -11,13 +11,14 @@ use super::file_ops::Sandbox;
 use super::session_spec::{self, exposed_ports, sandbox_spec};
 use super::tools::tool_descriptions;
 use super::warm_pool::{WarmPool, WarmSetup};
+use crate::engines::container_types::{SnapshotAsk, SnapshotTarget};
 use crate::error_code::WharfError;
 use crate::quotas::host_tenant;
 use crate::runtime::backend::{Backend, PoolWatch, SandboxFiles, SessionStart, ToolCall};
 use crate::runtime::backend_description::BackendDescription;
 use crate::runtime::guest_call::CallSite;
 use crate::runtime::guest_types::{Discovery, SessionView};
-use crate::runtime::provider_component::ProviderComponent;
+use crate::runtime::provider_component::{ProviderComponent, SuspendOp};
 use crate::tool::ToolResult;
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -104,7 +105,10 @@ impl Backend for ProviderBackend {
     }
 
     async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {
-        let spec = sandbox_spec(&start.config, start.owner, start.max_lifetime_seconds)?;
+        let mut spec = sandbox_spec(&start.config, start.owner, start.max_lifetime_seconds)?;
+        if let Some(image) = &start.from_image {
+            spec.image = Some(image.clone());
+        }
         // Host-owned, like the handle: the preview listener reads what a session exposes.
         let ports = exposed_ports(&start.config)?;
         if start.warm
@@ -119,6 +123,7 @@ impl Backend for ProviderBackend {
             .create(
                 CallSite::in_session(&start.tenant, &start.id, timeout),
                 spec,
+                start.from_image.clone(),
             )
             .await?;
         Ok(json!({ "sandbox": handle, "expose_ports": ports }))
@@ -196,15 +201,62 @@ impl Backend for ProviderBackend {
         }
         let handle = sandbox_handle(session)?;
         let timeout = self.provider.settings().hook_timeout;
+        let op = if resume {
+            SuspendOp::Resume
+        } else {
+            SuspendOp::Pause
+        };
         self.provider
             .suspend(
                 CallSite::in_session(host_tenant(), &session.id, timeout),
                 handle,
-                resume,
+                op,
             )
             .await
     }
+
+    async fn snapshot(
+        &self,
+        session: &SessionView,
+        target: SnapshotTarget,
+    ) -> Result<u64, WharfError> {
+        if !self.suspendable() {
+            return Err(WharfError::new(
+                crate::error_code::Code::Forbidden,
+                format!(
+                    "backend `{}` cannot snapshot its sandboxes (provider feature `suspension`, contract 0.3.0)",
+                    self.provider.name()
+                ),
+            ));
+        }
+        let handle = sandbox_handle(session)?;
+        let ask = std::sync::Arc::new(SnapshotAsk::new(target));
+        // A large tree takes a while to commit: the call gets the pool's longest wait.
+        let timeout = self.provider.settings().hook_timeout.max(SNAPSHOT_TIMEOUT);
+        self.provider
+            .suspend(
+                CallSite {
+                    snapshot: Some(&ask),
+                    ..CallSite::in_session(host_tenant(), &session.id, timeout)
+                },
+                handle,
+                SuspendOp::Snapshot,
+            )
+            .await?;
+        ask.outcome().ok_or_else(|| {
+            WharfError::new(
+                crate::error_code::Code::ExecutionError,
+                format!(
+                    "backend `{}` answered its snapshot without committing its sandbox",
+                    self.provider.name()
+                ),
+            )
+        })
+    }
 }
+
+/// The longest a snapshot's commit may take.
+const SNAPSHOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 #[async_trait]
 impl SandboxFiles for ProviderBackend {

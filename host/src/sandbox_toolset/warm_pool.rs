@@ -293,6 +293,7 @@ impl Inner {
             .create(
                 CallSite::in_session(host_tenant(), &id, timeout),
                 spec.clone(),
+                None,
             )
             .await
         {

@@ -36,6 +36,9 @@ pub struct AcquireRequest {
     pub session_quota: Option<crate::store::RowQuota>,
     /// Whether a warm sandbox may serve the session (not when containers are counted).
     pub warm_allowed: bool,
+    /// The snapshot image the session starts from (checked by the front door: the
+    /// tenant's own, of this backend).
+    pub from_image: Option<String>,
 }
 
 impl SessionManager {
@@ -219,7 +222,9 @@ impl SessionManager {
                     &row,
                     &request.config,
                     request.max_lifetime_seconds,
-                    request.warm_allowed,
+                    // A sandbox from a snapshot is made from its image, never a warm one.
+                    request.warm_allowed && request.from_image.is_none(),
+                    request.from_image.clone(),
                 ),
             )
             .await

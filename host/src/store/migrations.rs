@@ -65,6 +65,22 @@ const STEPS: &[(&str, &str)] = &[
         "0004_session_paused_until",
         "ALTER TABLE wharf_sessions ADD COLUMN paused_until BIGINT",
     ),
+    (
+        "0005_snapshots",
+        "CREATE TABLE IF NOT EXISTS wharf_snapshots (
+            id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            name TEXT NOT NULL,
+            image TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            bytes BIGINT NOT NULL,
+            state TEXT NOT NULL,
+            node TEXT NOT NULL,
+            boot TEXT NOT NULL,
+            created_at BIGINT NOT NULL
+        )",
+    ),
 ];
 
 /// Any fixed number that is Wharf's own: the PostgreSQL advisory lock of the migration.

@@ -278,6 +278,10 @@ impl Provider for DockerProvider {
     fn resume(&mut self, sandbox: &str) -> Result<(), ToolError> {
         Ok(freezer::resume(sandbox)?)
     }
+
+    fn snapshot(&mut self, sandbox: &str) -> Result<(), ToolError> {
+        Ok(freezer::commit(sandbox)?)
+    }
 }
 
 wharf_sdk::export_provider!(DockerProvider);

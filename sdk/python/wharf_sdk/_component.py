@@ -242,6 +242,7 @@ def suspension_export() -> type:
 
         pause = refused
         resume = refused
+        snapshot = refused
 
     Export.__name__ = "Suspension"
     return Export

@@ -18,7 +18,104 @@ pub async fn rows(cleanup: &mut Cleanup) -> Vec<(String, String)> {
     if gvisor_ready() {
         rows.extend(rows_for(Some(GVISOR_RUNTIME), cleanup).await);
     }
+    rows.extend(snapshot_rows(cleanup).await);
     rows
+}
+
+const FORK: usize = 10;
+
+/// A snapshot of a session with 50 MB changed in its work dir, then a fork of 10 from it
+/// (runc), against ten `docker run -d` of the same image at once, in the same run.
+async fn snapshot_rows(cleanup: &mut Cleanup) -> Vec<(String, String)> {
+    let mut cfg = docker_provider();
+    cfg.grants.max_containers = 2 * FORK as u32 + 4;
+    let host = start_with(vec![("docker", cfg)], |_| {}).await;
+    let client = Client::new(&host);
+    let session = client.create_session("bench-snapshot").await;
+    cleanup.sessions.push(session.clone());
+    client
+        .run(
+            &session,
+            "mkdir -p tree && for i in $(seq 1 50); do dd if=/dev/urandom of=tree/f$i bs=1M count=1 2>/dev/null; done",
+        )
+        .await;
+    let t = Instant::now();
+    let snapshot = client
+        .send(
+            client
+                .http
+                .post(format!("{}/v1/sessions/{session}/snapshots", client.url))
+                .json(&json!({})),
+        )
+        .await;
+    let snapshot_ms = ms(t.elapsed());
+    let snapshot_id = snapshot["data"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let t = Instant::now();
+    let fork = client
+        .send(
+            client
+                .http
+                .post(format!("{}/v1/sessions/{session}/fork", client.url))
+                .json(&json!({"count": FORK})),
+        )
+        .await;
+    let fork_ms = ms(t.elapsed());
+    let forked: Vec<String> = fork["data"]["sessions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["id"].as_str().map(str::to_string))
+        .collect();
+    cleanup.sessions.extend(forked.iter().cloned());
+    let t = Instant::now();
+    let runs: Vec<_> = (0..FORK)
+        .map(|_| {
+            std::thread::spawn(|| {
+                docker(&["run", "-d", "--network", "none", IMAGE, "sh", "-c", IDLE])
+            })
+        })
+        .collect();
+    for run in runs {
+        if let Ok(id) = run.join() {
+            cleanup.cli.push(id);
+        }
+    }
+    let cli_ms = ms(t.elapsed());
+    for id in forked.iter().chain(std::iter::once(&session)) {
+        client.delete_session(id).await;
+        cleanup.sessions.retain(|s| s != id);
+    }
+    for snapshot in [
+        snapshot_id,
+        fork["data"]["snapshot"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    ] {
+        let _ = client
+            .http
+            .delete(format!("{}/v1/snapshots/{snapshot}", client.url))
+            .send()
+            .await;
+    }
+    cleanup.remove_cli();
+    vec![
+        (
+            "runc: snapshot of a session with 50 MB changed".into(),
+            format!("{snapshot_ms:.0} ms"),
+        ),
+        (
+            format!("runc: fork of {FORK} from that session (its snapshot included)"),
+            format!("{fork_ms:.0} ms"),
+        ),
+        (
+            format!("`docker run -d` x{FORK} at once (CLI)"),
+            format!("{cli_ms:.0} ms"),
+        ),
+    ]
 }
 
 async fn rows_for(runtime: Option<&str>, cleanup: &mut Cleanup) -> Vec<(String, String)> {

@@ -153,6 +153,7 @@ pub(super) async fn create(
             ttl_seconds: body.ttl,
             owner: None,
             holder: None,
+            from_snapshot: None,
         };
         let (record, created) = wharf.create_session(&caller.tenant, request).await?;
         let mut v = session_json(&record);

@@ -10,9 +10,11 @@ use crate::api::call_request::CallRequest;
 use crate::api::compat::{BatchBody, CreateBody, ExecuteBody, ListBody, WorkerBody, WorkerOnly};
 use crate::api::preview_links::{PreviewReply, PreviewRequest, PreviewsRevoked};
 use crate::api::session_reply::{SessionList, SessionReply};
+use crate::api::snapshots::{ForkReply, ForkRequest, SnapshotList, SnapshotRequest};
 use crate::config::TokenScope::{Admin, Call, Read};
 use crate::error_code::Code::*;
 use crate::front_door::SessionRequest;
+use crate::snapshot_record::SnapshotRecord;
 
 /// Every route.
 pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
@@ -95,6 +97,36 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
     )
     .scope(Call)
     .data::<SessionReply>()
+    .codes(SUSPEND),
+    post(
+        "/v1/sessions/{id}/snapshots",
+        "Snapshot the session's sandbox filesystem to an image (not its memory or processes)",
+    )
+    .scope(Call)
+    .body(body::<SnapshotRequest>(false))
+    .data::<SnapshotRecord>()
+    .codes(SUSPEND),
+    post(
+        "/v1/sessions/{id}/fork",
+        "Make `count` sessions from a snapshot of this one, at once; all or none",
+    )
+    .scope(Call)
+    .body(body::<ForkRequest>(true))
+    .data::<ForkReply>()
+    .codes(ACQUIRE),
+    get("/v1/snapshots", "The caller's snapshots (an admin: every tenant's)")
+        .scope(Read)
+        .data::<SnapshotList>()
+        .codes(SESSION_ROWS),
+    get("/v1/snapshots/{id}", "One snapshot")
+        .scope(Read)
+        .data::<SnapshotRecord>()
+        .codes(SESSION_ROWS),
+    delete(
+        "/v1/snapshots/{id}",
+        "Delete a snapshot (refused with 4090 while a sandbox runs from it)",
+    )
+    .scope(Call)
     .codes(SUSPEND),
     post(
         "/v1/sessions/{id}/previews",

@@ -1,0 +1,165 @@
+//! Snapshots over REST: `POST /v1/sessions/{id}/snapshots {name?}` commits a session's
+//! sandbox filesystem to an image; `GET /v1/snapshots`, `GET|DELETE /v1/snapshots/{id}`;
+//! `POST /v1/sessions {backend, from_snapshot}` starts a session from one (the session
+//! routes); `POST /v1/sessions/{id}/fork {count, keys?, config?}` makes `count` sessions
+//! from a snapshot of one. A snapshot is its tenant's: another tenant gets 4007.
+
+use crate::api::auth::Caller;
+use crate::api::envelope::{Envelope, RequestClock};
+use crate::api::json_body::{self, EmptyBody};
+use crate::api::session_access::permitted_session;
+use crate::api::session_reply::SessionReply;
+use crate::config::TokenScope;
+use crate::front_door::Wharf;
+use crate::snapshot_record::SnapshotRecord;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The body of `POST /v1/sessions/{id}/snapshots` (may be empty).
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotRequest {
+    /// A name for it (at most 128 bytes of printable text); `snapshot of <session>` when
+    /// absent.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// The body of `POST /v1/sessions/{id}/fork`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkRequest {
+    /// How many sessions to make (1 to 32).
+    pub count: u32,
+    /// Their keys (`count` different ones); random when absent.
+    #[serde(default)]
+    pub keys: Option<Vec<String>>,
+    /// The session config each new session gets (isolation, user, network...): a fork does
+    /// not copy its origin's, so give the same one for the same sandbox.
+    #[serde(default)]
+    pub config: Option<Value>,
+}
+
+/// What a fork made.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct ForkReply {
+    /// The snapshot the sessions start from (kept: delete it once they are done).
+    pub snapshot: SnapshotRecord,
+    /// The new sessions, in the order of `keys`.
+    pub sessions: Vec<SessionReply>,
+}
+
+/// The caller's snapshots.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct SnapshotList {
+    /// Oldest first.
+    pub snapshots: Vec<SnapshotRecord>,
+}
+
+fn data(reply: impl Serialize) -> Value {
+    serde_json::to_value(reply).unwrap_or(Value::Null)
+}
+
+/// `POST /v1/sessions/{id}/snapshots`.
+pub async fn create(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let t = RequestClock::start();
+    t.reply(
+        async {
+            caller.require(TokenScope::Call)?;
+            let request: SnapshotRequest = json_body::parse_body(body, EmptyBody::EmptyObject)?;
+            permitted_session(&wharf, &caller, &id).await?;
+            let snapshot = wharf
+                .snapshot_session(caller.session_tenant(), &id, request.name)
+                .await?;
+            Ok(data(snapshot))
+        }
+        .await,
+    )
+}
+
+/// `GET /v1/snapshots`.
+pub async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
+    let t = RequestClock::start();
+    t.reply(
+        async {
+            caller.require(TokenScope::Read)?;
+            let snapshots = wharf.snapshots(caller.session_tenant()).await?;
+            Ok(data(SnapshotList { snapshots }))
+        }
+        .await,
+    )
+}
+
+/// `GET /v1/snapshots/{id}`.
+pub async fn get(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Envelope {
+    let t = RequestClock::start();
+    t.reply(
+        async {
+            caller.require(TokenScope::Read)?;
+            Ok(data(wharf.snapshot(caller.session_tenant(), &id).await?))
+        }
+        .await,
+    )
+}
+
+/// `DELETE /v1/snapshots/{id}`.
+pub async fn delete(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Envelope {
+    let t = RequestClock::start();
+    t.reply(
+        async {
+            caller.require(TokenScope::Call)?;
+            wharf.delete_snapshot(caller.session_tenant(), &id).await?;
+            Ok(serde_json::json!({ "deleted": id }))
+        }
+        .await,
+    )
+}
+
+/// `POST /v1/sessions/{id}/fork`.
+pub async fn fork(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Envelope {
+    let t = RequestClock::start();
+    t.reply(
+        async {
+            caller.require(TokenScope::Call)?;
+            let request: ForkRequest = json_body::parse_body(body, EmptyBody::Refused)?;
+            permitted_session(&wharf, &caller, &id).await?;
+            let (snapshot, sessions) = wharf
+                .fork_session(
+                    &caller.tenant,
+                    caller.session_tenant(),
+                    &id,
+                    request.count,
+                    request.keys,
+                    request.config,
+                )
+                .await?;
+            Ok(data(ForkReply {
+                snapshot,
+                sessions: sessions.iter().map(SessionReply::from).collect(),
+            }))
+        }
+        .await,
+    )
+}

@@ -1,0 +1,191 @@
+//! Snapshot rows: one per snapshot image, `making` while its commit runs (written before
+//! the commit, so a crash leaves a row the sweep finishes: its image, if any, removed), then
+//! `ready` with the bytes it added. A tenant's count is checked in the insert itself, so it
+//! holds across nodes.
+
+use super::{StateStore, unavailable};
+use crate::bounded::{from_column, to_column};
+use crate::error_code::WharfError;
+use crate::snapshot_record::SnapshotRecord;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+const COLUMNS: &str = "id, tenant, backend, name, image, origin, bytes, state, created_at";
+
+fn record(row: &AnyRow) -> Result<SnapshotRecord, WharfError> {
+    let get_s = |c: &str| row.try_get::<String, _>(c).map_err(unavailable);
+    let get_u = |c: &str| -> Result<u64, WharfError> {
+        let v = row.try_get::<i64, _>(c).map_err(unavailable)?;
+        from_column(v, i64::MAX as u64)
+            .ok_or_else(|| WharfError::internal(format!("a snapshot's `{c}` is {v}")))
+    };
+    Ok(SnapshotRecord {
+        id: get_s("id")?,
+        tenant: get_s("tenant")?,
+        backend: get_s("backend")?,
+        name: get_s("name")?,
+        image: get_s("image")?,
+        origin_session: get_s("origin")?,
+        bytes: get_u("bytes")?,
+        state: get_s("state")?,
+        created_at_ms: get_u("created_at")?,
+    })
+}
+
+impl StateStore {
+    /// Records a snapshot about to be made (`making`, held by this node's incarnation),
+    /// unless its tenant already has `max_count`; true when recorded.
+    #[tracing::instrument(name = "store.insert_snapshot", level = "debug", skip_all)]
+    pub async fn insert_snapshot(
+        &self,
+        s: &SnapshotRecord,
+        node: &str,
+        max_count: u64,
+    ) -> Result<bool, WharfError> {
+        let done = sqlx::query(
+            "INSERT INTO wharf_snapshots (id, tenant, backend, name, image, origin, bytes, state, node, boot, created_at)
+             SELECT $1, $2, $3, $4, $5, $6, 0, 'making', $7, $8, $9
+             WHERE (SELECT COUNT(*) FROM wharf_snapshots WHERE tenant = $10) < $11",
+        )
+        .bind(&s.id)
+        .bind(&s.tenant)
+        .bind(&s.backend)
+        .bind(&s.name)
+        .bind(&s.image)
+        .bind(&s.origin_session)
+        .bind(node)
+        .bind(self.boot())
+        .bind(to_column(s.created_at_ms))
+        .bind(&s.tenant)
+        .bind(to_column(max_count))
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// `making` → `ready` with the bytes it added.
+    pub async fn mark_snapshot_ready(&self, id: &str, bytes: u64) -> Result<bool, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_snapshots SET state = 'ready', bytes = $1 WHERE id = $2 AND state = 'making'",
+        )
+        .bind(to_column(bytes))
+        .bind(id)
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// One snapshot.
+    pub async fn get_snapshot(&self, id: &str) -> Result<Option<SnapshotRecord>, WharfError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_snapshots WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(unavailable)?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// The snapshots of `tenant` (every tenant's with `None`), oldest first.
+    pub async fn list_snapshots(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<SnapshotRecord>, WharfError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_snapshots WHERE ($1 = '' OR tenant = $2)
+             ORDER BY created_at, id"
+        ))
+        .bind(if tenant.is_some() { "t" } else { "" })
+        .bind(tenant.unwrap_or_default())
+        .fetch_all(self.pool())
+        .await
+        .map_err(unavailable)?;
+        rows.iter().map(record).collect()
+    }
+
+    /// Forgets a snapshot.
+    pub async fn delete_snapshot(&self, id: &str) -> Result<(), WharfError> {
+        sqlx::query("DELETE FROM wharf_snapshots WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// `making` rows nobody finishes: made by an earlier incarnation of `node`, or started
+    /// before `stuck_before` (ms).
+    pub async fn abandoned_snapshots(
+        &self,
+        node: &str,
+        stuck_before: u64,
+    ) -> Result<Vec<SnapshotRecord>, WharfError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_snapshots
+             WHERE state = 'making' AND ((node = $1 AND boot <> $2) OR created_at < $3)"
+        ))
+        .bind(node)
+        .bind(self.boot())
+        .bind(to_column(stuck_before))
+        .fetch_all(self.pool())
+        .await
+        .map_err(unavailable)?;
+        rows.iter().map(record).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(id: &str, tenant: &str) -> SnapshotRecord {
+        SnapshotRecord {
+            id: id.into(),
+            tenant: tenant.into(),
+            backend: "b".into(),
+            name: id.into(),
+            image: format!("wharf-snapshot:{id}"),
+            origin_session: "s".into(),
+            bytes: 0,
+            state: "making".into(),
+            created_at_ms: 1_000,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tenants_count_holds_and_a_dead_incarnations_makings_are_abandoned()
+    -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("s.db");
+        let store = StateStore::open_sqlite(&path).await?;
+        assert!(store.insert_snapshot(&snapshot("a", "t1"), "n1", 2).await?);
+        assert!(store.insert_snapshot(&snapshot("b", "t1"), "n1", 2).await?);
+        assert!(
+            !store.insert_snapshot(&snapshot("c", "t1"), "n1", 2).await?,
+            "a third is past the tenant's count"
+        );
+        assert!(store.insert_snapshot(&snapshot("d", "t2"), "n1", 2).await?);
+        assert!(store.mark_snapshot_ready("a", 4096).await?);
+        assert_eq!(store.list_snapshots(Some("t1")).await?.len(), 2);
+        assert_eq!(store.list_snapshots(None).await?.len(), 3);
+        assert_eq!(store.get_snapshot("a").await?.map(|s| s.bytes), Some(4096));
+
+        // Nothing is abandoned by the live incarnation; a restart finds its makings.
+        assert!(store.abandoned_snapshots("n1", 0).await?.is_empty());
+        let restarted = StateStore::open_sqlite(&path).await?;
+        let mut found: Vec<String> = restarted
+            .abandoned_snapshots("n1", 0)
+            .await?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        found.sort();
+        assert_eq!(found, vec!["b".to_string(), "d".to_string()]);
+        restarted.delete_snapshot("b").await?;
+        assert!(restarted.get_snapshot("b").await?.is_none());
+        Ok(())
+    }
+}

@@ -1,0 +1,403 @@
+//! Snapshots (issue 37, docs/agents.md "Snapshots"), through a real `wharf serve`, real
+//! Docker and docker-provider sandboxes: a snapshot keeps the work dir (a volume, which a
+//! plain commit would lose) and the rest of the filesystem; a session started from it has
+//! those files and is independent of its origin; another tenant can neither list, read,
+//! use nor delete it (4007); a snapshot a sandbox runs from is not deleted (4090); its image
+//! cannot be named in a session's config to get around `grants.images`; a host killed while
+//! a snapshot is being made leaves no row and no image behind once it is back.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use wharf_integration_tests::processes::WharfProcess;
+use wharf_integration_tests::{docker_ready, eventually, remove_backend_containers};
+
+const ALICE: &str = "alice-token-0123456789";
+const BOB: &str = "bob-token-0123456789";
+
+fn write_config(dir: &Path, backend: &str) -> PathBuf {
+    let path = dir.join("wharf.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"[server]
+data_dir = "{}"
+sweep_interval_seconds = 1
+
+[[auth.tokens]]
+name = "alice"
+value = "{ALICE}"
+scopes = ["read", "call"]
+
+[[auth.tokens]]
+name = "bob"
+value = "{BOB}"
+scopes = ["read", "call"]
+
+[backends.{backend}]
+path = "bundled:docker-provider"
+[backends.{backend}.grants]
+images = ["wharf-sandbox:test"]
+"#,
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+struct As<'a> {
+    url: &'a str,
+    token: &'a str,
+}
+
+impl As<'_> {
+    async fn send(&self, request: reqwest::RequestBuilder) -> Value {
+        request
+            .bearer_auth(self.token)
+            .send()
+            .await
+            .expect("the host answers")
+            .json()
+            .await
+            .expect("JSON")
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        self.send(
+            reqwest::Client::new()
+                .post(format!("{}{path}", self.url))
+                .json(&body),
+        )
+        .await
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        self.send(reqwest::Client::new().get(format!("{}{path}", self.url)))
+            .await
+    }
+
+    async fn delete(&self, path: &str) -> Value {
+        self.send(reqwest::Client::new().delete(format!("{}{path}", self.url)))
+            .await
+    }
+
+    async fn run(&self, backend: &str, session: &str, command: &str) -> Value {
+        let reply = self
+            .post(
+                "/v1/call",
+                json!({"tool": format!("{backend}:run_command"), "args": {"command": command}, "session_id": session}),
+            )
+            .await;
+        assert_eq!(reply["code"], 0, "{command}: {reply}");
+        reply["data"]["result"].clone()
+    }
+}
+
+fn images_labelled(key: &str, value: &str) -> Vec<String> {
+    let out = std::process::Command::new("docker")
+        .args(["images", "-q", "--filter", &format!("label={key}={value}")])
+        .output()
+        .expect("docker images runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_keeps_the_sandboxs_files_for_its_tenant_only() {
+    if !docker_ready() {
+        return;
+    }
+    let backend = "snapdocker";
+    remove_backend_containers(backend);
+    let dir = tempfile::tempdir().unwrap();
+    let host = WharfProcess::start(&write_config(dir.path(), backend));
+    let alice = As {
+        url: &host.url,
+        token: ALICE,
+    };
+    let bob = As {
+        url: &host.url,
+        token: BOB,
+    };
+    let made = alice
+        .post("/v1/sessions", json!({"backend": backend, "key": "origin"}))
+        .await;
+    let origin = made["data"]["id"].as_str().expect("a session").to_string();
+    alice
+        .run(
+            backend,
+            &origin,
+            "echo kept > note && dd if=/dev/urandom of=big bs=1M count=50 2>/dev/null && mkdir -p /opt/x && echo root > /opt/x/f",
+        )
+        .await;
+
+    let started = Instant::now();
+    let snapshot = alice
+        .post(
+            &format!("/v1/sessions/{origin}/snapshots"),
+            json!({"name": "base"}),
+        )
+        .await;
+    let took = started.elapsed();
+    assert_eq!(snapshot["code"], 0, "{snapshot}");
+    eprintln!("a snapshot with 50 MB changed took {took:?}");
+    let snap = snapshot["data"]["id"].as_str().unwrap().to_string();
+    assert_eq!(snapshot["data"]["name"], "base");
+    assert_eq!(snapshot["data"]["state"], "ready");
+    assert!(
+        snapshot["data"]["bytes"].as_u64().unwrap() >= 50 << 20,
+        "{snapshot}"
+    );
+    let image = snapshot["data"]["image"].as_str().unwrap().to_string();
+    assert_eq!(images_labelled("wharf.snapshot", &snap).len(), 1);
+    // The origin keeps running and keeps its work dir as it was.
+    let left = alice
+        .run(
+            backend,
+            &origin,
+            "cat note; ls /.wharf-snapshot-work 2>&1 | head -1",
+        )
+        .await;
+    assert!(
+        left["stdout"].as_str().unwrap().starts_with("kept\n"),
+        "{left}"
+    );
+    assert!(
+        left["stdout"].as_str().unwrap().contains("No such file"),
+        "the copy is cleared: {left}"
+    );
+
+    // Another tenant sees nothing of it.
+    let listed = bob.get("/v1/snapshots").await;
+    assert_eq!(listed["data"]["snapshots"], json!([]), "{listed}");
+    for reply in [
+        bob.get(&format!("/v1/snapshots/{snap}")).await,
+        bob.delete(&format!("/v1/snapshots/{snap}")).await,
+        bob.post(
+            "/v1/sessions",
+            json!({"backend": backend, "key": "stolen", "from_snapshot": snap}),
+        )
+        .await,
+    ] {
+        assert_eq!(reply["code"], 4007, "{reply}");
+    }
+    // Its image is not granted by name.
+    let by_name = bob
+        .post(
+            "/v1/sessions",
+            json!({"backend": backend, "key": "by-name", "config": {"image": image}}),
+        )
+        .await;
+    assert_ne!(by_name["code"], 0, "{by_name}");
+    assert!(by_name.to_string().contains("grants.images"), "{by_name}");
+
+    // A session from it has its files, and is its own.
+    let listed = alice.get("/v1/snapshots").await;
+    assert_eq!(listed["data"]["snapshots"][0]["id"], snap, "{listed}");
+    let copy = alice
+        .post(
+            "/v1/sessions",
+            json!({"backend": backend, "key": "copy", "from_snapshot": snap}),
+        )
+        .await;
+    assert_eq!(copy["code"], 0, "{copy}");
+    let copy = copy["data"]["id"].as_str().unwrap().to_string();
+    let seen = alice
+        .run(backend, &copy, "cat note /opt/x/f; wc -c < big; pwd")
+        .await;
+    assert_eq!(seen["stdout"], "kept\nroot\n52428800\n/work\n", "{seen}");
+    alice.run(backend, &copy, "echo changed > note").await;
+    let still = alice.run(backend, &origin, "cat note").await;
+    assert_eq!(
+        still["stdout"], "kept\n",
+        "the origin does not see the copy's change"
+    );
+
+    // In use: not deleted. Unused: deleted, image and all.
+    let busy = alice.delete(&format!("/v1/snapshots/{snap}")).await;
+    assert_eq!(busy["code"], 4090, "{busy}");
+    assert_eq!(
+        alice.delete(&format!("/v1/sessions/{copy}")).await["code"],
+        0
+    );
+    let gone = alice.delete(&format!("/v1/snapshots/{snap}")).await;
+    assert_eq!(gone["code"], 0, "{gone}");
+    assert!(images_labelled("wharf.snapshot", &snap).is_empty());
+    assert_eq!(
+        alice.get(&format!("/v1/snapshots/{snap}")).await["code"],
+        4007
+    );
+    drop(host);
+    remove_backend_containers(backend);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_while_a_snapshot_is_made_leaves_nothing_behind() {
+    if !docker_ready() {
+        return;
+    }
+    let backend = "snapcrash";
+    remove_backend_containers(backend);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), backend);
+    let first = WharfProcess::start(&config);
+    let alice = As {
+        url: &first.url,
+        token: ALICE,
+    };
+    let made = alice
+        .post("/v1/sessions", json!({"backend": backend, "key": "crash"}))
+        .await;
+    let origin = made["data"]["id"].as_str().unwrap().to_string();
+    alice
+        .run(
+            backend,
+            &origin,
+            "dd if=/dev/urandom of=big bs=1M count=300 2>/dev/null",
+        )
+        .await;
+    let url = first.url.clone();
+    let origin_for_request = origin.clone();
+    let request = tokio::spawn(async move {
+        let _ = reqwest::Client::new()
+            .post(format!("{url}/v1/sessions/{origin_for_request}/snapshots"))
+            .bearer_auth(ALICE)
+            .json(&json!({}))
+            .send()
+            .await;
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listed = alice.get("/v1/snapshots").await;
+        if listed["data"]["snapshots"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|s| s["state"] == "making"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no snapshot in the making: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill9();
+    request.abort();
+
+    let second = WharfProcess::start(&config);
+    let alice = As {
+        url: &second.url,
+        token: ALICE,
+    };
+    eventually(30, "the abandoned snapshot row is swept", async || {
+        alice.get("/v1/snapshots").await["data"]["snapshots"] == json!([])
+    })
+    .await;
+    eventually(60, "no image of it is left", async || {
+        images_labelled("wharf.snapshot.origin", &origin).is_empty()
+    })
+    .await;
+    // The session itself is untouched.
+    let out = alice.run(backend, &origin, "wc -c < big").await;
+    assert_eq!(out["stdout"], "314572800\n", "{out}");
+    drop(second);
+    remove_backend_containers(backend);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_of_ten_has_the_tree_in_each_and_a_failed_fork_leaves_nothing() {
+    if !docker_ready() {
+        return;
+    }
+    let backend = "snapfork";
+    remove_backend_containers(backend);
+    let dir = tempfile::tempdir().unwrap();
+    let host = WharfProcess::start(&write_config(dir.path(), backend));
+    let alice = As {
+        url: &host.url,
+        token: ALICE,
+    };
+    let made = alice
+        .post("/v1/sessions", json!({"backend": backend, "key": "tree"}))
+        .await;
+    let origin = made["data"]["id"].as_str().unwrap().to_string();
+    alice
+        .run(
+            backend,
+            &origin,
+            "mkdir -p tree && for i in $(seq 1 50); do dd if=/dev/urandom of=tree/f$i bs=1M count=1 2>/dev/null; done; echo origin > mark",
+        )
+        .await;
+
+    let started = Instant::now();
+    let fork = alice
+        .post(&format!("/v1/sessions/{origin}/fork"), json!({"count": 10}))
+        .await;
+    let took = started.elapsed();
+    assert_eq!(fork["code"], 0, "{fork}");
+    eprintln!("a fork of 10 with a 50 MB tree took {took:?}");
+    let sessions: Vec<String> = fork["data"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(sessions.len(), 10);
+    let origin_sum = alice.run(backend, &origin, "cat tree/* | md5sum").await["stdout"].clone();
+    for (i, id) in sessions.iter().enumerate() {
+        let sum = alice.run(backend, id, "cat tree/* | md5sum").await;
+        assert_eq!(sum["stdout"], origin_sum, "fork {i} has the tree");
+        alice
+            .run(backend, id, &format!("echo fork{i} > mark"))
+            .await;
+    }
+    for (i, id) in sessions.iter().enumerate() {
+        let mark = alice.run(backend, id, "cat mark").await;
+        assert_eq!(mark["stdout"], format!("fork{i}\n"), "each fork is its own");
+    }
+    assert_eq!(
+        alice.run(backend, &origin, "cat mark").await["stdout"],
+        "origin\n"
+    );
+
+    // A fork whose sessions cannot be made (an isolation this backend is not granted)
+    // removes what it made: no new session, no snapshot.
+    let snapshots_before = alice.get("/v1/snapshots").await["data"]["snapshots"]
+        .as_array()
+        .unwrap()
+        .len();
+    let sessions_before = alice.get("/v1/sessions").await["data"]["sessions"]
+        .as_array()
+        .unwrap()
+        .len();
+    let failed = alice
+        .post(
+            &format!("/v1/sessions/{origin}/fork"),
+            json!({"count": 3, "config": {"isolation": "gvisor"}}),
+        )
+        .await;
+    assert_eq!(failed["code"], 4030, "{failed}");
+    assert_eq!(
+        alice.get("/v1/snapshots").await["data"]["snapshots"]
+            .as_array()
+            .unwrap()
+            .len(),
+        snapshots_before
+    );
+    assert_eq!(
+        alice.get("/v1/sessions").await["data"]["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        sessions_before
+    );
+    let too_many = alice
+        .post(&format!("/v1/sessions/{origin}/fork"), json!({"count": 33}))
+        .await;
+    assert_eq!(too_many["code"], 4004, "{too_many}");
+    drop(host);
+    remove_backend_containers(backend);
+}
