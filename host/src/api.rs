@@ -6,6 +6,7 @@ pub mod backends;
 pub mod call_request;
 pub mod call_stream;
 pub mod compat;
+pub mod console;
 pub mod edge;
 pub mod envelope;
 pub mod files;

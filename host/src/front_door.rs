@@ -10,6 +10,7 @@
 mod backend_routes;
 mod backend_summary;
 mod call_audit;
+mod console_views;
 mod invocation;
 mod oci_load;
 mod previews;
@@ -24,6 +25,7 @@ mod tool_calls;
 mod uploads;
 
 pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool};
+pub use console_views::GrantLine;
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
 pub use previews::{DEFAULT_PREVIEW_TTL_SECONDS, PreviewAccess, PreviewLink};
 pub use sandbox_transfer::SandboxTransfer;

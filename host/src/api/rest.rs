@@ -138,6 +138,7 @@ pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
         )
         .merge(json_routes)
         .merge(crate::api::admin::router(&wharf))
+        .merge(crate::api::console::router(&wharf, &authenticator))
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(wharf)

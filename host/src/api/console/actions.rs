@@ -1,0 +1,133 @@
+//! The admin's actions from the console's forms: approve or reject a pending upgrade,
+//! unload a backend, end a session. Each needs the console session's CSRF token, an admin
+//! token and a backend the token's allowlist names, and goes through the same front-door
+//! methods as the admin and session routes; the answer is a redirect back to the page.
+
+use super::pages::refusal;
+use super::{Console, Viewer, see_other};
+use crate::api::session_access::permitted_session;
+use crate::config::TokenScope;
+use crate::error_code::{Code, WharfError};
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// The fields of an action's form.
+#[derive(Deserialize)]
+pub struct ActionForm {
+    // Missing is refused as a wrong token (403), not as a malformed form.
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    backend: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// The admin viewer of an action's form, or the refusal.
+async fn admin(
+    console: &Console,
+    headers: &HeaderMap,
+    form: Result<Form<ActionForm>, FormRejection>,
+) -> Result<(Viewer, ActionForm), Response> {
+    let Ok(Form(form)) = form else {
+        return Err(refusal(
+            StatusCode::BAD_REQUEST,
+            "Bad form",
+            "The action was not sent as the console's form.",
+        ));
+    };
+    let viewer = console.form_viewer(headers, &form.csrf).await?;
+    if !viewer.admin() {
+        return Err(refusal(
+            StatusCode::FORBIDDEN,
+            "Admins only",
+            "This token may look but not act: it has no `admin` scope.",
+        ));
+    }
+    Ok((viewer, form))
+}
+
+/// An error of the front door as a page.
+fn failed(e: &WharfError) -> Response {
+    let status = match e.code {
+        Code::Forbidden => StatusCode::FORBIDDEN,
+        Code::InvalidRequest | Code::InvalidInput => StatusCode::BAD_REQUEST,
+        Code::SessionNotFound => StatusCode::NOT_FOUND,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    refusal(status, "The action failed", &e.message)
+}
+
+/// `POST /console/backends/{approve,reject,unload}` with `backend`.
+pub async fn backend(
+    State(console): State<Arc<Console>>,
+    Path(action): Path<String>,
+    headers: HeaderMap,
+    form: Result<Form<ActionForm>, FormRejection>,
+) -> Response {
+    let (viewer, form) = match admin(&console, &headers, form).await {
+        Ok(ok) => ok,
+        Err(refused) => return refused,
+    };
+    let name = form.backend.unwrap_or_default();
+    let by = &viewer.caller.name;
+    if let Err(e) = viewer.caller.require_tool(&name, None) {
+        return failed(&e);
+    }
+    let wharf = &console.wharf;
+    let done = match action.as_str() {
+        "approve" => wharf.approve_backend(&name).await.map(|b| {
+            wharf.keep_approved_upload(&name, &b.sha256);
+            tracing::info!(backend = %name, version = %b.version, by = %by, "console: upgrade approved");
+        }),
+        "reject" => wharf.reject_upgrade(&name).await.map(|p| {
+            tracing::info!(backend = %name, version = %p.version, by = %by, "console: upgrade rejected");
+        }),
+        "unload" => wharf.unload_backend(&name).await.map(|unloaded| {
+            wharf.forget_upload(&name);
+            tracing::info!(backend = %name, unloaded, by = %by, "console: unload requested");
+        }),
+        other => Err(WharfError::invalid_request(format!(
+            "no console action `{}`",
+            other.escape_debug()
+        ))),
+    };
+    match done {
+        Ok(()) => see_other("/console"),
+        Err(e) => failed(&e),
+    }
+}
+
+/// `POST /console/sessions/end` with `id`: releases the session (its sandbox with it).
+pub async fn end_session(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    form: Result<Form<ActionForm>, FormRejection>,
+) -> Response {
+    let (viewer, form) = match admin(&console, &headers, form).await {
+        Ok(ok) => ok,
+        Err(refused) => return refused,
+    };
+    let id = form.id.unwrap_or_default();
+    let caller = &viewer.caller;
+    let ended = async {
+        caller.require(TokenScope::Admin)?;
+        permitted_session(&console.wharf, caller, &id).await?;
+        console
+            .wharf
+            .delete_session(caller.session_tenant(), &id)
+            .await
+    }
+    .await;
+    match ended {
+        Ok(deleted) => {
+            tracing::info!(session = %id, deleted, by = %caller.name, "console: session ended");
+            see_other("/console/sessions")
+        }
+        Err(e) => failed(&e),
+    }
+}

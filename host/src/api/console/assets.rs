@@ -1,0 +1,85 @@
+//! The console's script and stylesheet, embedded in the binary and served from its own
+//! origin (the pages' `Content-Security-Policy` allows nothing else, and no inline code).
+//! The script only asks before a destructive form goes and counts idle time down; the
+//! pages work without it.
+
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+const SCRIPT: &str = r#""use strict";
+// Ask before a form marked data-confirm (unload, end a session) is sent.
+document.addEventListener("submit", function (event) {
+  var question = event.target.getAttribute("data-confirm");
+  if (question && !window.confirm(question)) {
+    event.preventDefault();
+  }
+});
+// Count the idle time left down from what the page was rendered with.
+(function () {
+  var rendered = Date.now();
+  var spans = document.querySelectorAll("[data-left-ms]");
+  function show(ms) {
+    var s = Math.floor(ms / 1000);
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+    if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+    return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
+  }
+  function tick() {
+    var elapsed = Date.now() - rendered;
+    spans.forEach(function (span) {
+      var left = Number(span.getAttribute("data-left-ms")) - elapsed;
+      span.textContent = left > 0 ? show(left) : "due";
+    });
+  }
+  if (spans.length > 0) {
+    setInterval(tick, 1000);
+  }
+})();
+"#;
+
+const STYLE: &str = r#"
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1b1f24; background: #f6f7f9; }
+header { display: flex; gap: 1.5em; align-items: center; padding: .6em 1.5em; background: #12304a; color: #fff; }
+header a { color: #cfe3ff; margin-right: 1em; text-decoration: none; }
+header .who { margin-left: auto; }
+header form { margin: 0; }
+main { padding: 1em 1.5em; max-width: 80em; }
+h1 .count { color: #667; font-weight: normal; }
+section.backend { background: #fff; border: 1px solid #d9dde3; border-radius: 6px; padding: .5em 1.2em 1em; margin-bottom: 1em; }
+section.backend h2 .version { color: #667; font-weight: normal; font-size: .8em; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; margin: .4em 0; }
+dt { color: #556; }
+dd { margin: 0; overflow-wrap: anywhere; }
+pre { background: #f2f4f7; padding: .6em; overflow-x: auto; max-height: 20em; }
+ul.tools { list-style: none; padding-left: 0; }
+.pending { border: 2px solid #d98b00; background: #fff8e6; padding: .3em 1em .8em; border-radius: 6px; }
+.pending .buttons { display: flex; gap: 1em; }
+.last-error, .refusal { color: #a01818; }
+.empty { color: #778; }
+table { border-collapse: collapse; background: #fff; width: 100%; }
+th, td { text-align: left; padding: .35em .6em; border-bottom: 1px solid #e3e6ea; }
+th { white-space: nowrap; }
+td.key, td.sandbox, td.reason { overflow-wrap: anywhere; }
+form.action { display: inline; margin: .3em 0; }
+button { cursor: pointer; }
+form.login { display: grid; gap: .5em; max-width: 24em; }
+"#;
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET /console/app.js`.
+pub async fn script() -> Response {
+    asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// `GET /console/app.css`.
+pub async fn style() -> Response {
+    asset("text/css; charset=utf-8", STYLE)
+}

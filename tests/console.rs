@@ -1,0 +1,420 @@
+//! The operator's console (`/console`, docs/operators.md "Console") in a real headless
+//! Chromium against a real `wharf serve`: sign in with a token through the form (the
+//! cookie is HttpOnly, SameSite=Strict, for /console only; no token in any page), see the
+//! bundled backends, watch a backend hot-loaded through the admin API appear, approve one
+//! escalating upgrade and reject another, unload one, see a refused load, end a session;
+//! and the attacker's cases: a cross-site form post, a stolen cookie without (or with a
+//! wrong) CSRF token, a `read` token (and a `call` one) that has no buttons and whose
+//! forged posts are refused, a `<script>` in a session key that stays text, a logged-out
+//! cookie that opens nothing. Screenshots of each page go to
+//! `target/console-screenshots/`. Without a browser: the
+//! console with no token configured, the login form's nonce, and the `Secure` cookie and
+//! plain-HTTP rules on and off loopback.
+
+#[path = "console/browser.rs"]
+mod browser;
+#[path = "console/sign_in.rs"]
+mod sign_in;
+
+use browser::{Browser, attacker_site};
+use serde_json::{Value, json};
+use std::time::Duration;
+use wharf_integration_tests::processes::WharfProcess;
+
+const ADMIN: &str = "t-ops-9f2c61d0e4";
+const VIEWER: &str = "t-view-5b7a03c2e8";
+const AGENT: &str = "t-agent-7c1d9e44a0";
+/// A session key that would run if a page rendered it as markup.
+const XSS_KEY: &str = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">";
+
+fn config(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("wharf.toml");
+    let mut text = format!(
+        "[server]\ndata_dir = \"{}\"\n\n",
+        dir.join("data").display()
+    );
+    for (name, value, scopes) in [
+        ("ops", ADMIN, "[\"admin\"]"),
+        ("viewer", VIEWER, "[\"read\"]"),
+        ("agent", AGENT, "[\"read\", \"call\"]"),
+    ] {
+        text.push_str(&format!(
+            "[[auth.tokens]]\nname = \"{name}\"\nvalue = \"{value}\"\nscopes = {scopes}\n\n"
+        ));
+    }
+    for (name, bundled) in [
+        ("echo", "echo"),
+        ("scratchpad", "scratchpad"),
+        ("tool", "echo"),
+    ] {
+        text.push_str(&format!(
+            "[backends.{name}]\npath = \"bundled:{bundled}\"\n\n"
+        ));
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A client that does not follow redirects (a 303 is an answer to check).
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+async fn api(method: reqwest::Method, url: String, token: &str, body: Option<Value>) -> Value {
+    let mut request = http().request(method, url).bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+/// Uploads the bundled `component` as backend `name` through the admin API.
+async fn upload(host: &WharfProcess, name: &str, component: &str) -> Value {
+    http()
+        .put(format!("{}/v1/admin/backends/{name}", host.url))
+        .bearer_auth(ADMIN)
+        .header("content-type", "application/octet-stream")
+        .body(wharf::bundled::wasm(component).unwrap().to_vec())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A form post to the console carrying `cookie` (a stolen or forged request).
+async fn forged(host: &WharfProcess, path: &str, cookie: &str, form: &str) -> (u16, String) {
+    let reply = http()
+        .post(format!("{}{path}", host.url))
+        .header("cookie", format!("wharf_console={cookie}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form.to_string())
+        .send()
+        .await
+        .unwrap();
+    (reply.status().as_u16(), reply.text().await.unwrap())
+}
+
+async fn session_code(host: &WharfProcess, id: &str) -> u64 {
+    let reply = api(
+        reqwest::Method::GET,
+        format!("{}/v1/sessions/{id}", host.url),
+        AGENT,
+        None,
+    )
+    .await;
+    reply["code"].as_u64().unwrap()
+}
+
+async fn pending_of(host: &WharfProcess, name: &str) -> Value {
+    let list = api(
+        reqwest::Method::GET,
+        format!("{}/v1/backends", host.url),
+        ADMIN,
+        None,
+    )
+    .await;
+    list["data"]["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == name)
+        .map(|b| b["pending"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// Signs in through the form with `token` and returns the console cookie's value.
+async fn sign_in(b: &Browser, url: &str, token: &str) -> String {
+    assert_eq!(b.open(&format!("{url}/console")).await, "/console/login");
+    b.submit("#token", token, "#sign-in").await;
+    b.wait_for_path("/console").await;
+    let cookie = b
+        .client
+        .get_named_cookie("wharf_console")
+        .await
+        .expect("the console cookie");
+    assert_eq!(cookie.http_only(), Some(true));
+    assert_eq!(
+        cookie.same_site().map(|s| s.to_string()).as_deref(),
+        Some("Strict")
+    );
+    assert_eq!(cookie.path(), Some("/console"));
+    cookie.value().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_in_a_real_browser() {
+    let Some((chromium, chromedriver)) = browser::installed() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let host = WharfProcess::start(&config(dir.path()));
+    let url = host.url.clone();
+    let b = Browser::start(&chromium, &chromedriver).await;
+
+    // Signed out, every page leads to the login form; a wrong token is refused there.
+    assert_eq!(
+        b.open(&format!("{url}/console/sessions")).await,
+        "/console/login"
+    );
+    b.shot("login").await;
+    b.submit("#token", "not-a-token", "#sign-in").await;
+    assert!(b.text("#login-error").await.contains("not valid"));
+
+    // The admin signs in and sees the bundled backends; no token is in the page.
+    let admin_cookie = sign_in(&b, &url, ADMIN).await;
+    for name in ["echo", "scratchpad", "tool"] {
+        b.one(&format!("section.backend[data-backend=\"{name}\"]"))
+            .await;
+    }
+    assert!(
+        b.text("section[data-backend=\"echo\"]")
+            .await
+            .contains("echo:say")
+    );
+    let source = b.client.source().await.unwrap();
+    for token in [ADMIN, VIEWER, AGENT] {
+        assert!(!source.contains(token), "a token in the page");
+    }
+    b.shot("backends").await;
+
+    // The console's answers forbid framing, caching and inline script.
+    let page = http()
+        .get(format!("{url}/console"))
+        .header("cookie", format!("wharf_console={admin_cookie}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let h = page.headers();
+    assert!(
+        h["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("script-src 'self';")
+    );
+    assert_eq!(h["x-frame-options"], "DENY");
+    assert_eq!(h["cache-control"], "no-store");
+
+    // A backend hot-loaded through the admin API appears after a reload.
+    assert!(b.all("section[data-backend=\"fresh\"]").await.is_empty());
+    let loaded = upload(&host, "fresh", "text-index").await;
+    assert_eq!(loaded["code"], 0, "{loaded}");
+    b.client.refresh().await.unwrap();
+    assert!(
+        b.text("section[data-backend=\"fresh\"]")
+            .await
+            .contains("fresh:search")
+    );
+    // A component that does not load is listed as a refused load.
+    let refused = http()
+        .put(format!("{url}/v1/admin/backends/broken"))
+        .bearer_auth(ADMIN)
+        .header("content-type", "application/octet-stream")
+        .body("<script>not a component</script>")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    b.client.refresh().await.unwrap();
+    b.one("table.rejected tr[data-backend=\"broken\"]").await;
+
+    // An escalating upgrade shows what it adds; Approve makes it serve.
+    let held = upload(&host, "tool", "probe").await;
+    assert_eq!(held["data"]["state"], "pending", "{held}");
+    b.client.refresh().await.unwrap();
+    let diff = b.text("section[data-backend=\"tool\"] .pending").await;
+    assert!(diff.contains("wharf-sandbox:*"), "{diff}");
+    b.client
+        .execute(
+            "document.querySelector('section[data-backend=\"tool\"] .pending').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    b.shot("backends-pending").await;
+    b.press(
+        "section[data-backend=\"tool\"] form[action=\"/console/backends/approve\"] button",
+        false,
+    )
+    .await;
+    b.wait_text("section[data-backend=\"tool\"] dd.declared", "probe")
+        .await;
+    b.wait_gone("section[data-backend=\"tool\"] .pending").await;
+    let tools = api(reqwest::Method::GET, format!("{url}/v1/tools"), AGENT, None).await;
+    assert!(
+        tools.to_string().contains("\"tool:kv\""),
+        "the approved version serves"
+    );
+    // Another one is rejected: the running version keeps serving, nothing waits.
+    upload(&host, "echo", "probe").await;
+    b.client.refresh().await.unwrap();
+    b.press(
+        "section[data-backend=\"echo\"] form[action=\"/console/backends/reject\"] button",
+        false,
+    )
+    .await;
+    b.wait_gone("section[data-backend=\"echo\"] .pending").await;
+    assert!(pending_of(&host, "echo").await.is_null());
+    assert!(
+        b.text("section[data-backend=\"echo\"] dd.declared")
+            .await
+            .contains("echo")
+    );
+
+    // Unload (after the confirmation): the backend leaves the page and its tools go.
+    b.press(
+        "section[data-backend=\"fresh\"] form[action=\"/console/backends/unload\"] button",
+        true,
+    )
+    .await;
+    b.wait_gone("section[data-backend=\"fresh\"]").await;
+    let tools = api(reqwest::Method::GET, format!("{url}/v1/tools"), AGENT, None).await;
+    assert!(!tools.to_string().contains("fresh:"), "{tools}");
+
+    // Sessions: a key holding markup is shown as text, and nothing of it runs.
+    let mut ids = Vec::new();
+    for key in [XSS_KEY, "plain-key"] {
+        let made = api(
+            reqwest::Method::POST,
+            format!("{url}/v1/sessions"),
+            AGENT,
+            Some(json!({"backend": "scratchpad", "key": key})),
+        )
+        .await;
+        assert_eq!(made["code"], 0, "{made}");
+        ids.push(made["data"]["id"].as_str().unwrap().to_string());
+    }
+    let (xss_id, plain_id) = (ids[0].clone(), ids[1].clone());
+    assert_eq!(
+        b.open(&format!("{url}/console/sessions")).await,
+        "/console/sessions"
+    );
+    let row = |id: &str| format!("tr[data-session=\"{id}\"]");
+    assert_eq!(b.text(&format!("{} td.key", row(&xss_id))).await, XSS_KEY);
+    assert_eq!(
+        b.text(&format!("{} td.tenant", row(&xss_id))).await,
+        "agent"
+    );
+    assert_eq!(
+        b.text(&format!("{} td.state", row(&plain_id))).await,
+        "ready"
+    );
+    let pwned = b
+        .client
+        .execute("return window.__pwned === undefined;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(pwned, json!(true), "the session key ran as script");
+    b.shot("sessions").await;
+
+    // End a session from the page (after the confirmation the script asks for).
+    b.press(&format!("{} form button", row(&plain_id)), true)
+        .await;
+    b.wait_for_path("/console/sessions").await;
+    b.wait_gone(&row(&plain_id)).await;
+    assert_eq!(
+        session_code(&host, &plain_id).await,
+        4007,
+        "the session ended"
+    );
+
+    // A stolen cookie without the CSRF token, or with a wrong one, ends nothing.
+    let end_xss = format!("id={xss_id}");
+    let (status, _) = forged(&host, "/console/sessions/end", &admin_cookie, &end_xss).await;
+    assert_eq!(status, 403);
+    let wrong = format!("{end_xss}&csrf={}", "0".repeat(64));
+    let (status, body) = forged(&host, "/console/sessions/end", &admin_cookie, &wrong).await;
+    assert_eq!(status, 403);
+    assert!(body.contains("CSRF"), "{body}");
+    assert_eq!(session_code(&host, &xss_id).await, 0);
+
+    // A cross-site form post (another site's page submitting to the console) is refused
+    // before any route runs.
+    let attacker = attacker_site(format!(
+        "<form id=\"f\" method=\"post\" action=\"{url}/console/sessions/end\">\
+         <input name=\"id\" value=\"{xss_id}\"><input name=\"csrf\" value=\"guess\"></form>\
+         <script>document.getElementById('f').submit();</script>"
+    ));
+    b.open(&format!("http://localhost:{attacker}/")).await;
+    b.wait_for_path("/console/sessions/end").await;
+    let answer = b.client.source().await.unwrap();
+    assert!(answer.contains("4030"), "{answer}");
+    b.shot("cross-site-refused").await;
+    assert_eq!(session_code(&host, &xss_id).await, 0, "the session lives");
+
+    // Logout ends the console session: its cookie opens nothing any more.
+    b.open(&format!("{url}/console")).await;
+    b.press("#logout", false).await;
+    b.wait_for_path("/console/login").await;
+    let after = http()
+        .get(format!("{url}/console/sessions"))
+        .header("cookie", format!("wharf_console={admin_cookie}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), 303);
+    assert_eq!(after.headers()["location"], "/console/login");
+
+    // A read token sees, without a button; its forged posts are refused all the same.
+    upload(&host, "echo", "probe").await;
+    let viewer_cookie = sign_in(&b, &url, VIEWER).await;
+    assert!(
+        b.text("section[data-backend=\"echo\"] .pending")
+            .await
+            .contains("wharf-sandbox:*")
+    );
+    assert!(
+        b.all("form.action").await.is_empty(),
+        "no action for a read token"
+    );
+    assert!(b.text("header .who").await.contains("read-only"));
+    b.client
+        .execute(
+            "document.querySelector('section[data-backend=\"echo\"] .pending').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    b.shot("backends-read-only").await;
+    let csrf = b
+        .one("form.logout input[name=\"csrf\"]")
+        .await
+        .attr("value")
+        .await
+        .unwrap()
+        .unwrap();
+    // A read token sees its own tenant's sessions only: the agent's are not listed.
+    b.open(&format!("{url}/console/sessions")).await;
+    assert!(
+        b.all(&row(&xss_id)).await.is_empty(),
+        "another tenant's session"
+    );
+    let with_csrf = format!("{end_xss}&csrf={csrf}");
+    let (status, body) = forged(&host, "/console/sessions/end", &viewer_cookie, &with_csrf).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("Admins only"), "{body}");
+    let approve = format!("backend=echo&csrf={csrf}");
+    let (status, _) = forged(&host, "/console/backends/approve", &viewer_cookie, &approve).await;
+    assert_eq!(status, 403);
+    assert_eq!(session_code(&host, &xss_id).await, 0);
+    assert!(!pending_of(&host, "echo").await.is_null(), "still waiting");
+
+    // A token that may call but is no admin sees its sessions, without an End button.
+    b.press("#logout", false).await;
+    sign_in(&b, &url, AGENT).await;
+    b.open(&format!("{url}/console/sessions")).await;
+    b.one(&row(&xss_id)).await;
+    assert!(
+        b.all("form.action").await.is_empty(),
+        "no End for a non-admin"
+    );
+    b.shot("sessions-not-admin").await;
+
+    b.close().await;
+}
