@@ -216,6 +216,66 @@ async fn a_snapshot_keeps_the_sandboxs_files_for_its_tenant_only() {
         "the origin does not see the copy's change"
     );
 
+    // The scrape counts the tenant's snapshots and their bytes.
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/metrics", host.url))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("wharf_tenant_snapshots{")
+                && l.contains("alice")
+                && l.ends_with(" 1")),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("wharf_tenant_snapshot_bytes{") && l.contains("alice")),
+        "{metrics}"
+    );
+
+    // The command line: pause, resume (a paused session is resumed before its snapshot)
+    // and snapshot.
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(wharf_integration_tests::processes::wharf_bin())
+            .arg("sessions")
+            .args(args)
+            .args(["--url", &host.url])
+            .env("WHARF_TOKEN", ALICE)
+            .output()
+            .expect("wharf runs");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    cli(&["pause", &copy]);
+    assert_eq!(
+        alice.get(&format!("/v1/sessions/{copy}")).await["data"]["state"],
+        "paused"
+    );
+    let by_cli = cli(&["snapshot", &copy, "--name", "from-cli"]);
+    assert!(by_cli.starts_with("snap_"), "{by_cli}");
+    let shown = alice.get(&format!("/v1/snapshots/{by_cli}")).await;
+    assert_eq!(shown["data"]["name"], "from-cli", "{shown}");
+    assert_eq!(
+        alice.get(&format!("/v1/sessions/{copy}")).await["data"]["state"],
+        "ready"
+    );
+    assert_eq!(
+        alice.delete(&format!("/v1/snapshots/{by_cli}")).await["code"],
+        0
+    );
+
     // In use: not deleted. Unused: deleted, image and all.
     let busy = alice.delete(&format!("/v1/snapshots/{snap}")).await;
     assert_eq!(busy["code"], 4090, "{busy}");

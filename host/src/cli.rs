@@ -75,7 +75,7 @@ pub enum Command {
         #[arg(long, env = "WHARF_TOKEN", hide_env_values = true)]
         token: Option<String>,
     },
-    /// Create, list or delete sessions on a running server.
+    /// Create, list, delete, pause, resume, snapshot or fork sessions on a running server.
     Sessions {
         /// What to do.
         #[command(subcommand)]

@@ -338,6 +338,10 @@ impl Metrics {
             self.tenants
                 .set_containers(tenants.iter().map(String::as_str));
         }
+        if let Some(snapshots) = &scrape.tenant_snapshots {
+            self.tenants
+                .set_snapshots(snapshots.iter().map(|(t, b)| (t.as_str(), *b)));
+        }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)

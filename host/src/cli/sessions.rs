@@ -1,4 +1,4 @@
-//! `wharf sessions create|list|delete|pause|resume`: sessions of a running server, over its REST API.
+//! `wharf sessions create|list|delete|pause|resume|snapshot|fork`: sessions of a running server, over its REST API.
 
 use super::{http_json, with_token};
 use anyhow::{Context, Result, bail};
@@ -48,6 +48,25 @@ pub enum SessionsCommand {
     Resume {
         /// The session id.
         id: String,
+    },
+    /// Snapshot a session's sandbox filesystem; prints the snapshot's id.
+    Snapshot {
+        /// The session id.
+        id: String,
+        /// A name for the snapshot.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Make COUNT sessions from a snapshot of a session; prints their ids.
+    Fork {
+        /// The session id.
+        id: String,
+        /// How many sessions (1 to 32).
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// The session config each gets, a JSON object (a fork does not copy its origin's).
+        #[arg(long)]
+        config: Option<String>,
     },
 }
 
@@ -143,6 +162,30 @@ pub async fn run(command: SessionsCommand, url: &str, token: Option<String>) -> 
             eprintln!(
                 "wharf: session `{id}` is {}",
                 data["state"].as_str().unwrap_or("?")
+            );
+        }
+        SessionsCommand::Snapshot { id, name } => {
+            let at = session_action_url(url, &id, "snapshots")?;
+            let body = name.map_or_else(|| json!({}), |name| json!({ "name": name }));
+            let reply = http_json(with_token(client.post(at).json(&body), token)).await?;
+            let data = ok_data(&reply)?;
+            println!("{}", data["id"].as_str().unwrap_or_default());
+        }
+        SessionsCommand::Fork { id, count, config } => {
+            let at = session_action_url(url, &id, "fork")?;
+            let mut body = json!({ "count": count });
+            if let Some(config) = config {
+                body["config"] =
+                    serde_json::from_str(&config).context("--config is not valid JSON")?;
+            }
+            let reply = http_json(with_token(client.post(at).json(&body), token)).await?;
+            let data = ok_data(&reply)?;
+            for s in data["sessions"].as_array().into_iter().flatten() {
+                println!("{}", s["id"].as_str().unwrap_or_default());
+            }
+            eprintln!(
+                "wharf: forked from snapshot `{}`",
+                data["snapshot"]["id"].as_str().unwrap_or_default()
             );
         }
         SessionsCommand::Resume { id } => {

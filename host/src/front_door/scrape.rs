@@ -63,6 +63,13 @@ impl Wharf {
                 .collect()
         });
         let containers = listed.map(|list| list.into_iter().map(|c| c.backend).collect());
+        let tenant_snapshots = self
+            .sessions
+            .store()
+            .list_snapshots(None)
+            .await
+            .ok()
+            .map(|list| list.into_iter().map(|s| (s.tenant, s.bytes)).collect());
         self.metrics.render(Scrape {
             contracts,
             pools,
@@ -70,6 +77,7 @@ impl Wharf {
             containers,
             tenant_sessions,
             tenant_containers,
+            tenant_snapshots,
         })
     }
 }

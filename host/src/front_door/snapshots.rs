@@ -61,7 +61,8 @@ impl Wharf {
         if let Some(name) = &name {
             check_name(name)?;
         }
-        let (record, _turn) = self.sessions.begin_call(tenant, id).await?;
+        // A frozen sandbox cannot copy its work dir: a paused session is resumed first.
+        let (record, _turn, _) = self.begin_live_call(tenant, id, None).await?;
         let backend = self.backend(&record.backend)?;
         if !backend.behaviour().suspendable() {
             return Err(WharfError::new(

@@ -29,4 +29,6 @@ pub struct Scrape {
     pub tenant_sessions: Option<Vec<String>>,
     /// The tenant of every Wharf container that belongs to a session.
     pub tenant_containers: Option<Vec<String>>,
+    /// Every snapshot's (tenant, bytes); `None` when the store did not answer.
+    pub tenant_snapshots: Option<Vec<(String, u64)>>,
 }

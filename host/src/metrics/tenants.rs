@@ -1,5 +1,5 @@
 //! Per-tenant series for `GET /metrics`: calls, refusals (4290 and quota 4030s), time
-//! waited for an instance, and (at scrape time) sessions and containers.
+//! waited for an instance, and (at scrape time) sessions, containers and snapshots.
 
 use super::series_cache::{CachedFamily, Labels};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -35,6 +35,8 @@ pub struct TenantMetrics {
     queue_wait: CachedFamily<TenantLabels, Histogram>,
     sessions: Family<TenantLabels, Gauge>,
     containers: Family<TenantLabels, Gauge>,
+    snapshots: Family<TenantLabels, Gauge>,
+    snapshot_bytes: Family<TenantLabels, Gauge>,
 }
 
 impl TenantMetrics {
@@ -48,6 +50,8 @@ impl TenantMetrics {
             )),
             sessions: Family::default(),
             containers: Family::default(),
+            snapshots: Family::default(),
+            snapshot_bytes: Family::default(),
         };
         registry.register(
             "wharf_tenant_calls",
@@ -73,6 +77,16 @@ impl TenantMetrics {
             "wharf_tenant_containers",
             "Wharf-labelled containers by the tenant of their session",
             me.containers.clone(),
+        );
+        registry.register(
+            "wharf_tenant_snapshots",
+            "Snapshots kept by tenant",
+            me.snapshots.clone(),
+        );
+        registry.register(
+            "wharf_tenant_snapshot_bytes",
+            "Bytes the tenant's snapshots add to their base images",
+            me.snapshot_bytes.clone(),
         );
         me
     }
@@ -121,6 +135,28 @@ impl TenantMetrics {
     /// Sets the container gauges from one tenant name per container.
     pub fn set_containers<'a>(&self, tenants: impl Iterator<Item = &'a str>) {
         Self::set(&self.containers, tenants);
+    }
+
+    /// Sets the snapshot gauges from each snapshot's (tenant, bytes).
+    pub fn set_snapshots<'a>(&self, snapshots: impl Iterator<Item = (&'a str, u64)>) {
+        self.snapshots.clear();
+        self.snapshot_bytes.clear();
+        let mut per: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
+        for (tenant, bytes) in snapshots {
+            let entry = per.entry(tenant).or_default();
+            entry.0 += 1;
+            entry.1 = entry
+                .1
+                .saturating_add(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
+        for (tenant, (count, bytes)) in per {
+            self.snapshots
+                .get_or_create(&Self::labels(tenant))
+                .set(count);
+            self.snapshot_bytes
+                .get_or_create(&Self::labels(tenant))
+                .set(bytes);
+        }
     }
 
     fn set<'a>(family: &Family<TenantLabels, Gauge>, tenants: impl Iterator<Item = &'a str>) {
