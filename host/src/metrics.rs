@@ -340,7 +340,7 @@ impl Metrics {
         }
         if let Some(snapshots) = &scrape.tenant_snapshots {
             self.tenants
-                .set_snapshots(snapshots.iter().map(|(t, b)| (t.as_str(), *b)));
+                .set_snapshots(snapshots.iter().map(|(t, n, b)| (t.as_str(), *n, *b)));
         }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;

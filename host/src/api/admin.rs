@@ -135,8 +135,7 @@ async fn unload(
     let clock = RequestClock::start();
     let result = async {
         caller.require(TokenScope::Admin)?;
-        let unloaded = wharf.unload_backend(&name).await?;
-        wharf.forget_upload(&name);
+        let unloaded = wharf.remove_backend(&name).await?;
         tracing::info!(backend = %name, unloaded, by = %caller.name, "unload requested");
         Ok(json!({ "name": name, "unloaded": unloaded }))
     }
@@ -153,7 +152,6 @@ async fn approve(
     let result = async {
         caller.require(TokenScope::Admin)?;
         let backend = wharf.approve_backend(&name).await?;
-        wharf.keep_approved_upload(&name, &backend.sha256);
         tracing::info!(backend = %name, version = %backend.version, by = %caller.name, "upgrade approved");
         Ok(backend_entry(&wharf, &backend))
     }

@@ -63,12 +63,15 @@ impl Wharf {
         )
     }
 
-    /// Activates the upgrade of `name` that waits for approval.
+    /// Activates the upgrade of `name` that waits for approval; an uploaded one is kept
+    /// for the next start.
     pub async fn approve_backend(&self, name: &str) -> Result<BackendSummary, WharfError> {
         let turn = self.registry.deploy_turn().await;
         let (loaded, swapped) = self.registry.approve(&turn, name).await?;
         self.recover_after_swap(&loaded, swapped).await;
-        Ok(BackendSummary::of(&loaded))
+        let summary = BackendSummary::of(&loaded);
+        self.keep_approved_upload(name, &summary.sha256);
+        Ok(summary)
     }
 
     /// Checks the backend's stored sessions with the (new) version's `discover`: the ones
@@ -103,6 +106,14 @@ impl Wharf {
     /// and the old instances got `shutdown`.
     pub async fn unload_backend(&self, name: &str) -> Result<bool, WharfError> {
         self.registry.unload(name).await
+    }
+
+    /// An operator's unload ([`Wharf::unload_backend`]): its upload, if it came from one,
+    /// is forgotten too, so the next start does not load it again.
+    pub async fn remove_backend(&self, name: &str) -> Result<bool, WharfError> {
+        let unloaded = self.unload_backend(name).await?;
+        self.forget_upload(name);
+        Ok(unloaded)
     }
 
     /// Records why a component for `name` was refused (shown in `/v1/backends` until a

@@ -63,13 +63,7 @@ impl Wharf {
                 .collect()
         });
         let containers = listed.map(|list| list.into_iter().map(|c| c.backend).collect());
-        let tenant_snapshots = self
-            .sessions
-            .store()
-            .list_snapshots(None)
-            .await
-            .ok()
-            .map(|list| list.into_iter().map(|s| (s.tenant, s.bytes)).collect());
+        let tenant_snapshots = self.sessions.store().snapshot_usage(None).await.ok();
         self.metrics.render(Scrape {
             contracts,
             pools,

@@ -65,13 +65,9 @@ impl Wharf {
         let (record, _turn, _) = self.begin_live_call(tenant, id, None).await?;
         let backend = self.backend(&record.backend)?;
         if !backend.behaviour().suspendable() {
-            return Err(WharfError::new(
-                Code::Forbidden,
-                format!(
-                    "backend `{}` cannot snapshot its sessions (provider feature `suspension`, contract 0.3.0)",
-                    record.backend
-                ),
-            ));
+            return Err(crate::runtime::backend::no_suspension(Some(
+                &record.backend,
+            )));
         }
         let owner = record.tenant.clone();
         let quota_tenant = if owner.is_empty() {
@@ -128,12 +124,10 @@ impl Wharf {
             }
         };
         let used: u64 = store
-            .list_snapshots(Some(&owner))
+            .snapshot_usage(Some(&owner))
             .await?
-            .iter()
-            .filter(|s| s.state == "ready")
-            .map(|s| s.bytes)
-            .fold(0, u64::saturating_add);
+            .first()
+            .map_or(0, |(_, _, bytes)| *bytes);
         if used.saturating_add(bytes) > limits.snapshot_bytes {
             self.forget_snapshot(&snapshot).await;
             return Err(quota_refusal(

@@ -98,7 +98,7 @@ impl Wharf {
     }
 
     /// After an approval: if the approved version was uploaded, keep it for the next start.
-    pub fn keep_approved_upload(&self, name: &str, sha256: &str) {
+    pub(super) fn keep_approved_upload(&self, name: &str, sha256: &str) {
         let blob = self.upload_blob(sha256);
         if let Ok(wasm) = std::fs::read(&blob)
             && let Err(e) = self.keep_upload(name, sha256, &wasm)
@@ -108,7 +108,7 @@ impl Wharf {
     }
 
     /// Forgets the upload of `name` (its record, and its blob when no other name uses it).
-    pub fn forget_upload(&self, name: &str) {
+    pub(super) fn forget_upload(&self, name: &str) {
         if !safe_name(name) {
             return;
         }

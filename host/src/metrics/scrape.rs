@@ -29,6 +29,7 @@ pub struct Scrape {
     pub tenant_sessions: Option<Vec<String>>,
     /// The tenant of every Wharf container that belongs to a session.
     pub tenant_containers: Option<Vec<String>>,
-    /// Every snapshot's (tenant, bytes); `None` when the store did not answer.
-    pub tenant_snapshots: Option<Vec<(String, u64)>>,
+    /// Each tenant's ready snapshots (tenant, count, bytes); `None` when the store did not
+    /// answer.
+    pub tenant_snapshots: Option<Vec<(String, u64, u64)>>,
 }

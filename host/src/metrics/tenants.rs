@@ -137,25 +137,18 @@ impl TenantMetrics {
         Self::set(&self.containers, tenants);
     }
 
-    /// Sets the snapshot gauges from each snapshot's (tenant, bytes).
-    pub fn set_snapshots<'a>(&self, snapshots: impl Iterator<Item = (&'a str, u64)>) {
+    /// Sets the snapshot gauges from each tenant's (tenant, count, bytes).
+    pub fn set_snapshots<'a>(&self, usage: impl Iterator<Item = (&'a str, u64, u64)>) {
         self.snapshots.clear();
         self.snapshot_bytes.clear();
-        let mut per: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
-        for (tenant, bytes) in snapshots {
-            let entry = per.entry(tenant).or_default();
-            entry.0 += 1;
-            entry.1 = entry
-                .1
-                .saturating_add(i64::try_from(bytes).unwrap_or(i64::MAX));
-        }
-        for (tenant, (count, bytes)) in per {
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        for (tenant, count, bytes) in usage {
             self.snapshots
                 .get_or_create(&Self::labels(tenant))
-                .set(count);
+                .set(gauge(count));
             self.snapshot_bytes
                 .get_or_create(&Self::labels(tenant))
-                .set(bytes);
+                .set(gauge(bytes));
         }
     }
 

@@ -315,20 +315,24 @@ impl BackendRegistry {
         _turn: &DeployTurn<'_>,
         name: &str,
     ) -> Result<(Arc<LoadedBackend>, Swapped), WharfError> {
-        let pending = self
-            .lifecycle
+        let pending = self.take_pending(name)?;
+        tracing::info!(backend = name, version = %pending.view.version, "upgrade approved");
+        let previous = self
+            .activate(name, pending.loaded.clone(), pending.config)
+            .map_err(|e| WharfError::internal(format!("{e:#}")))?;
+        Ok((pending.loaded, Swapped { previous }))
+    }
+
+    /// Takes the upgrade of `name` that waits for approval off the list.
+    fn take_pending(&self, name: &str) -> Result<super::lifecycle::Pending, WharfError> {
+        self.lifecycle
             .with(|s| s.pending.remove(name))
             .flatten()
             .ok_or_else(|| {
                 WharfError::invalid_request(format!(
                     "no upgrade of `{name}` is waiting for approval"
                 ))
-            })?;
-        tracing::info!(backend = name, version = %pending.view.version, "upgrade approved");
-        let previous = self
-            .activate(name, pending.loaded.clone(), pending.config)
-            .map_err(|e| WharfError::internal(format!("{e:#}")))?;
-        Ok((pending.loaded, Swapped { previous }))
+            })
     }
 
     /// Drops the upgrade of `name` that waits for approval (drained in the background);
@@ -338,15 +342,7 @@ impl BackendRegistry {
         _turn: &DeployTurn<'_>,
         name: &str,
     ) -> Result<PendingUpgrade, WharfError> {
-        let pending = self
-            .lifecycle
-            .with(|s| s.pending.remove(name))
-            .flatten()
-            .ok_or_else(|| {
-                WharfError::invalid_request(format!(
-                    "no upgrade of `{name}` is waiting for approval"
-                ))
-            })?;
+        let pending = self.take_pending(name)?;
         tracing::info!(backend = name, version = %pending.view.version, "upgrade rejected");
         drain_in_background(pending.loaded);
         Ok(pending.view)

@@ -83,10 +83,7 @@ pub trait Backend: Send + Sync {
         target: crate::engines::container_types::SnapshotTarget,
     ) -> Result<u64, WharfError> {
         let _ = (session, target);
-        Err(WharfError::new(
-            crate::error_code::Code::Forbidden,
-            "this backend has no sandbox to snapshot (provider feature `suspension`, contract 0.3.0)",
-        ))
+        Err(no_suspension(None))
     }
     /// Whether it can pause a session's sandbox ([`Backend::suspend`]).
     fn suspendable(&self) -> bool {
@@ -96,11 +93,20 @@ pub trait Backend: Send + Sync {
     /// `resume`; idempotent. A backend without a sandbox it can pause refuses (4030).
     async fn suspend(&self, session: &SessionView, resume: bool) -> Result<(), WharfError> {
         let _ = (session, resume);
-        Err(WharfError::new(
-            crate::error_code::Code::Forbidden,
-            "this backend has no sandbox to pause (provider feature `suspension`, contract 0.3.0)",
-        ))
+        Err(no_suspension(None))
     }
+}
+
+/// The refusal of a pause, resume, snapshot or fork by a backend (`backend`, when known)
+/// that cannot: 4030 naming the feature.
+pub fn no_suspension(backend: Option<&str>) -> WharfError {
+    let who = backend.map_or_else(|| "this backend".to_string(), |b| format!("backend `{b}`"));
+    WharfError::new(
+        crate::error_code::Code::Forbidden,
+        format!(
+            "{who} cannot pause or snapshot its sessions' sandboxes (provider feature `suspension`, contract 0.3.0)"
+        ),
+    )
 }
 
 /// Whole-file access to a session's sandbox (the files route), in slices.

@@ -14,7 +14,9 @@ use super::warm_pool::{WarmPool, WarmSetup};
 use crate::engines::container_types::{SnapshotAsk, SnapshotTarget};
 use crate::error_code::WharfError;
 use crate::quotas::host_tenant;
-use crate::runtime::backend::{Backend, PoolWatch, SandboxFiles, SessionStart, ToolCall};
+use crate::runtime::backend::{
+    Backend, PoolWatch, SandboxFiles, SessionStart, ToolCall, no_suspension,
+};
 use crate::runtime::backend_description::BackendDescription;
 use crate::runtime::guest_call::CallSite;
 use crate::runtime::guest_types::{Discovery, SessionView};
@@ -191,13 +193,7 @@ impl Backend for ProviderBackend {
 
     async fn suspend(&self, session: &SessionView, resume: bool) -> Result<(), WharfError> {
         if !self.suspendable() {
-            return Err(WharfError::new(
-                crate::error_code::Code::Forbidden,
-                format!(
-                    "backend `{}` cannot pause its sandboxes (provider feature `suspension`, contract 0.3.0)",
-                    self.provider.name()
-                ),
-            ));
+            return Err(no_suspension(Some(self.provider.name())));
         }
         let handle = sandbox_handle(session)?;
         let timeout = self.provider.settings().hook_timeout;
@@ -221,13 +217,7 @@ impl Backend for ProviderBackend {
         target: SnapshotTarget,
     ) -> Result<u64, WharfError> {
         if !self.suspendable() {
-            return Err(WharfError::new(
-                crate::error_code::Code::Forbidden,
-                format!(
-                    "backend `{}` cannot snapshot its sandboxes (provider feature `suspension`, contract 0.3.0)",
-                    self.provider.name()
-                ),
-            ));
+            return Err(no_suspension(Some(self.provider.name())));
         }
         let handle = sandbox_handle(session)?;
         let ask = std::sync::Arc::new(SnapshotAsk::new(target));

@@ -10,6 +10,7 @@
 
 use super::{SessionManager, SessionRecord, not_found, now_ms};
 use crate::error_code::{Code, WharfError};
+use crate::runtime::backend::no_suspension;
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::store::SessionState;
 use crate::tenant::Tenant;
@@ -41,7 +42,7 @@ impl SessionManager {
             return Ok(record);
         }
         if !backend.behaviour().suspendable() {
-            return Err(not_suspendable(backend));
+            return Err(no_suspension(Some(&backend.name)));
         }
         if let PauseAsk::IdleSince(activity) = ask
             && record.last_activity_ms > activity
@@ -162,16 +163,6 @@ fn check_backend(backend: &LoadedBackend, record: &SessionRecord) -> Result<(), 
         return Err(not_found(&record.id));
     }
     Ok(())
-}
-
-fn not_suspendable(backend: &LoadedBackend) -> WharfError {
-    WharfError::new(
-        Code::Forbidden,
-        format!(
-            "backend `{}` cannot pause its sessions (provider feature `suspension`, contract 0.3.0)",
-            backend.name
-        ),
-    )
 }
 
 fn changed(id: &str) -> WharfError {

@@ -138,11 +138,12 @@ impl StateStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::store::StateStore;
 
-    fn creating(id: &str, node: &str, lease_until_ms: u64) -> SessionRecord {
+    /// A `creating` row of tenant `t`, backend `b`, leased by `node` until `lease_until_ms`.
+    pub(in crate::store) fn creating(id: &str, node: &str, lease_until_ms: u64) -> SessionRecord {
         SessionRecord {
             id: id.into(),
             tenant: "t".into(),

@@ -61,37 +61,19 @@ impl StateStore {
 
 #[cfg(test)]
 mod tests {
-    use crate::store::{SessionRecord, SessionState, StateStore};
+    use crate::store::session_leases::tests::creating;
+    use crate::store::{SessionState, StateStore};
     use serde_json::Value;
-
-    fn creating(id: &str) -> SessionRecord {
-        SessionRecord {
-            id: id.into(),
-            tenant: "t".into(),
-            backend: "b".into(),
-            key: id.into(),
-            state: SessionState::Creating,
-            data: Value::Null,
-            owner: None,
-            holder: None,
-            holder_until_ms: 0,
-            plugin_version: String::new(),
-            node: "n1".into(),
-            lease_until_ms: u64::MAX >> 12,
-            created_at_ms: 0,
-            last_activity_ms: 0,
-            idle_ttl_seconds: 60,
-            max_expires_at_ms: Some(10_000),
-            generation: 0,
-            paused_until_ms: None,
-        }
-    }
 
     #[tokio::test]
     async fn pauses_are_compare_and_sets_and_a_paused_row_can_be_released() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let store = StateStore::open_sqlite(&dir.path().join("s.db")).await?;
-        assert!(store.insert_creating(&creating("s")).await?);
+        assert!(
+            store
+                .insert_creating(&creating("s", "n1", u64::MAX >> 12))
+                .await?
+        );
         assert!(store.mark_ready("s", "n1", &Value::Null, 1_000).await?);
         let ready = store.get_session("s").await?.expect("row");
         let g = ready.generation;

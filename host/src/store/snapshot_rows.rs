@@ -106,6 +106,36 @@ impl StateStore {
         rows.iter().map(record).collect()
     }
 
+    /// Ready snapshots per tenant (of `tenant` only, when given): (tenant, count, bytes).
+    pub async fn snapshot_usage(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<(String, u64, u64)>, WharfError> {
+        let rows = sqlx::query(
+            "SELECT tenant, COUNT(*) AS n, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS b
+             FROM wharf_snapshots WHERE state = 'ready' AND ($1 = '' OR tenant = $2)
+             GROUP BY tenant ORDER BY tenant",
+        )
+        .bind(if tenant.is_some() { "t" } else { "" })
+        .bind(tenant.unwrap_or_default())
+        .fetch_all(self.pool())
+        .await
+        .map_err(unavailable)?;
+        rows.iter()
+            .map(|row| {
+                let count = |c: &str| -> Result<u64, WharfError> {
+                    let v = row.try_get::<i64, _>(c).map_err(unavailable)?;
+                    Ok(from_column(v, i64::MAX as u64).unwrap_or(0))
+                };
+                Ok((
+                    row.try_get::<String, _>("tenant").map_err(unavailable)?,
+                    count("n")?,
+                    count("b")?,
+                ))
+            })
+            .collect()
+    }
+
     /// Forgets a snapshot.
     pub async fn delete_snapshot(&self, id: &str) -> Result<(), WharfError> {
         sqlx::query("DELETE FROM wharf_snapshots WHERE id = $1")
@@ -172,6 +202,12 @@ mod tests {
         assert_eq!(store.list_snapshots(Some("t1")).await?.len(), 2);
         assert_eq!(store.list_snapshots(None).await?.len(), 3);
         assert_eq!(store.get_snapshot("a").await?.map(|s| s.bytes), Some(4096));
+        assert_eq!(
+            store.snapshot_usage(None).await?,
+            vec![("t1".to_string(), 1, 4096)],
+            "only ready snapshots count"
+        );
+        assert!(store.snapshot_usage(Some("t2")).await?.is_empty());
 
         // Nothing is abandoned by the live incarnation; a restart finds its makings.
         assert!(store.abandoned_snapshots("n1", 0).await?.is_empty());

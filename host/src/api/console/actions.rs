@@ -81,14 +81,12 @@ pub async fn backend(
     let wharf = &console.wharf;
     let done = match action.as_str() {
         "approve" => wharf.approve_backend(&name).await.map(|b| {
-            wharf.keep_approved_upload(&name, &b.sha256);
             tracing::info!(backend = %name, version = %b.version, by = %by, "console: upgrade approved");
         }),
         "reject" => wharf.reject_upgrade(&name).await.map(|p| {
             tracing::info!(backend = %name, version = %p.version, by = %by, "console: upgrade rejected");
         }),
-        "unload" => wharf.unload_backend(&name).await.map(|unloaded| {
-            wharf.forget_upload(&name);
+        "unload" => wharf.remove_backend(&name).await.map(|unloaded| {
             tracing::info!(backend = %name, unloaded, by = %by, "console: unload requested");
         }),
         other => Err(WharfError::invalid_request(format!(
