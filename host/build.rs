@@ -14,6 +14,7 @@ const PLUGINS: &[&str] = &[
     "docker-provider",
     "probe",
     "backtracker",
+    "mcp-bridge",
 ];
 
 fn main() {

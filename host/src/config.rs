@@ -17,7 +17,7 @@ mod oauth;
 mod oci;
 mod telemetry;
 pub use auth::{AuthConfig, RESERVED_TOKEN_NAMES, TokenConfig, TokenScope};
-pub use backend::{BackendConfig, Limits, OnIdle, SessionLimits, WarmPoolConfig};
+pub use backend::{BackendConfig, Limits, OnIdle, SessionLimits, ToolSettings, WarmPoolConfig};
 pub use connections::ConnectionLimits;
 pub use oauth::{MAX_TOKEN_BYTES, OAuthConfig, OAuthScopes, is_secure_or_loopback};
 pub use oci::{OciSettings, OciSource, RegistryCredentials};
@@ -267,6 +267,10 @@ impl WharfConfig {
     }
 }
 
+/// The start of a reference to a granted secret, which the config expansion leaves to the
+/// backend.
+const SECRET_REFERENCE: &str = "${secret:";
+
 pub(super) fn expand_env(
     value: &mut toml::Value,
     env: &impl Fn(&str) -> Option<String>,
@@ -288,7 +292,10 @@ pub(super) fn expand_env(
     Ok(())
 }
 
-/// Replaces every `${NAME}` in `s`; `$${` escapes a literal `${`.
+/// Replaces every `${NAME}` in `s`; `$${` escapes a literal `${`. A `${secret:NAME}` is
+/// left as it is: it names a secret granted to the backend, which the backend reads through
+/// the `secrets` import when it uses the value (the MCP bridge's headers), so the value
+/// never sits in the config.
 fn expand_str(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -297,6 +304,9 @@ fn expand_str(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String> 
         let tail = &rest[i..];
         if let Some(after) = tail.strip_prefix("$${") {
             out.push_str("${");
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix(SECRET_REFERENCE) {
+            out.push_str(SECRET_REFERENCE);
             rest = after;
         } else if let Some(after) = tail.strip_prefix("${") {
             let Some(end) = after.find('}') else {
@@ -343,6 +353,14 @@ mod tests {
         assert_eq!(cfg["token"], "s3cret");
         assert_eq!(cfg["price"], "$5");
         assert_eq!(cfg["lit"], "${TOKEN}");
+        // A granted secret's reference is the backend's to read, not an env variable.
+        let c = WharfConfig::parse(
+            "[backends.echo]\npath = \"echo.wasm\"\nconfig = { auth = \"Bearer ${secret:api} ${TOKEN}\" }\n",
+            env,
+        )
+        .unwrap();
+        let cfg = toml_to_json(c.backends["echo"].config.as_ref().unwrap());
+        assert_eq!(cfg["auth"], "Bearer ${secret:api} s3cret");
         let err = WharfConfig::parse("[backends.echo]\npath = \"${NOPE}\"\n", env).unwrap_err();
         assert!(format!("{err:#}").contains("`NOPE` is not set"), "{err:#}");
     }

@@ -180,6 +180,7 @@ impl Wharf {
             preview_key: tokio::sync::OnceCell::new(),
         });
         wharf.sessions.start_heartbeat();
+        crate::registry::start_tool_polls(&wharf.registry);
         Ok(wharf)
     }
 

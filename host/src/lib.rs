@@ -46,6 +46,7 @@ pub mod store;
 pub mod telemetry;
 pub mod tenant;
 pub mod tool;
+pub mod tool_filter;
 pub mod tool_names;
 
 pub use error_code::{Code, WharfError};

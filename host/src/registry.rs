@@ -11,9 +11,11 @@
 mod hot_swap;
 mod lifecycle;
 mod oci_load;
+mod tool_polls;
 
 pub use hot_swap::Swapped;
 pub use lifecycle::{Deployed, PendingUpgrade, Rejection};
+pub use tool_polls::start_tool_polls;
 
 use crate::bundled;
 use crate::config::{BackendConfig, ServerConfig};
@@ -158,7 +160,7 @@ impl BackendRegistry {
     pub fn tools(&self) -> Vec<(ToolName, String, ToolDescription)> {
         let mut out = Vec::new();
         for backend in self.backends() {
-            for tool in &backend.description.tools {
+            for tool in backend.tools().tools() {
                 out.push((
                     ToolName {
                         backend: backend.name.to_string(),
@@ -181,7 +183,7 @@ impl BackendRegistry {
         match index.resolve(requested) {
             Resolution::Found(name) => {
                 let backend = self.backend(&name.backend)?;
-                match backend.tool(&name.action) {
+                match backend.tools().tool(&name.action) {
                     Some(_) => Ok((backend, name.action)),
                     None => Err(WharfError::invalid_request(format!(
                         "unknown tool `{requested}`"
@@ -202,6 +204,25 @@ impl BackendRegistry {
             ))
             .with_data(serde_json::json!({ "candidates": candidates }))),
         }
+    }
+
+    /// Asks a backend that lists its tools for them (see [`LoadedBackend::refresh_tools`])
+    /// and, when they changed, rebuilds the tool index and tells subscribers (MCP
+    /// `list_changed`). True when they changed.
+    pub async fn refresh_tools(&self, backend: &Arc<LoadedBackend>) -> Result<bool, WharfError> {
+        let name = &*backend.name;
+        let changed = backend.refresh_tools().await?;
+        // A swap may have replaced this backend while it was asked: its table is then
+        // no longer served, and the new one was indexed when it loaded.
+        if changed && self.backend(name).is_ok_and(|b| Arc::ptr_eq(&b, backend)) {
+            tracing::info!(
+                backend = name,
+                tools = backend.tools().tools().len(),
+                "the backend's tools changed"
+            );
+            self.rebuild_tool_index();
+        }
+        Ok(changed)
     }
 
     fn rebuild_tool_index(&self) {

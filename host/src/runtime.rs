@@ -19,6 +19,8 @@ pub mod provider_guest;
 pub mod provider_processes;
 pub mod resource_component;
 pub mod resource_guest;
+pub mod resource_listing;
+pub mod tool_table;
 pub mod world;
 
 pub use backend::{Backend, SessionStart, ToolCall};

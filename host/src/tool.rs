@@ -31,7 +31,7 @@ pub struct ToolAnnotations {
 }
 
 /// One tool as the host knows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolDescription {
     /// The action name (without the backend prefix).
     pub action: String,

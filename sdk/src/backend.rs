@@ -1,7 +1,8 @@
 //! Resource backends: tools plus optional lifecycle hooks, and the glue that exports them.
 
+use crate::bindings::backend_world::exports::wharf::plugin0_3_0::tool_listing;
 use crate::bindings::{backend_world::exports::wharf::plugin0_2_0::backend as wit, wit_types};
-use crate::{Call, Session, ToolError, Tools};
+use crate::{Call, Session, ToolError, ToolSpec, Tools};
 use serde_json::Value;
 use std::any::Any;
 use std::cell::RefCell;
@@ -121,6 +122,27 @@ pub trait Backend: Sized + 'static {
     fn discover(&mut self, _session: &Session) -> Result<Discovery, ToolError> {
         Ok(Discovery::Alive)
     }
+    /// The tools as they are now, for a backend whose tools are known only after `warmup`
+    /// or change while it runs (contract 0.3.0's `tool-listing`). `None`, the default,
+    /// means the fixed list of [`Backend::tools`], and the host never asks again; a list
+    /// replaces it, and the host asks again every `tools_poll_seconds`. Calls of a listed
+    /// tool that [`Backend::tools`] does not register reach [`Backend::call_listed`].
+    fn list_tools(&mut self) -> Result<Option<Vec<ToolSpec>>, ToolError> {
+        Ok(None)
+    }
+    /// Runs a tool [`Backend::list_tools`] listed and [`Backend::tools`] does not register.
+    /// The host has already checked `args` against the listed input schema.
+    fn call_listed(
+        &mut self,
+        tool: &str,
+        _args: Value,
+        _call: &mut Call,
+    ) -> Result<Value, ToolError> {
+        Err(ToolError::new(
+            crate::codes::INVALID_REQUEST,
+            format!("unknown tool `{tool}`"),
+        ))
+    }
 }
 
 struct Instance<B> {
@@ -217,8 +239,13 @@ impl<B: Backend> wit::Guest for BackendExport<B> {
     ) -> Result<wit_types::ToolOutput, wit_types::Error> {
         let args: Value = serde_json::from_str(&args).map_err(ToolError::from)?;
         let mut call = Call::new(session.map(Session::from));
-        let content =
-            with_instance::<B, _>(|i| i.tools.call(&mut i.backend, &tool, args, &mut call))?;
+        let content = with_instance::<B, _>(|i| {
+            if i.tools.has(&tool) {
+                i.tools.call(&mut i.backend, &tool, args, &mut call)
+            } else {
+                i.backend.call_listed(&tool, args, &mut call)
+            }
+        })?;
         let (attachments, session_data) = call.into_outputs();
         Ok(wit_types::ToolOutput {
             content: content.to_string(),
@@ -232,5 +259,12 @@ impl<B: Backend> wit::Guest for BackendExport<B> {
                 .collect(),
             session_data: session_data.map(|d| d.to_string()),
         })
+    }
+}
+
+impl<B: Backend> tool_listing::Guest for BackendExport<B> {
+    fn list_tools() -> Result<Option<Vec<wit_types::ToolSpec>>, wit_types::Error> {
+        let listed = with_instance::<B, _>(|i| i.backend.list_tools())?;
+        Ok(listed.map(|tools| tools.into_iter().map(Into::into).collect()))
     }
 }

@@ -34,7 +34,7 @@ pub use provider::{
     Provider, ProviderFeatures, ProviderInfo, SandboxSpec,
 };
 pub use session::Session;
-pub use tools::{Annotations, Attachment, Call, NoArgs, SessionNeed, Tools};
+pub use tools::{Annotations, Attachment, Call, NoArgs, SessionNeed, ToolSpec, Tools};
 pub use wharf_sdk_macros::{tool, tools};
 
 pub use schemars::{self, JsonSchema};

@@ -31,6 +31,58 @@ pub struct Annotations {
     pub open_world: bool,
 }
 
+/// One tool as a backend lists it at run time ([`crate::Backend::list_tools`]): the
+/// description a typed [`Tools`] entry derives from its types, written out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The action part; the host prefixes the backend's name.
+    pub name: String,
+    /// What the tool does, written for agents.
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub input_schema: Value,
+    /// JSON Schema of the result, when one is promised.
+    pub output_schema: Option<Value>,
+    /// Whether the tool needs a session.
+    pub session: SessionNeed,
+    /// Hints for agents.
+    pub annotations: Annotations,
+}
+
+impl From<ToolSpec> for wit_types::ToolSpec {
+    fn from(t: ToolSpec) -> Self {
+        Self {
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema.to_string(),
+            output_schema: t.output_schema.as_ref().map(Value::to_string),
+            session: t.session.into(),
+            annotations: t.annotations.into(),
+        }
+    }
+}
+
+impl From<SessionNeed> for wit_types::SessionNeed {
+    fn from(need: SessionNeed) -> Self {
+        match need {
+            SessionNeed::None => Self::None,
+            SessionNeed::Required => Self::Required,
+            SessionNeed::Optional => Self::Optional,
+        }
+    }
+}
+
+impl From<Annotations> for wit_types::ToolAnnotations {
+    fn from(a: Annotations) -> Self {
+        Self {
+            read_only: a.read_only,
+            destructive: a.destructive,
+            idempotent: a.idempotent,
+            open_world: a.open_world,
+        }
+    }
+}
+
 /// Arguments of a tool that takes none.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -232,6 +284,11 @@ impl<B: 'static> Tools<B> {
         self.tools.iter().map(|t| t.name.as_str())
     }
 
+    /// Whether a tool named `name` is registered.
+    pub fn has(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+
     pub(crate) fn specs(&self) -> Vec<wit_types::ToolSpec> {
         self.tools
             .iter()
@@ -240,17 +297,8 @@ impl<B: 'static> Tools<B> {
                 description: t.description.clone(),
                 input_schema: t.input_schema.to_string(),
                 output_schema: t.output_schema.as_ref().map(Value::to_string),
-                session: match t.session {
-                    SessionNeed::None => wit_types::SessionNeed::None,
-                    SessionNeed::Required => wit_types::SessionNeed::Required,
-                    SessionNeed::Optional => wit_types::SessionNeed::Optional,
-                },
-                annotations: wit_types::ToolAnnotations {
-                    read_only: t.annotations.read_only,
-                    destructive: t.annotations.destructive,
-                    idempotent: t.annotations.idempotent,
-                    open_world: t.annotations.open_world,
-                },
+                session: t.session.into(),
+                annotations: t.annotations.into(),
             })
             .collect()
     }

@@ -13,6 +13,7 @@
 //! Run with `scripts/bench` (it builds this example and installs wrk if missing).
 
 mod mcp;
+mod mcp_bridge;
 mod sandbox;
 mod wrk_session;
 
@@ -294,6 +295,12 @@ fn main() {
     }
     if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("pause") && docker_ready() {
         for (k, v) in &rt.block_on(sandbox::run_pause()) {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("bridge") {
+        for (k, v) in &rt.block_on(mcp_bridge::run_bridge(seconds)) {
             println!("| {k} | {v} |");
         }
         return;

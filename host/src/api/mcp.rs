@@ -2,7 +2,8 @@
 //! front door. `tools/list` lists every loaded tool under its MCP name, in pages
 //! ([`tool_list`]), `tools/call` runs it
 //! (acquiring a session by key when the tool needs one, see [`call`]), and clients hear
-//! `notifications/tools/list_changed` when backends load or unload.
+//! `notifications/tools/list_changed` when backends load or unload or a backend that lists
+//! its tools at run time lists others.
 //!
 //! Two eras are served side by side, as rmcp routes them: an `initialize` handshake opens an
 //! MCP session (`Mcp-Session-Id`, 2025 revisions up to 2025-11-25; its Wharf sessions fall
@@ -154,8 +155,8 @@ impl ServerHandler for WharfMcp {
         Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
-    /// Sends `notifications/tools/list_changed` on the listen stream when backends load or
-    /// unload, until the client cancels it or the stream closes (one stream holds one
+    /// Sends `notifications/tools/list_changed` on the listen stream when the tools change,
+    /// until the client cancels it or the stream closes (one stream holds one
     /// connection, so the connection caps bound them).
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.wharf.subscribe_tool_changes();

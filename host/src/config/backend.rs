@@ -38,6 +38,43 @@ pub struct BackendConfig {
     /// Where an `oci://` backend was pulled from (set at load, never configured).
     #[serde(skip)]
     pub oci_source: Option<OciSource>,
+    /// Which tools are served, and how often a backend whose tools change is asked.
+    #[serde(default)]
+    pub tools: ToolSettings,
+}
+
+/// `[backends.X.tools]`: the operator's include and exclude patterns (`*`, `?`) over the
+/// backend's actions, and how often the host asks a backend whose tools change while it
+/// runs (contract 0.3.0's `tool-listing`, the MCP bridge) for them.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolSettings {
+    /// Actions served; empty serves every action.
+    pub include: Vec<String>,
+    /// Actions never served.
+    pub exclude: Vec<String>,
+    /// Seconds between two listings (1 to 86 400; default 30).
+    pub poll_seconds: u64,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self {
+            include: Vec::new(),
+            exclude: Vec::new(),
+            poll_seconds: 30,
+        }
+    }
+}
+
+impl ToolSettings {
+    /// The patterns as the tool filter takes them.
+    pub fn filter(&self) -> crate::tool_filter::ToolFilter {
+        crate::tool_filter::ToolFilter {
+            include: self.include.clone(),
+            exclude: self.exclude.clone(),
+        }
+    }
 }
 
 /// `[backends.X.warm_pool]`: started sandboxes kept for sessions whose config asks for one
@@ -85,6 +122,7 @@ impl BackendConfig {
             warm_pool: None,
             require_signature: false,
             oci_source: None,
+            tools: ToolSettings::default(),
         }
     }
 
@@ -126,6 +164,16 @@ impl BackendConfig {
             bail!("limits need 1 <= pool_max and pool_min <= pool_max");
         }
         self.grants.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        self.tools
+            .filter()
+            .check()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if !(1..=86_400).contains(&self.tools.poll_seconds) {
+            bail!(
+                "tools.poll_seconds = {} must be 1 to 86400",
+                self.tools.poll_seconds
+            );
+        }
         if let Some(pool) = &self.warm_pool {
             let shapes = u64::try_from(pool.shapes.len().max(1)).unwrap_or(u64::MAX);
             let kept = u64::from(pool.size).saturating_mul(shapes);

@@ -162,7 +162,6 @@ impl Wharf {
         let (backend, action) = self.registry.resolve_tool(requested)?;
         let tool = backend
             .tool(&action)
-            .cloned()
             .ok_or_else(|| WharfError::invalid_request(format!("unknown tool `{requested}`")))?;
         Ok(FoundTool {
             backend: backend.name.to_string(),

@@ -69,7 +69,7 @@ impl BackendSummary {
             contract: serde_json::to_value(d.contract).unwrap_or(Value::Null),
             wit: d.wit.clone(),
             sha256: d.sha256.clone(),
-            tools: d.tools.clone(),
+            tools: b.tools().tools().to_vec(),
             requires: d.requires.clone(),
             provider_features: d.provider_features.clone(),
             config: crate::redact::redact(&b.config),

@@ -221,7 +221,7 @@ impl Wharf {
             .quotas
             .admit_call(quota_tenant(tenant), &backend.name)
             .map_err(|e| Box::new((e, place.clone())))?;
-        let Some(session) = backend.tool(&action).map(|t| t.session) else {
+        let Some(session) = backend.tools().tool(&action).map(|t| t.session) else {
             return Err(Box::new((
                 WharfError::invalid_request(format!("unknown tool `{requested}`")),
                 place,

@@ -201,8 +201,9 @@ impl BackendRegistry {
             cache: compiled.cache,
             compile_time: compiled.compile_time,
             isolation,
+            tool_settings: config.tools.clone(),
         };
-        Ok(Arc::new(LoadedBackend::new(parts, behaviour)?))
+        Ok(Arc::new(LoadedBackend::new(parts, behaviour).await?))
     }
 
     /// Puts `loaded` in the table (new calls use it from now on) and drains the version it
@@ -238,7 +239,7 @@ impl BackendRegistry {
         tracing::info!(
             backend = name,
             version = %loaded.description.version,
-            tools = loaded.description.tools.len(),
+            tools = loaded.tools().tools().len(),
             cache = ?loaded.cache,
             compile_ms = loaded.compile_time.as_millis() as u64,
             replaced = previous.is_some(),

@@ -7,7 +7,7 @@
 use crate::error_code::WharfError;
 use crate::runtime::guest_types::{Discovery, SessionView};
 pub use crate::runtime::instance_pool::{PoolStatus, PoolWatch};
-use crate::tool::ToolResult;
+use crate::tool::{ToolDescription, ToolResult};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::time::Duration;
@@ -84,6 +84,12 @@ pub trait Backend: Send + Sync {
     ) -> Result<u64, WharfError> {
         let _ = (session, target);
         Err(no_suspension(None))
+    }
+    /// The tools as the guest lists them now (contract 0.3.0's `tool-listing`): `None` when
+    /// they are the fixed list of `describe`, which is every backend's answer but a 0.3.0
+    /// resource backend's that lists its own.
+    async fn list_tools(&self) -> Result<Option<Vec<ToolDescription>>, WharfError> {
+        Ok(None)
     }
     /// Whether it can pause a session's sandbox ([`Backend::suspend`]).
     fn suspendable(&self) -> bool {

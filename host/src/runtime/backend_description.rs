@@ -4,7 +4,7 @@
 
 use crate::imports::services::HostServices;
 use crate::policy::Grants;
-use crate::runtime::guest_types::{ProviderFeatures, RawBackendInfo};
+use crate::runtime::guest_types::{ProviderFeatures, RawBackendInfo, RawToolSpec};
 use crate::runtime::host_state::HostState;
 use crate::runtime::instance_pool::GuestWorld;
 use crate::runtime::provider_guest::ProviderPre;
@@ -53,6 +53,19 @@ pub struct BackendDescription {
 
 fn parse_schema(text: Option<String>) -> Option<Value> {
     text.and_then(|t| serde_json::from_str(&t).ok())
+}
+
+/// A tool a running guest listed (`tool-listing`): a schema that is not JSON becomes
+/// `null`, which the listing's checks drop (`tool_filter::check_listing`).
+pub(crate) fn listed_tool(t: RawToolSpec) -> ToolDescription {
+    ToolDescription {
+        input_schema: serde_json::from_str(&t.input_schema).unwrap_or(Value::Null),
+        output_schema: parse_schema(t.output_schema),
+        action: t.name,
+        description: t.description,
+        session: t.session,
+        annotations: t.annotations,
+    }
 }
 
 fn tools_of(info: &RawBackendInfo) -> Vec<ToolDescription> {

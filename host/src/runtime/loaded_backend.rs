@@ -12,14 +12,14 @@ use crate::runtime::host_state::HostState;
 use crate::runtime::instance_pool::PoolSettings;
 use crate::runtime::provider_guest::ProviderPre;
 use crate::runtime::resource_guest::ResourcePre;
+use crate::runtime::tool_table::{ToolPoll, ToolTable, listing_digest};
 use crate::runtime::world::{self, WorldKind};
-use crate::schema_validation::ArgsValidator;
 use crate::tool::{ToolDescription, ToolResult};
+use crate::tool_filter::ToolFilter;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -91,7 +91,9 @@ pub struct LoadedBackend {
     pub compile_time: Duration,
     /// The isolation levels its containers can run at: granted, and offered by the engine.
     pub isolation: Vec<crate::policy::Isolation>,
-    validators: BTreeMap<String, ArgsValidator>,
+    table: RwLock<Arc<ToolTable>>,
+    filter: ToolFilter,
+    poll: Option<ToolPoll>,
     behaviour: Box<dyn Backend>,
 }
 
@@ -120,21 +122,38 @@ pub struct BackendParts {
     pub compile_time: Duration,
     /// Isolation levels granted and offered.
     pub isolation: Vec<crate::policy::Isolation>,
+    /// The operator's tool patterns and listing interval.
+    pub tool_settings: crate::config::ToolSettings,
 }
 
 impl LoadedBackend {
-    /// A backend from its parts and its behaviour; refuses tools with an invalid input
-    /// schema or a name used twice.
-    pub fn new(parts: BackendParts, behaviour: Box<dyn Backend>) -> Result<Self> {
-        let mut validators = BTreeMap::new();
-        for tool in &parts.description.tools {
-            let validator = ArgsValidator::new(&tool.input_schema)
-                .with_context(|| format!("tool `{}` has an invalid input schema", tool.action))?;
-            if validators.insert(tool.action.clone(), validator).is_some() {
-                anyhow::bail!(
-                    "the backend declares tool `{}` twice; tool names must be unique",
-                    tool.action
+    /// A backend from its parts and its behaviour; refuses `describe` tools with an invalid
+    /// input schema or a name used twice. A backend whose guest lists its tools (contract
+    /// 0.3.0's `tool-listing`) is asked once here, serves that list, and is asked again every
+    /// `tools.poll_seconds`; when this first listing fails it serves `describe`'s tools until
+    /// one succeeds.
+    pub async fn new(parts: BackendParts, behaviour: Box<dyn Backend>) -> Result<Self> {
+        let filter = parts.tool_settings.filter();
+        let mut table = ToolTable::described(&parts.description.tools, &filter)?;
+        let mut poll = None;
+        let every = Duration::from_secs(parts.tool_settings.poll_seconds.max(1));
+        match behaviour.list_tools().await {
+            Ok(None) => {}
+            Ok(Some(listed)) => {
+                let watch = ToolPoll::new(every);
+                watch.changed(listing_digest(&listed));
+                let (listed_table, dropped) = list_off_thread(listed, filter.clone()).await?;
+                report_dropped(&parts.name, &dropped);
+                table = listed_table;
+                poll = Some(watch);
+            }
+            Err(e) => {
+                tracing::warn!(
+                    backend = &*parts.name,
+                    "listing its tools failed; serving the tools it describes until a listing succeeds: {}",
+                    e.message
                 );
+                poll = Some(ToolPoll::new(every));
             }
         }
         Ok(Self {
@@ -145,9 +164,50 @@ impl LoadedBackend {
             cache: parts.cache,
             compile_time: parts.compile_time,
             isolation: parts.isolation,
-            validators,
+            table: RwLock::new(Arc::new(table)),
+            filter,
+            poll,
             behaviour,
         })
+    }
+
+    /// The tools served now (after the operator's patterns; for a backend that lists its
+    /// tools, its latest accepted listing).
+    pub fn tools(&self) -> Arc<ToolTable> {
+        self.table.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Whether the guest lists its tools at run time (and is asked again on an interval).
+    pub fn poll(&self) -> Option<&ToolPoll> {
+        self.poll.as_ref()
+    }
+
+    /// Asks a backend that lists its tools for them and serves the answer: true when the
+    /// served tools changed. An unchanged answer costs no checks; a failed one keeps the
+    /// tools served.
+    pub async fn refresh_tools(&self) -> Result<bool, WharfError> {
+        let Some(poll) = &self.poll else {
+            return Ok(false);
+        };
+        let Some(listed) = self.behaviour.list_tools().await? else {
+            return Ok(false);
+        };
+        if !poll.changed(listing_digest(&listed)) {
+            return Ok(false);
+        }
+        let (table, dropped) = list_off_thread(listed, self.filter.clone())
+            .await
+            .map_err(|e| WharfError::internal(format!("checking the listed tools: {e:#}")))?;
+        report_dropped(&self.name, &dropped);
+        let mut served = self
+            .table
+            .write()
+            .map_err(|_| WharfError::internal("tool table lock poisoned"))?;
+        if served.same_tools(&table) {
+            return Ok(false);
+        }
+        *served = Arc::new(table);
+        Ok(true)
     }
 
     /// The counters of the backend's instance pool.
@@ -160,14 +220,14 @@ impl LoadedBackend {
         self.behaviour.as_ref()
     }
 
-    /// The tool named `action`.
-    pub fn tool(&self, action: &str) -> Option<&ToolDescription> {
-        self.description.tools.iter().find(|t| t.action == action)
+    /// The tool named `action`, as served now.
+    pub fn tool(&self, action: &str) -> Option<ToolDescription> {
+        self.tools().tool(action).cloned()
     }
 
     /// Checks arguments against the tool's schema (4003 missing field, 4004 otherwise).
     pub fn validate_args(&self, action: &str, args: &Value) -> Result<(), WharfError> {
-        match self.validators.get(action) {
+        match self.tools().validator(action) {
             Some(v) => v.validate(args),
             None => Err(WharfError::invalid_request(format!(
                 "unknown tool `{}:{action}`",
@@ -189,5 +249,29 @@ impl LoadedBackend {
     /// Drains idle instances (running `shutdown`) and refuses new checkouts.
     pub async fn drain(&self) {
         self.behaviour.drain().await
+    }
+}
+
+/// Checks and compiles a listing on a blocking thread: its schemas are hostile input.
+async fn list_off_thread(
+    listed: Vec<ToolDescription>,
+    filter: ToolFilter,
+) -> Result<(ToolTable, Vec<String>)> {
+    tokio::task::spawn_blocking(move || ToolTable::listed(listed, &filter))
+        .await
+        .context("the tool listing check failed")
+}
+
+/// One warning per dropped tool, at most 16 (a hostile listing must not flood the log).
+fn report_dropped(backend: &str, dropped: &[String]) {
+    for reason in dropped.iter().take(16) {
+        tracing::warn!(backend, "a listed tool is not served: {reason}");
+    }
+    if dropped.len() > 16 {
+        tracing::warn!(
+            backend,
+            "{} more listed tools are not served",
+            dropped.len() - 16
+        );
     }
 }

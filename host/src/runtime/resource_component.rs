@@ -5,11 +5,12 @@ use crate::error_code::WharfError;
 use crate::imports::services::HostServices;
 use crate::policy::Grants;
 use crate::runtime::backend::{Backend, PoolWatch, SessionStart, ToolCall};
+use crate::runtime::backend_description::listed_tool;
 use crate::runtime::guest_call::{self, CallSite, guest_json};
 use crate::runtime::guest_types::{Discovery, RawDiscovery, SessionView};
 use crate::runtime::instance_pool::{InstancePool, PoolSettings};
 use crate::runtime::resource_guest::ResourcePre;
-use crate::tool::ToolResult;
+use crate::tool::{ToolDescription, ToolResult};
 use anyhow::Result;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -106,6 +107,23 @@ impl Backend for ResourceComponent {
             attachments: out.attachments,
             session_data,
         })
+    }
+
+    async fn list_tools(&self) -> Result<Option<Vec<ToolDescription>>, WharfError> {
+        let site = CallSite {
+            tenant: crate::quotas::host_tenant(),
+            session_id: None,
+            timeout: self.pool.settings().hook_timeout,
+            trace_id: None,
+            output: None,
+            sandbox: None,
+            snapshot: None,
+        };
+        let listed = guest_call::run(&self.pool, &self.name, site, move |i| {
+            Box::pin(async move { i.exports.list_tools(&mut i.store).await })
+        })
+        .await?;
+        Ok(listed.map(|tools| tools.into_iter().map(listed_tool).collect()))
     }
 
     async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {

@@ -2,12 +2,13 @@
 //! the host calls `describe`, `warmup`, `shutdown`, `initialize`, `cleanup`, `discover`
 //! and `call` without knowing which version the component was built against.
 
-use crate::runtime::bindings::{v0_1, v0_2};
+use crate::runtime::bindings::v0_1;
 use crate::runtime::guest_types::{
-    GuestError, RawBackendInfo, RawDiscovery, RawToolOutput, SessionView,
+    GuestError, RawBackendInfo, RawDiscovery, RawToolOutput, RawToolSpec, SessionView,
 };
 use crate::runtime::host_state::HostState;
 use crate::runtime::instance_pool::versioned_guest_world;
+use crate::runtime::resource_listing::{Resource02, ResourcePre02};
 use wasmtime::Store;
 
 versioned_guest_world!(
@@ -15,8 +16,7 @@ versioned_guest_world!(
     ResourcePre, ResourceExports,
     V0_1: v0_1::backend::ResourceBackendPre<HostState>, v0_1::backend::ResourceBackend,
         wharf_plugin0_1_0_backend;
-    V0_2: v0_2::backend::ResourceBackendPre<HostState>, v0_2::backend::ResourceBackend,
-        wharf_plugin0_2_0_backend;
+    V0_2: ResourcePre02, Resource02, wharf_plugin0_2_0_backend;
 );
 
 /// Runs `$body` with `$g` bound to the instance's `backend` export, whatever its version;
@@ -42,6 +42,18 @@ impl ResourceExports {
     /// `describe`.
     pub async fn describe(&self, store: &mut Store<HostState>) -> wasmtime::Result<RawBackendInfo> {
         on_guest!(self, |g| Ok(g.call_describe(&mut *store).await?.into()))
+    }
+
+    /// `tool-listing.list-tools` (0.3.0): `None` from a component built before it, or
+    /// whose tools are the fixed list of `describe`.
+    pub async fn list_tools(
+        &self,
+        store: &mut Store<HostState>,
+    ) -> Answer<Option<Vec<RawToolSpec>>> {
+        match self {
+            ResourceExports::V0_1(_) => Ok(Ok(None)),
+            ResourceExports::V0_2(b) => b.list_tools(store).await,
+        }
     }
 
     /// `initialize`: the session data, JSON text.

@@ -123,7 +123,9 @@ fn contract_interface(name: &str) -> Result<Option<(&str, ContractVersion)>> {
 
 /// Pure part of [`detect`]: the world from the exports, the version the newest of the
 /// contract's interfaces it exports or imports (0.3.0 keeps 0.2.0's interfaces under their
-/// 0.2.0 names, so a component that imports nothing new is a 0.2.0 component). Refuses a
+/// 0.2.0 names, so a component that imports nothing new is a 0.2.0 component: the optional
+/// 0.3.0 exports the SDK always offers, such as `tool-listing`, ask nothing of a host, which
+/// looks them up whatever the version). Refuses a
 /// version this host does not serve, naming the ones it does.
 pub fn target_from_names(exports: &[String], imports: &[String]) -> Result<Target> {
     let mut found = None;
@@ -187,6 +189,13 @@ mod tests {
             (t.kind, t.version),
             (WorldKind::ResourceBackend, ContractVersion::V0_3)
         );
+        // An optional 0.3.0 export beside 0.2.0's `backend` asks nothing of the host.
+        let exports = names(&[
+            "wharf:plugin/backend@0.2.0",
+            "wharf:plugin/tool-listing@0.3.0",
+        ]);
+        let t = target_from_names(&exports, &[]).unwrap();
+        assert_eq!(t.version, ContractVersion::V0_2);
         assert!(ContractVersion::V0_1.deprecated());
         assert!(!ContractVersion::V0_2.deprecated() && !ContractVersion::V0_3.deprecated());
     }

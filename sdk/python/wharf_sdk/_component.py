@@ -246,3 +246,16 @@ def suspension_export() -> type:
 
     Export.__name__ = "Suspension"
     return Export
+
+
+def tool_listing_export() -> type:
+    """The `ToolListing` export of a resource backend (contract 0.3.0): a Python backend's
+    tools are the fixed list `describe` gives, so `list_tools` answers `None` and the host
+    never asks again."""
+
+    class Export(exports.ToolListing):  # type: ignore[misc, valid-type]
+        def list_tools(self) -> Any:
+            return None
+
+    Export.__name__ = "ToolListing"
+    return Export

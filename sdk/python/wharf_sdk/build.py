@@ -102,6 +102,9 @@ def stage(app: Path, world: str, into: Path) -> str:
         text += "Processes = _component.processes_export()\n"
         # And its `suspension` export: Python providers cannot pause.
         text += "Suspension = _component.suspension_export()\n"
+    else:
+        # Contract 0.3.0's `tool-listing` export: a Python backend's tools are fixed.
+        text += "ToolListing = _component.tool_listing_export()\n"
     (into / f"{entry}.py").write_text(text)
     return entry
 

@@ -25,8 +25,8 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-/// How long a client may treat a page of tools as fresh: tools change only when backends
-/// load or unload.
+/// How long a client may treat a page of tools as fresh: tools change when backends load
+/// or unload, or when a backend that lists its tools at run time lists others.
 pub const LIST_TTL_MS: u64 = 60_000;
 
 /// The key a non-object result is wrapped under in `structuredContent`.

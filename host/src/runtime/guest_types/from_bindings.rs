@@ -92,33 +92,35 @@ macro_rules! shared_conversions {
                 }
             }
 
+            impl From<t::ToolSpec> for RawToolSpec {
+                fn from(t: t::ToolSpec) -> Self {
+                    Self {
+                        name: t.name,
+                        description: t.description,
+                        input_schema: t.input_schema,
+                        output_schema: t.output_schema,
+                        session: match t.session {
+                            t::SessionNeed::None => SessionNeed::None,
+                            t::SessionNeed::Required => SessionNeed::Required,
+                            t::SessionNeed::Optional => SessionNeed::Optional,
+                        },
+                        annotations: ToolAnnotations {
+                            read_only: t.annotations.read_only,
+                            destructive: t.annotations.destructive,
+                            idempotent: t.annotations.idempotent,
+                            open_world: t.annotations.open_world,
+                        },
+                    }
+                }
+            }
+
             impl From<t::BackendInfo> for RawBackendInfo {
                 fn from(i: t::BackendInfo) -> Self {
                     Self {
                         name: i.name,
                         version: i.version,
                         description: i.description,
-                        tools: i
-                            .tools
-                            .into_iter()
-                            .map(|t| RawToolSpec {
-                                name: t.name,
-                                description: t.description,
-                                input_schema: t.input_schema,
-                                output_schema: t.output_schema,
-                                session: match t.session {
-                                    t::SessionNeed::None => SessionNeed::None,
-                                    t::SessionNeed::Required => SessionNeed::Required,
-                                    t::SessionNeed::Optional => SessionNeed::Optional,
-                                },
-                                annotations: ToolAnnotations {
-                                    read_only: t.annotations.read_only,
-                                    destructive: t.annotations.destructive,
-                                    idempotent: t.annotations.idempotent,
-                                    open_world: t.annotations.open_world,
-                                },
-                            })
-                            .collect(),
+                        tools: i.tools.into_iter().map(Into::into).collect(),
                         config_schema: i.config_schema,
                         session_config_schema: i.session_config_schema,
                         requires: i.requires.into(),

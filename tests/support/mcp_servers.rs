@@ -1,0 +1,93 @@
+//! MCP servers the bridge tests put behind Wharf: the official Python SDK's FastMCP
+//! serving `tests/fixtures/mcp_servers/demo_server.py` over streamable HTTP, and a
+//! stdlib server that misbehaves on purpose (`hostile_server.py --mode M`, one mode of which checks a bearer token and echoes it back); both run from
+//! the venv of `scripts/mcp-sdk-venv.sh`, on a free loopback port, killed when dropped.
+//! Also the backend config that bridges one of them.
+
+use crate::processes::answers_http;
+use crate::python::{mcp_sdk, repo_root};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use wharf::config::BackendConfig;
+
+/// A running MCP server.
+pub struct McpServer {
+    child: Child,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl McpServer {
+    /// The demo server (FastMCP, streamable HTTP at `/mcp`).
+    pub async fn demo() -> Self {
+        Self::spawn("demo_server.py", &[], &[]).await
+    }
+
+    /// The hostile server in `mode` (`malformed`, `silent`, `hostile-names`,
+    /// `huge-schema`, `flood`, `many-tools`).
+    pub async fn hostile(mode: &str) -> Self {
+        Self::spawn("hostile_server.py", &["--mode", mode], &[]).await
+    }
+
+    /// The hostile server in `mode`, with `env` set for it.
+    pub async fn hostile_with(mode: &str, env: &[(&str, &str)]) -> Self {
+        Self::spawn("hostile_server.py", &["--mode", mode], env).await
+    }
+
+    async fn spawn(script: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let venv = tokio::task::spawn_blocking(mcp_sdk).await.expect("join");
+        let port = crate::free_port();
+        let child = Command::new(venv.join("bin/python"))
+            .arg(repo_root().join("tests/fixtures/mcp_servers").join(script))
+            .args(args)
+            .args(["--port", &port.to_string()])
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{script} does not start: {e}"));
+        let server = Self { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !tokio::task::spawn_blocking(move || answers_http(port))
+            .await
+            .expect("join")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{script} did not listen on {port}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        server
+    }
+
+    /// Its MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+/// The bundled `mcp-bridge` bridging `server`, granted its loopback port only and asked
+/// for its tools every second.
+pub fn bridge(server: &McpServer) -> BackendConfig {
+    let mut config = BackendConfig::at("bundled:mcp-bridge");
+    config.config = Some(
+        toml::from_str(&format!(
+            "transport = \"http\"\nurl = \"{}\"\ntimeout_ms = 5000\n",
+            server.url()
+        ))
+        .expect("bridge config"),
+    );
+    config.grants.http_hosts = vec![format!("127.0.0.1:{}", server.port)];
+    config.grants.http_private_cidrs = vec!["127.0.0.0/8".into()];
+    config.tools.poll_seconds = 1;
+    config
+}
