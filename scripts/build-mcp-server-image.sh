@@ -7,7 +7,9 @@
 # files: Debian's python3.11 (the binary, the libraries `ldd` names for it and for its
 # extension modules, its standard library) and the SDK's packages from the venv
 # scripts/mcp-sdk-venv.sh makes (the same CPython 3.11 ABI), on PYTHONPATH. No shell, no
-# package manager. Idempotent: rebuilt only when its inputs change (a digest label).
+# package manager, no CMD: in a container Wharf creates, the sandbox agent then idles as
+# PID 1 and the bridge starts the server beside it. Idempotent: rebuilt only when its
+# inputs change (a digest label).
 #
 # Usage: scripts/build-mcp-server-image.sh [--force]
 set -euo pipefail
@@ -62,7 +64,6 @@ COPY rootfs/ /
 ENV PATH=/usr/bin PYTHONPATH=/opt/mcp PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /tmp
 LABEL wharf.mcp-image=$digest
-CMD ["/usr/bin/python3", "/srv/demo_server.py", "--stdio"]
 DOCKERFILE
 DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$ctx" >/dev/null
 echo "build-mcp-server-image: built $IMAGE" >&2

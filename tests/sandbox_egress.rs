@@ -170,21 +170,7 @@ fn egress_audit(audit: &Path, want: impl Fn(&[Value]) -> bool) -> Vec<Value> {
 }
 
 fn gateway() -> String {
-    // The bridge's address on this host (`docker0`): the engine's IPAM may not name it.
-    let out = std::process::Command::new("ip")
-        .args(["-4", "-o", "addr", "show", "docker0"])
-        .output()
-        .expect("ip addr");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let gateway = text
-        .split_whitespace()
-        .skip_while(|w| *w != "inet")
-        .nth(1)
-        .and_then(|cidr| cidr.split('/').next())
-        .unwrap_or_default()
-        .to_string();
-    assert!(!gateway.is_empty(), "no docker0 address: {text}");
-    gateway
+    wharf_integration_tests::docker_bridge_gateway()
 }
 
 fn remove_containers_of(backend_prefix: &str) {

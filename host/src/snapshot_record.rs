@@ -23,9 +23,36 @@ pub struct SnapshotRecord {
     /// Bytes it adds to its base image.
     pub bytes: u64,
     /// `making` while its commit runs, then `ready`.
-    pub state: String,
+    pub state: SnapshotState,
     /// Creation time, ms since the Unix epoch.
     pub created_at_ms: u64,
+}
+
+/// Where a snapshot is in its making.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SnapshotState {
+    /// Its commit runs (or ran on a node that died: the sweeper removes it).
+    Making,
+    /// Its image exists; sessions may start from it.
+    Ready,
+}
+
+impl SnapshotState {
+    /// The word stored in its row.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SnapshotState::Making => "making",
+            SnapshotState::Ready => "ready",
+        }
+    }
+
+    /// The state a row's word names.
+    pub fn parse(word: &str) -> Option<Self> {
+        [SnapshotState::Making, SnapshotState::Ready]
+            .into_iter()
+            .find(|s| s.as_str() == word)
+    }
 }
 
 /// The longest name a caller may give a snapshot.

@@ -303,6 +303,11 @@ fn main() {
         for (k, v) in &rt.block_on(mcp_bridge::run_bridge(seconds)) {
             println!("| {k} | {v} |");
         }
+        if docker_ready() {
+            for (k, v) in &rt.block_on(mcp_bridge::run_bridge_stdio(seconds)) {
+                println!("| {k} | {v} |");
+            }
+        }
         return;
     }
     if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("warm") && docker_ready() {

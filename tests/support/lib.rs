@@ -229,6 +229,25 @@ pub fn containers_labelled(key: &str, value: &str) -> Vec<String> {
         .collect()
 }
 
+/// The address of the engine's default bridge on this host (`docker0`), which a container
+/// on that network reaches the host at (the engine's IPAM may not name it).
+pub fn docker_bridge_gateway() -> String {
+    let out = std::process::Command::new("ip")
+        .args(["-4", "-o", "addr", "show", "docker0"])
+        .output()
+        .expect("ip addr");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let gateway = text
+        .split_whitespace()
+        .skip_while(|w| *w != "inet")
+        .nth(1)
+        .and_then(|cidr| cidr.split('/').next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(!gateway.is_empty(), "no docker0 address: {text}");
+    gateway
+}
+
 /// Removes every container of `backend` (tests give each backend a name of their own).
 pub fn remove_backend_containers(backend: &str) {
     for id in containers_labelled("wharf.backend", backend) {

@@ -2,7 +2,8 @@
 //! serving `tests/fixtures/mcp_servers/demo_server.py` over streamable HTTP, and a
 //! stdlib server that misbehaves on purpose (`hostile_server.py --mode M`, one mode of which checks a bearer token and echoes it back); both run from
 //! the venv of `scripts/mcp-sdk-venv.sh`, on a free loopback port, killed when dropped.
-//! Also the backend config that bridges one of them.
+//! Also the backend configs that bridge one of them: over HTTP, or over stdio inside a
+//! container of the image `scripts/build-mcp-server-image.sh` builds.
 
 use crate::processes::answers_http;
 use crate::python::{mcp_sdk, repo_root};
@@ -88,6 +89,38 @@ pub fn bridge(server: &McpServer) -> BackendConfig {
     );
     config.grants.http_hosts = vec![format!("127.0.0.1:{}", server.port)];
     config.grants.http_private_cidrs = vec!["127.0.0.0/8".into()];
+    config.tools.poll_seconds = 1;
+    config
+}
+
+/// The image with the MCP SDK and the servers under `/srv`, built on first use.
+pub const MCP_IMAGE: &str = "wharf-mcp-servers:test";
+
+/// Builds [`MCP_IMAGE`] (quick when it is up to date).
+pub fn mcp_server_image() {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(repo_root().join("scripts/build-mcp-server-image.sh"))
+            .status()
+            .expect("build-mcp-server-image.sh runs");
+        assert!(status.success(), "build-mcp-server-image.sh failed");
+    });
+}
+
+/// The bundled `mcp-bridge` running `argv` over stdio in a container of [`MCP_IMAGE`]
+/// (network `none` unless `extra` says otherwise), granted that image only, asked for its
+/// tools every second. `extra` is more of the bridge's config, as TOML lines.
+pub fn stdio_bridge(argv: &[&str], extra: &str) -> BackendConfig {
+    let mut config = BackendConfig::at("bundled:mcp-bridge");
+    let argv: Vec<String> = argv.iter().map(|a| format!("{a:?}")).collect();
+    config.config = Some(
+        toml::from_str(&format!(
+            "transport = \"stdio\"\nimage = \"{MCP_IMAGE}\"\ncommand = [{}]\n{extra}\n",
+            argv.join(", ")
+        ))
+        .expect("stdio bridge config"),
+    );
+    config.grants.images = vec![MCP_IMAGE.into()];
     config.tools.poll_seconds = 1;
     config
 }

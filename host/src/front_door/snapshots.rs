@@ -9,7 +9,7 @@ use super::Wharf;
 use crate::engines::container_types::{LABEL_NODE, SnapshotTarget};
 use crate::error_code::{Code, WharfError};
 use crate::quotas::ADMIN_TENANT;
-use crate::snapshot_record::{MAX_SNAPSHOT_NAME_BYTES, SnapshotRecord};
+use crate::snapshot_record::{MAX_SNAPSHOT_NAME_BYTES, SnapshotRecord, SnapshotState};
 use crate::tenant::Tenant;
 use serde_json::json;
 
@@ -89,7 +89,7 @@ impl Wharf {
             image: image.clone(),
             origin_session: id.to_string(),
             bytes: 0,
-            state: "making".into(),
+            state: SnapshotState::Making,
             created_at_ms: crate::clock::now_ms(),
         };
         let store = self.sessions.store();
@@ -142,7 +142,7 @@ impl Wharf {
         }
         store.mark_snapshot_ready(&snapshot_id, bytes).await?;
         snapshot.bytes = bytes;
-        snapshot.state = "ready".into();
+        snapshot.state = SnapshotState::Ready;
         tracing::info!(target: "wharf::audit", event = "session_snapshot", tenant = quota_tenant, backend = %record.backend, session = %id, snapshot = %snapshot_id, bytes, duration_ms = started.elapsed().as_millis() as u64);
         Ok(snapshot)
     }
@@ -155,7 +155,7 @@ impl Wharf {
     /// One ready snapshot `tenant` sees; 4007 otherwise.
     pub async fn snapshot(&self, tenant: &Tenant, id: &str) -> Result<SnapshotRecord, WharfError> {
         match self.sessions.store().get_snapshot(id).await? {
-            Some(s) if tenant.sees(&s.tenant) && s.state == "ready" => Ok(s),
+            Some(s) if tenant.sees(&s.tenant) && s.state == SnapshotState::Ready => Ok(s),
             _ => Err(not_found(id)),
         }
     }

@@ -6,7 +6,7 @@
 use super::{StateStore, unavailable};
 use crate::bounded::{from_column, to_column};
 use crate::error_code::WharfError;
-use crate::snapshot_record::SnapshotRecord;
+use crate::snapshot_record::{SnapshotRecord, SnapshotState};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -27,7 +27,11 @@ fn record(row: &AnyRow) -> Result<SnapshotRecord, WharfError> {
         image: get_s("image")?,
         origin_session: get_s("origin")?,
         bytes: get_u("bytes")?,
-        state: get_s("state")?,
+        state: {
+            let word = get_s("state")?;
+            SnapshotState::parse(&word)
+                .ok_or_else(|| WharfError::internal(format!("a snapshot's state is {word:?}")))?
+        },
         created_at_ms: get_u("created_at")?,
     })
 }
@@ -180,7 +184,7 @@ mod tests {
             image: format!("wharf-snapshot:{id}"),
             origin_session: "s".into(),
             bytes: 0,
-            state: "making".into(),
+            state: SnapshotState::Making,
             created_at_ms: 1_000,
         }
     }

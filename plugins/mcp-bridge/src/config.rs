@@ -1,13 +1,18 @@
-//! The operator's config (`warmup`): where the MCP server is, which headers go with every
-//! request (`${secret:NAME}` in a value is the secret granted under NAME), the timeout.
+//! The operator's config (`warmup`): how the bridge reaches the MCP server — over
+//! streamable HTTP (`url`, `headers`) or over stdio in a container of its own (`image`,
+//! `command`, `env`, … in [`crate::stdio_config`]) — and the timeout. `${secret:NAME}` in
+//! a header or env value is the secret granted under NAME.
 //!
-//! Secret values are read when a request is sent, never kept in the config, and never put
-//! in an error: errors name the header and the secret only.
+//! Secret values are read when they are used, never kept in the config, and never put in
+//! an error: errors name the header (or variable) and the secret only.
 
+use crate::stdio_config::{NetworkConfig, STDIO_ONLY, StdioSettings};
+pub use crate::template::{Piece, fill, parse_template, secret_names};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use wharf_sdk::{Deserialize, JsonSchema, ToolError};
 
-/// The timeout of one HTTP request when the config sets none, ms.
+/// The timeout of one HTTP request (or of a stdio call) when the config sets none, ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The longest timeout accepted, ms (larger values are clamped).
 pub const MAX_TIMEOUT_MS: u64 = 300_000;
@@ -22,7 +27,6 @@ const RESERVED_HEADERS: &[&str] = &[
     "transfer-encoding",
     "connection",
 ];
-const SECRET_OPEN: &str = "${secret:";
 
 /// How the bridge reaches the MCP server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -30,32 +34,56 @@ const SECRET_OPEN: &str = "${secret:";
 pub enum Transport {
     /// MCP streamable HTTP (protocol revision 2025-06-18): one POST per message.
     Http,
+    /// MCP over stdio: the server runs in a container the bridge creates, its stdin and
+    /// stdout carry newline-delimited JSON-RPC.
+    Stdio,
 }
 
-/// The operator's config of the bridge.
+/// The operator's config of the bridge. Fields of one transport are refused for the other.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BridgeConfig {
-    /// How to reach the server: only `http` (streamable HTTP) for now.
+    /// How to reach the server: `http` (streamable HTTP) or `stdio` (a server the bridge
+    /// runs in a container of its own).
     pub transport: Transport,
-    /// The MCP endpoint, e.g. `http://127.0.0.1:8931/mcp`.
-    pub url: String,
-    /// Extra headers sent with every request; `${secret:NAME}` in a value is replaced by
-    /// the secret the operator granted under NAME.
+    /// http: the MCP endpoint, e.g. `http://127.0.0.1:8931/mcp`.
     #[serde(default)]
-    pub headers: std::collections::BTreeMap<String, String>,
-    /// Timeout of one HTTP request in ms (default 30000, clamped to 1..=300000).
+    pub url: Option<String>,
+    /// http: extra headers sent with every request; `${secret:NAME}` in a value is replaced
+    /// by the secret the operator granted under NAME.
+    #[serde(default)]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Timeout in ms (default 30000, clamped to 1..=300000): of one HTTP request, or of a
+    /// whole stdio call (the bridge keeps up to 1 s of it to cancel and answer).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-}
-
-/// One piece of a header value: literal text or a secret's name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
-    /// Sent as written.
-    Text(String),
-    /// Replaced by the secret granted under this name.
-    Secret(String),
+    /// stdio: the image of the server's container (among the operator's `grants.images`).
+    #[serde(default)]
+    pub image: Option<String>,
+    /// stdio: the server's argv (1-64 arguments, no shell), e.g.
+    /// `["/usr/bin/python3", "/srv/server.py", "--stdio"]`.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// stdio: the server's environment; `${secret:NAME}` as in `headers`.
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    /// stdio: the container's network: `"none"` (default), `"bridge"` or
+    /// `{"named": "NAME"}` (granted by the operator's `grants.networks`).
+    #[serde(default)]
+    pub network: Option<NetworkConfig>,
+    /// stdio: an argv the container runs as its own command, for an image whose default
+    /// command would exit; none (default) keeps the image's.
+    #[serde(default)]
+    pub keep_alive_command: Option<Vec<String>>,
+    /// stdio: the container's memory limit in MiB (default 512).
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+    /// stdio: the container's CPU limit in thousandths of a core (default 1000).
+    #[serde(default)]
+    pub cpu_millis: Option<u32>,
+    /// stdio: the container's process limit (default 128).
+    #[serde(default)]
+    pub pids_limit: Option<u32>,
 }
 
 /// A configured header, its value parsed into pieces.
@@ -67,7 +95,7 @@ pub struct HeaderTemplate {
     pub pieces: Vec<Piece>,
 }
 
-/// The config, checked: everything the MCP client needs.
+/// The HTTP config, checked: everything the streamable HTTP client needs.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The MCP endpoint.
@@ -78,17 +106,65 @@ pub struct Settings {
     pub timeout: Duration,
 }
 
-impl Settings {
+/// The checked config of either transport.
+#[derive(Debug, Clone)]
+pub enum BridgeSettings {
+    /// Streamable HTTP.
+    Http(Settings),
+    /// Stdio in a container.
+    Stdio(StdioSettings),
+}
+
+impl BridgeSettings {
     /// Reads and checks the operator's JSON; every refusal is 4000.
     pub fn from_config(config: wharf_sdk::Value) -> Result<Self, ToolError> {
         if config.is_null() {
             return Err(ToolError::invalid_input(
-                "the MCP bridge needs a config: {\"transport\": \"http\", \"url\": \"http://HOST:PORT/mcp\"}",
+                "the MCP bridge needs a config: {\"transport\": \"http\", \"url\": \"http://HOST:PORT/mcp\"} \
+                 or {\"transport\": \"stdio\", \"image\": \"IMAGE\", \"command\": [\"PROGRAM\", \"ARG\"]}",
             ));
         }
         let config: BridgeConfig = wharf_sdk::serde_json::from_value(config)
             .map_err(|e| ToolError::invalid_input(format!("invalid MCP bridge config: {e}")))?;
-        let url = config.url.trim().to_string();
+        let ms = config
+            .timeout_ms
+            .unwrap_or(DEFAULT_TIMEOUT_MS)
+            .clamp(1, MAX_TIMEOUT_MS);
+        let timeout = Duration::from_millis(ms);
+        match config.transport {
+            Transport::Http => Settings::from_checked(&config, timeout).map(Self::Http),
+            Transport::Stdio => {
+                only_for(
+                    "stdio",
+                    &[
+                        ("url", config.url.is_some()),
+                        ("headers", config.headers.is_some()),
+                    ],
+                )?;
+                StdioSettings::from_checked(&config, timeout).map(Self::Stdio)
+            }
+        }
+    }
+}
+
+/// Refuses a field that is set but belongs to the other transport.
+fn only_for(transport: &str, set: &[(&str, bool)]) -> Result<(), ToolError> {
+    match set.iter().find(|(_, present)| *present) {
+        Some((field, _)) => Err(ToolError::invalid_input(format!(
+            "`{field}` does not apply to `\"transport\": \"{transport}\"`; remove it"
+        ))),
+        None => Ok(()),
+    }
+}
+
+impl Settings {
+    fn from_checked(config: &BridgeConfig, timeout: Duration) -> Result<Self, ToolError> {
+        only_for("http", &STDIO_ONLY.map(|(f, set)| (f, set(config))))?;
+        let Some(url) = config.url.as_deref().map(str::trim) else {
+            return Err(ToolError::invalid_input(
+                "`\"transport\": \"http\"` needs `url`, e.g. \"http://127.0.0.1:8931/mcp\"",
+            ));
+        };
         if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() > 2048 {
             return Err(ToolError::invalid_input(
                 "`url` must be an http:// or https:// URL (at most 2048 characters)",
@@ -97,16 +173,13 @@ impl Settings {
         let headers = config
             .headers
             .iter()
+            .flatten()
             .map(|(name, value)| parse_header(name, value))
             .collect::<Result<Vec<_>, _>>()?;
-        let ms = config
-            .timeout_ms
-            .unwrap_or(DEFAULT_TIMEOUT_MS)
-            .clamp(1, MAX_TIMEOUT_MS);
         Ok(Self {
-            url,
+            url: url.to_string(),
             headers,
-            timeout: Duration::from_millis(ms),
+            timeout,
         })
     }
 
@@ -121,13 +194,6 @@ impl Settings {
 
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
-}
-
-fn is_secret_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
 /// Parses one configured header: a valid name the bridge does not set itself, and a value
@@ -145,31 +211,7 @@ pub fn parse_header(name: &str, value: &str) -> Result<HeaderTemplate, ToolError
             "`headers`: the bridge sets `{name}` itself"
         )));
     }
-    let mut pieces = Vec::new();
-    let mut rest = value;
-    while let Some(start) = rest.find(SECRET_OPEN) {
-        if start > 0 {
-            pieces.push(Piece::Text(rest[..start].to_string()));
-        }
-        let after = &rest[start + SECRET_OPEN.len()..];
-        let Some(end) = after.find('}') else {
-            return Err(ToolError::invalid_input(format!(
-                "header `{name}`: `${{secret:` without its closing `}}`"
-            )));
-        };
-        let secret = &after[..end];
-        if !is_secret_name(secret) {
-            return Err(ToolError::invalid_input(format!(
-                "header `{name}`: `{}` is not a secret name (1-64 of A-Z a-z 0-9 _ . -)",
-                secret.escape_debug()
-            )));
-        }
-        pieces.push(Piece::Secret(secret.to_string()));
-        rest = &after[end + 1..];
-    }
-    if !rest.is_empty() {
-        pieces.push(Piece::Text(rest.to_string()));
-    }
+    let pieces = parse_template(&format!("header `{name}`"), value)?;
     for piece in &pieces {
         if let Piece::Text(text) = piece
             && !valid_value(text)
@@ -195,41 +237,14 @@ pub fn resolve(
     header: &HeaderTemplate,
     secret: &mut dyn FnMut(&str) -> Result<String, ToolError>,
 ) -> Result<(String, String), ToolError> {
-    let mut value = String::new();
-    for piece in &header.pieces {
-        match piece {
-            Piece::Text(text) => value.push_str(text),
-            Piece::Secret(name) => {
-                let got = secret(name).map_err(|e| {
-                    ToolError::new(
-                        e.code,
-                        format!("header `{}`: secret `{name}`: {}", header.name, e.message),
-                    )
-                })?;
-                if !valid_value(&got) {
-                    return Err(ToolError::invalid_input(format!(
-                        "header `{}`: secret `{name}` holds a control character (a newline?), \
-                         which a header cannot carry",
-                        header.name
-                    )));
-                }
-                value.push_str(&got);
-            }
-        }
-    }
+    let value = fill(
+        &format!("header `{}`", header.name),
+        &header.pieces,
+        secret,
+        valid_value,
+        "holds a control character (a newline?), which a header cannot carry",
+    )?;
     Ok((header.name.clone(), value))
-}
-
-/// The secret names the headers use.
-pub fn secret_names(headers: &[HeaderTemplate]) -> Vec<&str> {
-    headers
-        .iter()
-        .flat_map(|h| h.pieces.iter())
-        .filter_map(|p| match p {
-            Piece::Secret(name) => Some(name.as_str()),
-            Piece::Text(_) => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

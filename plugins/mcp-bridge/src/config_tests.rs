@@ -16,7 +16,10 @@ fn lookup(name: &str) -> Result<String, ToolError> {
 }
 
 fn settings(config: wharf_sdk::Value) -> Result<Settings, ToolError> {
-    Settings::from_config(config)
+    match BridgeSettings::from_config(config)? {
+        BridgeSettings::Http(s) => Ok(s),
+        BridgeSettings::Stdio(_) => panic!("an http config read as stdio"),
+    }
 }
 
 #[test]
@@ -29,7 +32,10 @@ fn a_full_config_is_read_and_secrets_substituted() {
     .unwrap();
     assert_eq!(s.url, "http://127.0.0.1:8931/mcp");
     assert_eq!(s.timeout, Duration::from_millis(1500));
-    assert_eq!(secret_names(&s.headers), vec!["mcp_token"]);
+    assert_eq!(
+        secret_names(s.headers.iter().map(|h| h.pieces.as_slice())),
+        vec!["mcp_token"]
+    );
     let headers = s.resolve_headers(&mut lookup).unwrap();
     assert!(headers.contains(&("authorization".into(), format!("Bearer {TOKEN}"))));
     assert!(headers.contains(&("x-plain".into(), "a ${b} c".into())));
@@ -62,6 +68,12 @@ fn bad_configs_are_4000() {
         json!({"transport": "http", "url": "http://x/mcp", "headers": {"X": "${secret:open"}}),
         json!({"transport": "http", "url": "http://x/mcp", "headers": {"X": "${secret:a/b}"}}),
         json!({"transport": "http", "url": "http://x/mcp", "headers": {"X": "${secret:}"}}),
+        json!({"transport": "http", "url": "http://x/mcp", "image": "i"}),
+        json!({"transport": "http", "url": "http://x/mcp", "command": ["a"]}),
+        json!({"transport": "http", "url": "http://x/mcp", "env": {}}),
+        json!({"transport": "http", "url": "http://x/mcp", "network": "none"}),
+        json!({"transport": "http", "url": "http://x/mcp", "memory_mb": 1}),
+        json!({"transport": "ftp", "url": "http://x/mcp"}),
     ] {
         let err = settings(bad.clone()).unwrap_err();
         assert_eq!(err.code, 4000, "{bad}: {err:?}");

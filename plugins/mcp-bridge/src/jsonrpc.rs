@@ -12,9 +12,9 @@ pub const MAX_SSE_EVENTS: usize = 4096;
 /// How much of the server's error message goes into ours.
 pub const SERVER_MESSAGE_CHARS: usize = 512;
 
-/// A request message with `id`.
-pub fn request(id: u64, method: &str, params: Option<Value>) -> Value {
-    let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+/// A request message with `id` (a number over HTTP, a string over stdio).
+pub fn request(id: impl Into<Value>, method: &str, params: Option<Value>) -> Value {
+    let mut message = json!({"jsonrpc": "2.0", "id": id.into(), "method": method});
     if let Some(params) = params {
         message["params"] = params;
     }
@@ -73,10 +73,15 @@ fn bad(what: impl std::fmt::Display) -> ToolError {
 /// Whether `message` answers request `id`: `Some(reply)` when it does, `None` for any other
 /// message (a notification, a request of the server's, another id).
 pub fn match_reply(message: &Value, id: u64) -> Result<Option<Reply>, ToolError> {
+    match_reply_to(message, &Value::from(id))
+}
+
+/// [`match_reply`] for an id of any JSON type (equal as JSON values).
+pub fn match_reply_to(message: &Value, id: &Value) -> Result<Option<Reply>, ToolError> {
     let Some(object) = message.as_object() else {
         return Err(bad("a JSON-RPC message that is not an object"));
     };
-    if object.contains_key("method") || object.get("id").and_then(Value::as_u64) != Some(id) {
+    if object.contains_key("method") || object.get("id") != Some(id) {
         return Ok(None);
     }
     reply_of(object).map(Some)

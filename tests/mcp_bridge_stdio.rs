@@ -1,0 +1,279 @@
+//! MCP servers over stdio as Wharf backends (issue 40): the bundled `mcp-bridge` starts the
+//! server inside a container of its own, through the container and process imports and
+//! the sandbox agent, under its own grants: the official Python SDK's demo server (tools
+//! over REST and MCP, concurrent calls, a tool added at run time, a crash and its
+//! restart), its network (`none` reaches nothing, `bridge` what the bridge reaches), and a
+//! stdio server that floods, answers half a message, never answers or chatters.
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::NotificationContext;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use wharf_integration_tests::mcp_servers::{MCP_IMAGE, mcp_server_image, stdio_bridge};
+use wharf_integration_tests::{
+    TestHost, bundled, containers_labelled, docker_bridge_gateway, docker_ready, eventually,
+    remove_backend_containers, start,
+};
+
+const DEMO: &[&str] = &["/usr/bin/python3", "/srv/demo_server.py", "--stdio"];
+
+/// Docker and the MCP image, or a skip (a failure with `WHARF_REQUIRE_DOCKER=1`).
+async fn ready() -> bool {
+    if !docker_ready() {
+        return false;
+    }
+    tokio::task::spawn_blocking(mcp_server_image)
+        .await
+        .expect("join");
+    true
+}
+
+/// Removes a backend's containers when the test ends, passed or not.
+struct Cleanup(&'static str);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        remove_backend_containers(self.0);
+    }
+}
+
+fn number(v: &Value) -> i64 {
+    v.get("result")
+        .unwrap_or(v)
+        .as_i64()
+        .unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+async fn listed(h: &TestHost, backend: &str) -> Vec<String> {
+    let tools = h.get("/v1/tools").await.body["data"]["tools"].clone();
+    let prefix = format!("{backend}:");
+    let mut names: Vec<String> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .filter(|n| n.starts_with(&prefix))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
+#[derive(Clone, Default)]
+struct Recorder {
+    list_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_in_a_container_of_its_own_serves_its_tools() {
+    if !ready().await {
+        return;
+    }
+    let _cleanup = Cleanup("stdio-demo");
+    let h = start(vec![("stdio-demo", stdio_bridge(DEMO, ""))]).await;
+    let names = listed(&h, "stdio-demo").await;
+    assert!(names.contains(&"stdio-demo:add".to_string()), "{names:?}");
+
+    let r = h.call("stdio-demo:add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+    assert_eq!(number(&r.body["data"]["result"]), 5);
+    let r = h
+        .call("stdio-demo:fail", json!({"message": "no luck"}))
+        .await;
+    assert_eq!(r.code(), 5000, "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("no luck"),
+        "{}",
+        r.body
+    );
+
+    // The server runs in one container of this backend, with no network.
+    let containers = containers_labelled("wharf.backend", "stdio-demo");
+    assert_eq!(containers.len(), 1, "{containers:?}");
+    let inspect = std::process::Command::new("docker")
+        .args([
+            "inspect",
+            "-f",
+            "{{.Config.Image}} {{.HostConfig.NetworkMode}}",
+            &containers[0],
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&inspect.stdout).trim(),
+        format!("{MCP_IMAGE} none")
+    );
+
+    // Calls at once, from several instances, each get their own answer.
+    let replies = futures::future::join_all(
+        (0..16).map(|i| h.call("stdio-demo:add", json!({"a": i, "b": 1000}))),
+    )
+    .await;
+    for (i, r) in replies.iter().enumerate() {
+        assert_eq!(r.code(), 0, "{}", r.body);
+        assert_eq!(number(&r.body["data"]["result"]), i as i64 + 1000);
+    }
+    assert_eq!(containers_labelled("wharf.backend", "stdio-demo").len(), 1);
+
+    // A tool the server adds reaches a connected MCP client.
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", h.url));
+    let recorder = Recorder::default();
+    let client = recorder
+        .clone()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let changed = recorder.list_changed.notified();
+    let r = h.call("stdio-demo:enable_extra", json!({})).await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+    tokio::time::timeout(Duration::from_secs(10), changed)
+        .await
+        .expect("no list_changed after the stdio server added a tool");
+    let params = CallToolRequestParams::new("stdio-demo_extra")
+        .with_arguments(json!({"x": 7}).as_object().cloned().unwrap());
+    let reply = client.call_tool(params).await.unwrap();
+    assert_eq!(
+        number(reply.structured_content.as_ref().unwrap()),
+        70,
+        "{reply:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_servers_network_is_the_bridges_grant() {
+    if !ready().await {
+        return;
+    }
+    let (_a, _b) = (Cleanup("stdio-offline"), Cleanup("stdio-online"));
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || for _ in listener.incoming() {});
+    let mut online = stdio_bridge(DEMO, "network = \"bridge\"");
+    online.grants.networks = vec!["bridge".into()];
+    let h = start(vec![
+        ("stdio-offline", stdio_bridge(DEMO, "")),
+        ("stdio-online", online),
+    ])
+    .await;
+    let gateway = docker_bridge_gateway();
+    let args = json!({"host": gateway, "port": port});
+    let r = h.call("stdio-offline:reach", args.clone()).await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+    let said = r.body["data"]["result"].to_string();
+    assert!(
+        said.contains("refused"),
+        "network none reached the host: {said}"
+    );
+    let r = h.call("stdio-online:reach", args).await;
+    let said = r.body["data"]["result"].to_string();
+    assert!(said.contains("connected"), "{said}");
+
+    // A network the operator did not grant: no container is made, so no tool is served.
+    let _c = Cleanup("stdio-ungranted");
+    h.wharf
+        .load_backend(
+            "stdio-ungranted",
+            stdio_bridge(DEMO, "network = \"bridge\""),
+        )
+        .await
+        .unwrap();
+    assert!(listed(&h, "stdio-ungranted").await.is_empty());
+    assert!(containers_labelled("wharf.backend", "stdio-ungranted").is_empty());
+    let r = h.call("stdio-ungranted:add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(r.code(), 4002, "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_stdio_server_is_started_again() {
+    if !ready().await {
+        return;
+    }
+    let _cleanup = Cleanup("stdio-crash");
+    let h = start(vec![(
+        "stdio-crash",
+        stdio_bridge(DEMO, "timeout_ms = 5000"),
+    )])
+    .await;
+    let r = h.call("stdio-crash:pid", json!({})).await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+    let first = number(&r.body["data"]["result"]);
+    let r = h.call("stdio-crash:crash", json!({})).await;
+    assert!(r.code() >= 5000, "{}", r.body);
+    assert_eq!(r.body["retryable"], true, "{}", r.body);
+    let started = Instant::now();
+    let mut again = 0;
+    eventually(30, "the crashed server was not started again", async || {
+        let r = h.call("stdio-crash:pid", json!({})).await;
+        if r.code() == 0 {
+            again = number(&r.body["data"]["result"]);
+            true
+        } else {
+            assert_eq!(r.body["retryable"], true, "{}", r.body);
+            false
+        }
+    })
+    .await;
+    assert_ne!(again, first);
+    eprintln!("restarted within {} ms", started.elapsed().as_millis());
+}
+
+async fn hostile_host(name: &'static str, mode: &str) -> TestHost {
+    let argv = ["/usr/bin/python3", "/srv/hostile_stdio.py", "--mode", mode];
+    start(vec![
+        (name, stdio_bridge(&argv, "timeout_ms = 3000")),
+        ("echo", bundled("echo")),
+    ])
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_stdio_servers_are_contained() {
+    if !ready().await {
+        return;
+    }
+    // Floods its stdout: the ring overtakes the reader; a clear error, and it still answers.
+    let _c = Cleanup("stdio-flood");
+    let h = hostile_host("stdio-flood", "flood").await;
+    let r = h.call("stdio-flood:bad", json!({})).await;
+    assert_eq!(r.code(), 5000, "{}", r.body);
+    assert_eq!(h.call("echo:say", json!({"text": "x"})).await.code(), 0);
+    // The same server answers again once it has written the rest of its flood.
+    eventually(
+        20,
+        "the flooding server did not answer `ok` again",
+        async || h.call("stdio-flood:ok", json!({})).await.code() == 0,
+    )
+    .await;
+
+    // Half a message and never the rest; and never an answer: the bridge's deadline.
+    for (name, mode) in [("stdio-malformed", "malformed"), ("stdio-silent", "silent")] {
+        let _c = Cleanup(name);
+        let h = hostile_host(name, mode).await;
+        let started = Instant::now();
+        let r = h.call(&format!("{name}:bad"), json!({})).await;
+        assert_eq!(r.code(), 5006, "{mode}: {}", r.body);
+        assert!(started.elapsed() < Duration::from_secs(10), "{mode}");
+        let r = h.call(&format!("{name}:ok"), json!({})).await;
+        assert_eq!(r.code(), 0, "{mode}: {}", r.body);
+    }
+
+    // Chatter (other ids, notifications, garbage) around the answer: still understood.
+    let _c = Cleanup("stdio-noise");
+    let h = hostile_host("stdio-noise", "noise").await;
+    let r = h.call("stdio-noise:bad", json!({})).await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+    assert_eq!(r.body["data"]["result"], "ok", "{}", r.body);
+}
