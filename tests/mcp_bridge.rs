@@ -5,77 +5,12 @@
 //! hold on bridged tools as on a component's; and servers that misbehave on purpose are
 //! contained (`hostile_server.py`), each a test.
 
-use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
 use wharf::config::{QuotaConfig, TokenScope};
-use wharf_integration_tests::mcp_servers::{McpServer, bridge};
+use wharf_integration_tests::mcp_servers::{McpServer, bridge, mcp_client, number};
 use wharf_integration_tests::{TestHost, bundled, eventually, start, start_with, token};
-
-#[derive(Clone, Default)]
-struct Recorder {
-    list_changed: Arc<Notify>,
-}
-
-impl ClientHandler for Recorder {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.list_changed.notify_one();
-    }
-}
-
-async fn connect(
-    h: &TestHost,
-    bearer: Option<&str>,
-) -> (RunningService<RoleClient, Recorder>, Recorder) {
-    let mut headers = HashMap::new();
-    if let Some(b) = bearer {
-        headers.insert(
-            HeaderName::from_static("authorization"),
-            HeaderValue::from_str(&format!("Bearer {b}")).unwrap(),
-        );
-    }
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", h.url))
-        .custom_headers(headers);
-    let recorder = Recorder::default();
-    let client = recorder
-        .clone()
-        .serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .unwrap();
-    (client, recorder)
-}
-
-/// A tool's numeric answer, whether the server returned it as structured content
-/// (`{"result": n}`, FastMCP's wrapping of a plain return value) or as the bare value.
-fn number(v: &Value) -> i64 {
-    v.get("result")
-        .unwrap_or(v)
-        .as_i64()
-        .unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-async fn tool_names(h: &TestHost, backend: &str) -> Vec<String> {
-    let listed = h.get("/v1/tools").await.body["data"]["tools"].clone();
-    let prefix = format!("{backend}:");
-    let mut names: Vec<String> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .filter(|n| n.starts_with(&prefix))
-        .map(str::to_string)
-        .collect();
-    names.sort();
-    names
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bridged_server_serves_its_tools_over_rest_mcp_and_the_compatibility_api() {
@@ -134,7 +69,7 @@ async fn a_bridged_server_serves_its_tools_over_rest_mcp_and_the_compatibility_a
     assert!(attachment["size"].as_u64().unwrap() > 8);
 
     // MCP.
-    let (client, _) = connect(&h, None).await;
+    let (client, _) = mcp_client(&h).await;
     let listed = client.list_all_tools().await.unwrap();
     assert!(listed.iter().any(|t| t.name == "bridge_add"), "{listed:?}");
     let params = CallToolRequestParams::new("bridge_add")
@@ -159,15 +94,15 @@ async fn a_bridged_server_serves_its_tools_over_rest_mcp_and_the_compatibility_a
 async fn a_tool_the_server_adds_reaches_a_connected_client_as_list_changed() {
     let server = McpServer::demo().await;
     let h = start(vec![("live", bridge(&server))]).await;
-    let (client, recorder) = connect(&h, None).await;
+    let (client, recorder) = mcp_client(&h).await;
     assert!(
-        !tool_names(&h, "live")
+        !h.tool_names("live")
             .await
             .contains(&"live:extra".to_string())
     );
     // The notification goes out on the client's standalone SSE stream; let it open.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let changed = recorder.list_changed.notified();
+    let changed = recorder.heard.notified();
     let r = h.call("live:enable_extra", json!({})).await;
     assert_eq!(r.code(), 0, "{}", r.body);
     let started = Instant::now();
@@ -187,7 +122,7 @@ async fn a_tool_the_server_adds_reaches_a_connected_client_as_list_changed() {
     let r = h.call("live:disable_extra", json!({})).await;
     assert_eq!(r.code(), 0, "{}", r.body);
     eventually(10, "live:extra is still listed", async || {
-        !tool_names(&h, "live")
+        !h.tool_names("live")
             .await
             .contains(&"live:extra".to_string())
     })
@@ -204,10 +139,7 @@ async fn the_operator_includes_and_excludes_bridged_tools_by_pattern() {
     config.tools.include = vec!["a*".into(), "e*".into()];
     config.tools.exclude = vec!["enable_*".into()];
     let h = start(vec![("picked", config)]).await;
-    assert_eq!(
-        tool_names(&h, "picked").await,
-        ["picked:add", "picked:echo"]
-    );
+    assert_eq!(h.tool_names("picked").await, ["picked:add", "picked:echo"]);
     let r = h.call("picked:fail", json!({"message": "x"})).await;
     assert_eq!(r.code(), 4002, "{}", r.body);
 }
@@ -318,11 +250,11 @@ async fn a_server_that_never_answers_meets_the_calls_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_tool_names_and_huge_schemas_are_not_served() {
     let (_server, h) = hostile("hostile-names", |_| {}).await;
-    assert_eq!(tool_names(&h, "bad").await, ["bad:ok"]);
+    assert_eq!(h.tool_names("bad").await, ["bad:ok"]);
     let r = h.call("bad:ok", json!({})).await;
     assert_eq!(r.code(), 0, "{}", r.body);
     let (_server, h) = hostile("huge-schema", |_| {}).await;
-    assert_eq!(tool_names(&h, "bad").await, ["bad:ok"]);
+    assert_eq!(h.tool_names("bad").await, ["bad:ok"]);
     echo_still_answers(&h).await;
 }
 
@@ -341,7 +273,7 @@ async fn a_flooding_server_is_cut_at_the_response_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listing_that_never_ends_is_bounded() {
     let (_server, h) = hostile("many-tools", |_| {}).await;
-    let names = tool_names(&h, "bad").await;
+    let names = h.tool_names("bad").await;
     assert_eq!(
         names.len(),
         256,
@@ -373,7 +305,7 @@ async fn a_granted_secret_authorizes_the_bridge_and_never_reaches_a_caller() {
     let h = start(vec![("authed", config)]).await;
     // Listed: the server accepted the bearer the bridge read from the granted secret.
     assert_eq!(
-        tool_names(&h, "authed").await,
+        h.tool_names("authed").await,
         ["authed:ok"],
         "{}",
         h.backend_info("authed").await

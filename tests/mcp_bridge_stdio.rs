@@ -6,15 +6,11 @@
 //! stdio server that floods, answers half a message, never answers or chatters.
 
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::NotificationContext;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde_json::{Value, json};
-use std::sync::Arc;
+use serde_json::json;
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
-use wharf_integration_tests::mcp_servers::{MCP_IMAGE, mcp_server_image, stdio_bridge};
+use wharf_integration_tests::mcp_servers::{
+    MCP_IMAGE, mcp_client, mcp_server_image, number, stdio_bridge,
+};
 use wharf_integration_tests::{
     TestHost, bundled, containers_labelled, docker_bridge_gateway, docker_ready, eventually,
     remove_backend_containers, start,
@@ -42,39 +38,6 @@ impl Drop for Cleanup {
     }
 }
 
-fn number(v: &Value) -> i64 {
-    v.get("result")
-        .unwrap_or(v)
-        .as_i64()
-        .unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-async fn listed(h: &TestHost, backend: &str) -> Vec<String> {
-    let tools = h.get("/v1/tools").await.body["data"]["tools"].clone();
-    let prefix = format!("{backend}:");
-    let mut names: Vec<String> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .filter(|n| n.starts_with(&prefix))
-        .map(str::to_string)
-        .collect();
-    names.sort();
-    names
-}
-
-#[derive(Clone, Default)]
-struct Recorder {
-    list_changed: Arc<Notify>,
-}
-
-impl ClientHandler for Recorder {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.list_changed.notify_one();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_in_a_container_of_its_own_serves_its_tools() {
     if !ready().await {
@@ -82,7 +45,7 @@ async fn a_stdio_server_in_a_container_of_its_own_serves_its_tools() {
     }
     let _cleanup = Cleanup("stdio-demo");
     let h = start(vec![("stdio-demo", stdio_bridge(DEMO, ""))]).await;
-    let names = listed(&h, "stdio-demo").await;
+    let names = h.tool_names("stdio-demo").await;
     assert!(names.contains(&"stdio-demo:add".to_string()), "{names:?}");
 
     let r = h.call("stdio-demo:add", json!({"a": 2, "b": 3})).await;
@@ -127,15 +90,9 @@ async fn a_stdio_server_in_a_container_of_its_own_serves_its_tools() {
     assert_eq!(containers_labelled("wharf.backend", "stdio-demo").len(), 1);
 
     // A tool the server adds reaches a connected MCP client.
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", h.url));
-    let recorder = Recorder::default();
-    let client = recorder
-        .clone()
-        .serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .unwrap();
+    let (client, recorder) = mcp_client(&h).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let changed = recorder.list_changed.notified();
+    let changed = recorder.heard.notified();
     let r = h.call("stdio-demo:enable_extra", json!({})).await;
     assert_eq!(r.code(), 0, "{}", r.body);
     tokio::time::timeout(Duration::from_secs(10), changed)
@@ -190,7 +147,7 @@ async fn a_stdio_servers_network_is_the_bridges_grant() {
         )
         .await
         .unwrap();
-    assert!(listed(&h, "stdio-ungranted").await.is_empty());
+    assert!(h.tool_names("stdio-ungranted").await.is_empty());
     assert!(containers_labelled("wharf.backend", "stdio-ungranted").is_empty());
     let r = h.call("stdio-ungranted:add", json!({"a": 1, "b": 1})).await;
     assert_eq!(r.code(), 4002, "{}", r.body);
@@ -276,4 +233,49 @@ async fn hostile_stdio_servers_are_contained() {
     let r = h.call("stdio-noise:bad", json!({})).await;
     assert_eq!(r.code(), 0, "{}", r.body);
     assert_eq!(r.body["data"]["result"], "ok", "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_per_session_keeps_each_sessions_state_apart() {
+    if !ready().await {
+        return;
+    }
+    let _cleanup = Cleanup("stdio-each");
+    let h = start(vec![(
+        "stdio-each",
+        stdio_bridge(DEMO, "sessions = \"per_session\""),
+    )])
+    .await;
+    // Every tool needs a session.
+    let r = h.call("stdio-each:pid", json!({})).await;
+    assert_eq!(r.code(), 4007, "{}", r.body);
+
+    let (a, b) = (
+        h.open_session("stdio-each", "agent-a").await,
+        h.open_session("stdio-each", "agent-b").await,
+    );
+    let pid = async |s: &str| {
+        let r = h.call_in(s, "stdio-each:pid", json!({})).await;
+        assert_eq!(r.code(), 0, "{}", r.body);
+        number(&r.body["data"]["result"])
+    };
+    let (a1, a2, b1) = (pid(&a).await, pid(&a).await, pid(&b).await);
+    assert_eq!(a1, a2, "one session, one server");
+    assert_eq!(containers_labelled("wharf.session", &a).len(), 1);
+    assert_eq!(containers_labelled("wharf.session", &b).len(), 1);
+    assert_ne!(
+        containers_labelled("wharf.session", &a),
+        containers_labelled("wharf.session", &b)
+    );
+
+    // A session's end removes its server's container; the other session's keeps serving.
+    let r = h.delete(&format!("/v1/sessions/{a}")).await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+    eventually(
+        20,
+        "the ended session's container is still there",
+        async || containers_labelled("wharf.session", &a).is_empty(),
+    )
+    .await;
+    assert_eq!(pid(&b).await, b1);
 }

@@ -124,9 +124,12 @@ pub trait Backend: Sized + 'static {
     }
     /// The tools as they are now, for a backend whose tools are known only after `warmup`
     /// or change while it runs (contract 0.3.0's `tool-listing`). `None`, the default,
-    /// means the fixed list of [`Backend::tools`], and the host never asks again; a list
-    /// replaces it, and the host asks again every `tools_poll_seconds`. Calls of a listed
-    /// tool that [`Backend::tools`] does not register reach [`Backend::call_listed`].
+    /// means the fixed list of [`Backend::tools`]; a list replaces it. The host first asks
+    /// an instance that was never warmed up: `None` there marks the tools fixed for good,
+    /// so a backend whose tools depend on its config answers a list or an error there.
+    /// Then it asks once the pool is warm, and every `[backends.NAME.tools] poll_seconds`.
+    /// Calls of a listed tool that [`Backend::tools`] does not register reach
+    /// [`Backend::call_listed`].
     fn list_tools(&mut self) -> Result<Option<Vec<ToolSpec>>, ToolError> {
         Ok(None)
     }

@@ -134,6 +134,32 @@ impl TestHost {
         self.post("/v1/call", json!({ "tool": tool, "args": args }))
             .await
     }
+    /// Opens a session of `backend` for `key`; its id.
+    pub async fn open_session(&self, backend: &str, key: &str) -> String {
+        let r = self
+            .post("/v1/sessions", json!({"backend": backend, "key": key}))
+            .await;
+        assert_eq!(r.code(), 0, "{}", r.body);
+        r.body["data"]["id"]
+            .as_str()
+            .expect("session id")
+            .to_string()
+    }
+    /// The canonical names of `backend`'s tools in `/v1/tools`, sorted.
+    pub async fn tool_names(&self, backend: &str) -> Vec<String> {
+        let tools = self.get("/v1/tools").await.body["data"]["tools"].clone();
+        let prefix = format!("{backend}:");
+        let mut names: Vec<String> = tools
+            .as_array()
+            .expect("a tool list")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .filter(|n| n.starts_with(&prefix))
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    }
     /// Calls a tool in a session.
     pub async fn call_in(&self, session: &str, tool: &str, args: Value) -> Reply {
         self.post(

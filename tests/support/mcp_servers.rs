@@ -124,3 +124,48 @@ pub fn stdio_bridge(argv: &[&str], extra: &str) -> BackendConfig {
     config.tools.poll_seconds = 1;
     config
 }
+
+/// A bridged tool's numeric answer, whether the server returned it as structured content
+/// (`{"result": n}`, the Python SDK's wrapping of a plain return value) or as the value.
+pub fn number(v: &serde_json::Value) -> i64 {
+    v.get("result")
+        .unwrap_or(v)
+        .as_i64()
+        .unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Counts `notifications/tools/list_changed` an MCP client hears.
+#[derive(Clone, Default)]
+pub struct ListChanged {
+    /// Notified once per notification.
+    pub heard: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for ListChanged {
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.heard.notify_one();
+    }
+}
+
+/// An MCP client (rmcp, streamable HTTP) of `h`, and what it hears of tool changes.
+pub async fn mcp_client(
+    h: &crate::TestHost,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, ListChanged>,
+    ListChanged,
+) {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", h.url));
+    let heard = ListChanged::default();
+    let client = heard
+        .clone()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("an MCP client connects");
+    (client, heard)
+}

@@ -47,6 +47,11 @@ pub struct BackendDescription {
     pub features: ProviderFeatures,
     /// Their names.
     pub provider_features: Vec<String>,
+    /// Whether its tools may change while it runs (contract 0.3.0's `tool-listing`
+    /// answered a list or an error in the instance `describe` ran in): the host then asks
+    /// again after warmup and on an interval.
+    #[serde(skip)]
+    pub lists_tools: bool,
     /// sha256 of the `.wasm`.
     pub sha256: String,
 }
@@ -120,7 +125,11 @@ pub(crate) async fn describe(
                 let mut store = describe_store(p.engine());
                 let exports = p.instantiate(&mut store).await?;
                 let info = exports.describe(&mut store).await?;
+                // Before any warmup: `none` marks the tools fixed; a backend whose tools
+                // depend on its config answers a list or an error here.
+                let lists_tools = !matches!(exports.list_tools(&mut store).await, Ok(Ok(None)));
                 anyhow::Ok(BackendDescription {
+                    lists_tools,
                     tools: tools_of(&info),
                     declared_name: info.name,
                     version: info.version,
@@ -152,6 +161,7 @@ pub(crate) async fn describe(
                     session_config_schema: None,
                     requires: info.requires,
                     provider_features: info.features.names(),
+                    lists_tools: false,
                     features: info.features,
                     sha256: sha256.clone(),
                 })

@@ -129,15 +129,20 @@ pub struct BackendParts {
 impl LoadedBackend {
     /// A backend from its parts and its behaviour; refuses `describe` tools with an invalid
     /// input schema or a name used twice. A backend whose guest lists its tools (contract
-    /// 0.3.0's `tool-listing`) is asked once here, serves that list, and is asked again every
-    /// `tools.poll_seconds`; when this first listing fails it serves `describe`'s tools until
-    /// one succeeds.
+    /// 0.3.0's `tool-listing`, [`BackendDescription::lists_tools`]) is asked once here,
+    /// after warmup, serves that list, and is asked again every `tools.poll_seconds`; when
+    /// this first listing fails it serves `describe`'s tools until one succeeds.
     pub async fn new(parts: BackendParts, behaviour: Box<dyn Backend>) -> Result<Self> {
         let filter = parts.tool_settings.filter();
         let mut table = ToolTable::described(&parts.description.tools, &filter)?;
         let mut poll = None;
         let every = Duration::from_secs(parts.tool_settings.poll_seconds.max(1));
-        match behaviour.list_tools().await {
+        let listed = if parts.description.lists_tools {
+            behaviour.list_tools().await
+        } else {
+            Ok(None)
+        };
+        match listed {
             Ok(None) => {}
             Ok(Some(listed)) => {
                 let watch = ToolPoll::new(every);

@@ -6,7 +6,7 @@
 //! Secret values are read when they are used, never kept in the config, and never put in
 //! an error: errors name the header (or variable) and the secret only.
 
-use crate::stdio_config::{NetworkConfig, STDIO_ONLY, StdioSettings};
+use crate::stdio_config::{NetworkConfig, STDIO_ONLY, SessionsMode, StdioSettings};
 pub use crate::template::{Piece, fill, parse_template, secret_names};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -84,6 +84,11 @@ pub struct BridgeConfig {
     /// stdio: the container's process limit (default 128).
     #[serde(default)]
     pub pids_limit: Option<u32>,
+    /// stdio: `"shared"` (default), one server for the whole backend, or `"per_session"`,
+    /// one server (and container) per Wharf session, started when the session is created;
+    /// its tools then need a session.
+    #[serde(default)]
+    pub sessions: Option<SessionsMode>,
 }
 
 /// A configured header, its value parsed into pieces.

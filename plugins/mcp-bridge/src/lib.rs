@@ -3,7 +3,10 @@
 //! `list_tools` answers the server's `tools/list`, and a call of a listed tool is the
 //! server's `tools/call`. Over HTTP each pooled instance keeps its own MCP session,
 //! initialized lazily (and tried at warmup, where a server that is down is only logged);
-//! over stdio every instance shares one server process, found through kv.
+//! over stdio every instance shares one server process, found through kv — or, with
+//! `"sessions": "per_session"`, each Wharf session has a server of its own, started by
+//! the session's `initialize` and removed by its `cleanup`, and every tool needs a session
+//! (the shared server then only answers the listing).
 
 pub mod client;
 pub mod config;
@@ -17,6 +20,7 @@ pub mod session;
 pub mod stdio;
 pub mod stdio_config;
 pub mod stdio_server;
+pub mod stdio_session;
 pub mod stdio_start;
 pub mod template;
 pub mod transport;
@@ -27,7 +31,8 @@ use session::McpSession;
 use stdio::StdioClient;
 use wharf_sdk::host::{log, secrets};
 use wharf_sdk::{
-    Backend, BackendInfo, Call, Capabilities, ToolError, ToolSpec, Tools, Value, json,
+    Backend, BackendInfo, Call, Capabilities, Discovery, Session, ToolError, ToolSpec, Tools,
+    Value, json,
 };
 
 /// The longest warmup waits for each request of its handshake with an HTTP server.
@@ -108,8 +113,35 @@ impl Backend for Bridge {
         }
     }
 
+    fn initialize(
+        &mut self,
+        session_id: &str,
+        _key: &str,
+        _config: Value,
+    ) -> Result<Value, ToolError> {
+        let client = self.client()?;
+        client
+            .open_session(session_id)
+            .map_err(|e| client.redactor().error(e))
+    }
+
+    fn cleanup(&mut self, session: &Session) -> Result<(), ToolError> {
+        let client = self.client()?;
+        client
+            .close_session(session)
+            .map_err(|e| client.redactor().error(e))
+    }
+
+    fn discover(&mut self, session: &Session) -> Result<Discovery, ToolError> {
+        let client = self.client()?;
+        client
+            .discover_session(session)
+            .map_err(|e| client.redactor().error(e))
+    }
+
     fn list_tools(&mut self) -> Result<Option<Vec<ToolSpec>>, ToolError> {
         let client = self.client()?;
+        let need = client.session_need();
         let listing = listing::list_all(&mut |cursor| {
             let params = cursor.map(|c| json!({"cursor": c}));
             let result = client.request("tools/list", params)?.into_result()?;
@@ -124,7 +156,11 @@ impl Backend for Bridge {
                 listing.tools.len()
             ));
         }
-        Ok(Some(listing.tools))
+        let mut tools = listing.tools;
+        for tool in &mut tools {
+            tool.session = need;
+        }
+        Ok(Some(tools))
     }
 
     fn call_listed(
@@ -136,7 +172,7 @@ impl Backend for Bridge {
         let client = self.client()?;
         let params = json!({"name": tool, "arguments": args});
         let result = client
-            .request("tools/call", Some(params))
+            .call_request("tools/call", Some(params), call)
             .and_then(|reply| reply.into_result())
             .map_err(|e| client.redactor().error(e))?;
         results::call_output(client.redactor().value(result), call)

@@ -2,6 +2,10 @@
 //! process serves (container and pid, found again by every instance), who is starting one
 //! now (a lease, so that instances do not all start one), and how often it was started
 //! lately (the restart backoff). Times are wall-clock ms: instances share them.
+//!
+//! A session's own server (`"sessions": "per_session"`) keeps the same record in the
+//! session's kv ([`load_session`], [`save_session`]): no lease there, since the host runs
+//! one call of a session at a time.
 
 use wharf_sdk::host::kv::{self, Scope};
 use wharf_sdk::serde_json;
@@ -146,6 +150,22 @@ pub fn swap(key: &str, before: Option<&[u8]>, next: &ServerRecord) -> Result<boo
         before,
         Some(&bytes),
     )?)
+}
+
+/// The record under `key` in the session's kv; a value that is not a record counts as
+/// none. `None` when there is none.
+pub fn load_session(key: &str) -> Result<Option<ServerRecord>, ToolError> {
+    let raw = kv::get(Scope::Session, key)?;
+    Ok(raw
+        .as_deref()
+        .and_then(|bytes| serde_json::from_slice(bytes).ok()))
+}
+
+/// Stores `record` under `key` in the session's kv.
+pub fn save_session(key: &str, record: &ServerRecord) -> Result<(), ToolError> {
+    let bytes = serde_json::to_vec(record)
+        .map_err(|e| ToolError::execution(format!("the server record is not JSON: {e}")))?;
+    Ok(kv::set(Scope::Session, key, &bytes)?)
 }
 
 /// Changes the record with `change` (`None`: leave it), retried while other instances

@@ -1,17 +1,19 @@
-//! MCP over stdio to the shared server process: each request is one line on its stdin,
-//! and its reply is looked for in the process's output (stdout and stderr in one ring,
-//! shared with every other instance) from where the output stood before the request was
-//! written, until the bridge's deadline.
+//! MCP over stdio to the shared server process (or, with `"sessions": "per_session"`, for
+//! a tool call, to the call's session's own, see [`crate::stdio_session`]): each request
+//! is one line on its stdin, and its reply is looked for in the process's output (stdout
+//! and stderr in one ring, shared with every other instance) from where the output stood
+//! before the request was written, until the bridge's deadline.
 
 use crate::client::McpClient;
 use crate::jsonrpc::{self, Reply};
 use crate::lines::LineScanner;
 use crate::redact::Redactor;
-use crate::stdio_config::StdioSettings;
-use crate::stdio_server::{Proc, ServerFinder, is_gone};
+use crate::stdio_config::{SessionsMode, StdioSettings};
+use crate::stdio_server::{Proc, ServerFinder, is_gone, probe};
+use crate::stdio_session;
 use std::time::{Duration, Instant};
 use wharf_sdk::host::{process, secrets};
-use wharf_sdk::{ToolError, Value, json};
+use wharf_sdk::{Call, Discovery, Session, SessionNeed, ToolError, Value, json};
 
 /// The longest message written to the server (the agent takes one write of this much).
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
@@ -292,6 +294,90 @@ impl McpClient for StdioClient {
         Err(ToolError::dependency(
             "the MCP server could not be reached; try again",
         ))
+    }
+
+    fn call_request(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        call: &mut Call,
+    ) -> Result<Reply, ToolError> {
+        if self.settings.sessions == SessionsMode::Shared {
+            return self.request(method, params);
+        }
+        let mut session = call.require_session()?.clone();
+        let id = self.ids.next_id();
+        let line = line_of(&jsonrpc::request(id.as_str(), method, params), method)?;
+        // A server found gone before the request reached it is started again, once.
+        for attempt in 0..2 {
+            let found = stdio_session::ensure(
+                &self.settings,
+                &mut self.redactor,
+                &mut self.ids,
+                self.deadline,
+                &session,
+            )?;
+            if let Some(data) = found.data {
+                call.set_session_data(data.clone());
+                session.data = data;
+            }
+            let server = found.server;
+            match exchange(&server, found.end, &line, &id, method, self.deadline) {
+                Ok((reply, _)) => return Ok(reply),
+                Err(Failure::NotSent(e)) => {
+                    if attempt == 1 || probe(&server)?.is_some() {
+                        return Err(e);
+                    }
+                    stdio_session::forget(&server);
+                }
+                Err(Failure::Error(e)) => return Err(e),
+                // The output is the session's own server's: its last words are quoted.
+                Err(Failure::Exited(code, tail)) => {
+                    stdio_session::forget(&server);
+                    return Err(exited(code, &tail, &format!(" during `{method}`")));
+                }
+            }
+        }
+        Err(ToolError::dependency(
+            "the session's MCP server could not be reached; try again",
+        ))
+    }
+
+    fn session_need(&self) -> SessionNeed {
+        match self.settings.sessions {
+            SessionsMode::Shared => SessionNeed::None,
+            SessionsMode::PerSession => SessionNeed::Required,
+        }
+    }
+
+    fn open_session(&mut self, session_id: &str) -> Result<Value, ToolError> {
+        match self.settings.sessions {
+            SessionsMode::Shared => Ok(json!({})),
+            SessionsMode::PerSession => stdio_session::open(
+                &self.settings,
+                &mut self.redactor,
+                &mut self.ids,
+                self.deadline,
+                session_id,
+            ),
+        }
+    }
+
+    fn close_session(&mut self, session: &Session) -> Result<(), ToolError> {
+        // A session of a per-session config the operator since changed is cleaned up too.
+        if self.settings.sessions == SessionsMode::PerSession
+            || stdio_session::from_data(&session.data).is_some()
+        {
+            return stdio_session::close(session);
+        }
+        Ok(())
+    }
+
+    fn discover_session(&mut self, session: &Session) -> Result<Discovery, ToolError> {
+        match self.settings.sessions {
+            SessionsMode::Shared => Ok(Discovery::Alive),
+            SessionsMode::PerSession => stdio_session::discover(session),
+        }
     }
 
     fn redactor(&self) -> &Redactor {

@@ -23,7 +23,7 @@ pub const DEFAULT_PIDS_LIMIT: u32 = 128;
 pub type IsSet = fn(&BridgeConfig) -> bool;
 
 /// The stdio-only fields and whether a config sets them (refused for HTTP).
-pub const STDIO_ONLY: [(&str, IsSet); 8] = [
+pub const STDIO_ONLY: [(&str, IsSet); 9] = [
     ("image", |c| c.image.is_some()),
     ("command", |c| c.command.is_some()),
     ("env", |c| c.env.is_some()),
@@ -32,7 +32,21 @@ pub const STDIO_ONLY: [(&str, IsSet); 8] = [
     ("memory_mb", |c| c.memory_mb.is_some()),
     ("cpu_millis", |c| c.cpu_millis.is_some()),
     ("pids_limit", |c| c.pids_limit.is_some()),
+    ("sessions", |c| c.sessions.is_some()),
 ];
+
+/// How many servers run: one for the backend, or one per Wharf session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionsMode {
+    /// One server every instance and session shares (the default).
+    #[default]
+    Shared,
+    /// One server per Wharf session, in a container of the session's own, started by the
+    /// session's `initialize` and removed by its `cleanup`. The shared server still runs,
+    /// for the listing only; every tool needs a session.
+    PerSession,
+}
 
 /// The network of the server's container.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, JsonSchema)]
@@ -88,6 +102,8 @@ pub struct StdioSettings {
     pub pids_limit: u32,
     /// The longest a call may take.
     pub timeout: Duration,
+    /// One server for the backend, or one per session.
+    pub sessions: SessionsMode,
 }
 
 fn check_argv(field: &str, argv: &[String]) -> Result<(), ToolError> {
@@ -205,6 +221,7 @@ impl StdioSettings {
             cpu_millis: positive("cpu_millis", config.cpu_millis, DEFAULT_CPU_MILLIS)?,
             pids_limit: positive("pids_limit", config.pids_limit, DEFAULT_PIDS_LIMIT)?,
             timeout,
+            sessions: config.sessions.unwrap_or_default(),
         })
     }
 

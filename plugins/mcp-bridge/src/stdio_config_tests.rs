@@ -155,3 +155,45 @@ fn the_fingerprint_follows_the_server_not_the_secret_values_or_timeout() {
     assert_ne!(stdio(base()).unwrap().fingerprint(), d.fingerprint());
     assert!(!a.fingerprint().contains(TOKEN));
 }
+
+#[test]
+fn sessions_default_to_shared_and_are_refused_for_http() {
+    assert_eq!(stdio(base()).unwrap().sessions, SessionsMode::Shared);
+    let s = stdio(with("sessions", json!("shared"))).unwrap();
+    assert_eq!(s.sessions, SessionsMode::Shared);
+    let s = stdio(with("sessions", json!("per_session"))).unwrap();
+    assert_eq!(s.sessions, SessionsMode::PerSession);
+    // The same server either way: the shared one (for the listing) is found again.
+    assert_eq!(s.fingerprint(), stdio(base()).unwrap().fingerprint());
+    for bad in [
+        json!("per-session"),
+        json!("PerSession"),
+        json!(1),
+        json!(null),
+    ] {
+        let result = stdio(with("sessions", bad.clone()));
+        if bad.is_null() {
+            assert_eq!(result.unwrap().sessions, SessionsMode::Shared);
+            continue;
+        }
+        let err = result.unwrap_err();
+        assert_eq!(err.code, 4000, "{bad}: {err:?}");
+        assert!(
+            err.message.contains("invalid MCP bridge config"),
+            "{}",
+            err.message
+        );
+    }
+    for mode in ["shared", "per_session"] {
+        let err = BridgeSettings::from_config(json!({"transport": "http", "url": "http://x/mcp",
+            "sessions": mode}))
+        .unwrap_err();
+        assert_eq!(err.code, 4000);
+        assert!(
+            err.message
+                .contains("`sessions` does not apply to `\"transport\": \"http\"`"),
+            "{}",
+            err.message
+        );
+    }
+}

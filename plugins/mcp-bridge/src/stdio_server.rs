@@ -8,7 +8,7 @@ use crate::redact::Redactor;
 use crate::server_state::{self as state, Published};
 use crate::stdio::IdMaker;
 use crate::stdio_config::StdioSettings;
-use crate::stdio_start::start_server;
+use crate::stdio_start::{ServerOwner, start_server};
 use std::time::{Duration, Instant};
 use wharf_sdk::ToolError;
 use wharf_sdk::bindings::backend_world::wasi::clocks::monotonic_clock;
@@ -27,7 +27,8 @@ pub struct Proc {
 }
 
 impl Published {
-    fn proc(&self) -> Proc {
+    /// Its process.
+    pub fn proc(&self) -> Proc {
         Proc {
             container: self.container.clone(),
             pid: self.pid,
@@ -58,7 +59,8 @@ pub fn kill(server: &Proc) {
     let _ = process::send_signal(&server.container, server.pid, Signal::Kill);
 }
 
-fn now_ms() -> u64 {
+/// Wall-clock ms since the epoch.
+pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -166,6 +168,7 @@ impl ServerFinder {
             }
             let started = start_server(
                 settings,
+                ServerOwner::Shared,
                 &self.fingerprint,
                 redactor,
                 ids,

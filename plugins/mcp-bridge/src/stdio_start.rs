@@ -1,7 +1,9 @@
-//! Starting the stdio server: its container (the backend's own, labelled
-//! `mcp-bridge.role=server` and with its config's fingerprint, created and started when
-//! there is none running), its process (through the sandbox agent, with the config's env)
-//! and its MCP handshake (`initialize`, then `notifications/initialized`).
+//! Starting a stdio server: its container (the backend's own, labelled
+//! `mcp-bridge.role=server` — or `session` and `mcp-bridge.session=ID` for one session's
+//! own server — and with its config's fingerprint, created and started when there is none
+//! running), its process (through the sandbox agent, with the config's env) and its MCP
+//! handshake (`initialize`, then `notifications/initialized`). The shared server and the
+//! servers of sessions start the same way, each in a container of its own.
 
 use crate::jsonrpc;
 use crate::redact::Redactor;
@@ -11,7 +13,7 @@ use crate::stdio::{Failure, IdMaker, exchange, exited, line_of, read_reply, writ
 use crate::stdio_config::StdioSettings;
 use crate::stdio_server::{Proc, kill, pause, probe};
 use std::time::{Duration, Instant};
-use wharf_sdk::host::container::{self, ContainerSpec, ContainerState};
+use wharf_sdk::host::container::{self, ContainerInfo, ContainerSpec, ContainerState};
 use wharf_sdk::host::exec::Command;
 use wharf_sdk::host::process::{self, ProcessSpec};
 use wharf_sdk::host::{log, secrets};
@@ -20,6 +22,61 @@ use wharf_sdk::{ToolError, Value, json};
 /// The label that marks the server's container, and the one naming its config.
 pub const ROLE_LABEL: &str = "mcp-bridge.role";
 const FINGERPRINT_LABEL: &str = "mcp-bridge.fingerprint";
+/// The label naming the session whose server a `session` container holds.
+pub const SESSION_LABEL: &str = "mcp-bridge.session";
+
+/// Whose server a container holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerOwner<'a> {
+    /// The server every instance shares (`mcp-bridge.role=server`).
+    Shared,
+    /// One Wharf session's own (`mcp-bridge.role=session`, `mcp-bridge.session=ID`),
+    /// created inside the session, so the host labels it with the session too.
+    Session(&'a str),
+}
+
+impl ServerOwner<'_> {
+    fn role(self) -> &'static str {
+        match self {
+            ServerOwner::Shared => "server",
+            ServerOwner::Session(_) => "session",
+        }
+    }
+
+    fn labels(self, fingerprint: &str) -> Vec<(String, String)> {
+        let mut labels = vec![
+            (ROLE_LABEL.into(), self.role().into()),
+            (FINGERPRINT_LABEL.into(), fingerprint.to_string()),
+        ];
+        if let ServerOwner::Session(id) = self {
+            labels.push((SESSION_LABEL.into(), id.to_string()));
+        }
+        labels
+    }
+
+    /// Whether `info` is a server container of this owner (any config, any state).
+    pub fn holds(self, info: &ContainerInfo) -> bool {
+        let label = |key: &str| info.labels.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        label(ROLE_LABEL).map(String::as_str) == Some(self.role())
+            && match self {
+                ServerOwner::Shared => true,
+                ServerOwner::Session(id) => label(SESSION_LABEL).map(String::as_str) == Some(id),
+            }
+    }
+
+    /// The server containers of this owner: the backend's shared ones, or the session's.
+    pub fn containers(self) -> Result<Vec<ContainerInfo>, ToolError> {
+        let session = match self {
+            ServerOwner::Shared => None,
+            ServerOwner::Session(id) => Some(id.to_string()),
+        };
+        Ok(container::list_owned(session.as_deref())?
+            .into_iter()
+            .filter(|c| self.holds(c))
+            .collect())
+    }
+}
+
 /// Output kept by the agent for the server (stdout and stderr).
 const BUFFER_BYTES: u32 = 4 << 20;
 /// How long a new container's agent may take to take its first process.
@@ -31,10 +88,11 @@ fn probe_running(server: &Proc) -> bool {
     !matches!(probe(server), Ok(None))
 }
 
-/// Starts the server in the backend's server container (labelled with `fingerprint`)
-/// and runs its handshake; `starts` counts the starts of this streak, for the log.
+/// Starts `owner`'s server in its container (labelled with `fingerprint`) and runs its
+/// handshake; `starts` counts the starts of this streak, for the log.
 pub fn start_server(
     settings: &StdioSettings,
+    owner: ServerOwner,
     fingerprint: &str,
     redactor: &mut Redactor,
     ids: &mut IdMaker,
@@ -46,7 +104,7 @@ pub fn start_server(
         redactor.remember(name, &value);
         Ok(value)
     })?;
-    let (container, created) = server_container(settings, fingerprint)?;
+    let (container, created) = server_container(settings, owner, fingerprint)?;
     // Processes nobody published (a start cut short by its call's deadline) go.
     for stray in process::list(&container)?.iter().filter(|p| p.running) {
         kill(&Proc {
@@ -83,8 +141,12 @@ pub fn start_server(
         pid: info.pid,
     };
     let (version, end) = handshake(&server, ids, deadline).inspect_err(|_| kill(&server))?;
+    let whose = match owner {
+        ServerOwner::Shared => String::new(),
+        ServerOwner::Session(id) => format!(" of session {id}"),
+    };
     log::info(&format!(
-        "started the MCP server `{}` (container {}, pid {}, start {} of this streak), protocol {version}",
+        "started the MCP server `{}`{whose} (container {}, pid {}, start {} of this streak), protocol {version}",
         jsonrpc::truncate(&settings.command.join(" "), 120),
         &container[..12.min(container.len())],
         info.pid,
@@ -101,25 +163,22 @@ pub fn start_server(
     ))
 }
 
-/// A running container for the server: the backend's own with this config, or a new
-/// one (containers of an older config are removed then). `true` when it is new.
+/// A running container for `owner`'s server: its own with this config, or a new one
+/// (its containers of an older config, or stopped, are removed then). `true` when it is new.
 fn server_container(
     settings: &StdioSettings,
+    owner: ServerOwner,
     fingerprint: &str,
 ) -> Result<(String, bool), ToolError> {
-    let label = |c: &container::ContainerInfo, key: &str| {
+    let label = |c: &ContainerInfo, key: &str| {
         c.labels
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
     };
-    let mut servers: Vec<_> = container::list_owned(None)?
-        .into_iter()
-        .filter(|c| label(c, ROLE_LABEL).as_deref() == Some("server"))
-        .collect();
+    let mut servers = owner.containers()?;
     servers.sort_by_key(|c| std::cmp::Reverse(c.created_at_ms));
-    let ours =
-        |c: &container::ContainerInfo| label(c, FINGERPRINT_LABEL).as_deref() == Some(fingerprint);
+    let ours = |c: &ContainerInfo| label(c, FINGERPRINT_LABEL).as_deref() == Some(fingerprint);
     if let Some(running) = servers
         .iter()
         .find(|c| ours(c) && c.state == ContainerState::Running)
@@ -134,10 +193,7 @@ fn server_container(
         command: settings.keep_alive_command.clone(),
         env: Vec::new(),
         workdir: None,
-        labels: vec![
-            (ROLE_LABEL.into(), "server".into()),
-            (FINGERPRINT_LABEL.into(), fingerprint.to_string()),
-        ],
+        labels: owner.labels(fingerprint),
         mounts: Vec::new(),
         network: settings.network.to_spec(),
         cpu_millis: Some(settings.cpu_millis),
