@@ -107,6 +107,10 @@ async fn a_stdio_server_in_a_container_of_its_own_serves_its_tools() {
         "{reply:?}"
     );
     client.cancel().await.unwrap();
+
+    // Unloaded, the backend leaves no container behind.
+    assert!(h.wharf.unload_backend("stdio-demo").await.unwrap());
+    assert!(containers_labelled("wharf.backend", "stdio-demo").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

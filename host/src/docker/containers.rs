@@ -14,7 +14,8 @@ use super::egress_registry::rule_of;
 use super::error::DockerError;
 use super::info::{from_inspect, from_summary};
 use super::labels::{
-    LABEL_BACKEND, LABEL_EGRESS, build_labels, check_id, is_full_id, owner_filters, shorten,
+    LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, build_labels, check_id, is_full_id, owner_filters,
+    shorten,
 };
 use super::sandbox_agent::{ImageDefaults, SocketHome};
 use super::types::{ContainerInfo, ContainerSpec, Owner};
@@ -207,6 +208,22 @@ impl Docker {
             c.backend == backend && (session.is_none() || c.session.as_deref() == session)
         });
         Ok(out)
+    }
+
+    /// Removes the containers `backend` made on this node outside any session, once it is
+    /// unloaded; their ids. A container that went meanwhile is not an error.
+    pub async fn remove_unloaded(&self, backend: &str) -> Result<Vec<String>, DockerError> {
+        let node = self.node_id().to_string();
+        let mut removed = Vec::new();
+        for c in self.list_owned(backend, None).await? {
+            if c.session.is_some() || c.label(LABEL_NODE) != Some(node.as_str()) {
+                continue;
+            }
+            let owner = Owner::backend(backend);
+            self.remove(&owner, &c.id).await?;
+            removed.push(c.id);
+        }
+        Ok(removed)
     }
 
     /// Every container carrying a `wharf.backend` label, whatever its node or backend

@@ -65,6 +65,10 @@ impl ContainerEngine for Docker {
         Docker::snapshot_images(self).await
     }
 
+    async fn remove_unloaded(&self, backend: &str) -> Result<Vec<String>, DockerError> {
+        Docker::remove_unloaded(self, backend).await
+    }
+
     async fn list_owned(
         &self,
         backend: &str,

@@ -186,6 +186,13 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Removes the containers an unloaded backend made on this node outside any session
+    /// (a stdio server its bridge ran, warm sandboxes); its ids. Sessions' containers stay
+    /// with their sessions, and other nodes' with theirs.
+    async fn remove_unloaded(&self, _backend: &str) -> Result<Vec<String>, EngineError> {
+        Ok(Vec::new())
+    }
+
     /// A relay to TCP `port` on an owned container's loopback: the bytes of one connection
     /// to a server the sandbox runs (a preview), whatever the container's network.
     async fn connect_port(

@@ -103,9 +103,28 @@ impl Wharf {
 
     /// Unloads a backend (and any upgrade of it waiting for approval): new calls answer
     /// 5011 at once; returns after the calls in flight finished (or the deadline passed)
-    /// and the old instances got `shutdown`.
+    /// and the old instances got `shutdown`. Then the containers it made on this node
+    /// outside any session (a bridged stdio server, warm sandboxes) are removed: nothing
+    /// would use them again. Its sessions keep theirs until they end.
     pub async fn unload_backend(&self, name: &str) -> Result<bool, WharfError> {
-        self.registry.unload(name).await
+        let unloaded = self.registry.unload(name).await?;
+        if unloaded && let Some(engine) = self.services.container_engine() {
+            match engine.remove_unloaded(name).await {
+                Ok(removed) if !removed.is_empty() => {
+                    tracing::info!(
+                        backend = name,
+                        containers = removed.len(),
+                        "removed the unloaded backend's containers"
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(
+                    backend = name,
+                    "the unloaded backend's containers stay: {e}"
+                ),
+            }
+        }
+        Ok(unloaded)
     }
 
     /// An operator's unload ([`Wharf::unload_backend`]): its upload, if it came from one,
