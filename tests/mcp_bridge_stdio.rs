@@ -2,8 +2,9 @@
 //! server inside a container of its own, through the container and process imports and
 //! the sandbox agent, under its own grants: the official Python SDK's demo server (tools
 //! over REST and MCP, concurrent calls, a tool added at run time, a crash and its
-//! restart), its network (`none` reaches nothing, `bridge` what the bridge reaches), and a
-//! stdio server that floods, answers half a message, never answers or chatters.
+//! restart), its network (`none` reaches nothing, `bridge` what the bridge reaches), gVisor
+//! when that is the bridge's grant, one server per session, and a stdio server that
+//! floods, answers half a message, never answers or chatters.
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
@@ -282,4 +283,34 @@ async fn a_server_per_session_keeps_each_sessions_state_apart() {
     )
     .await;
     assert_eq!(pid(&b).await, b1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_runs_under_gvisor_when_that_is_what_the_bridge_is_granted() {
+    if !ready().await || !wharf_integration_tests::gvisor_ready() {
+        return;
+    }
+    let _cleanup = Cleanup("stdio-gvisor");
+    let mut config = stdio_bridge(DEMO, "");
+    config.grants.isolation = vec!["gvisor".into()];
+    let h = wharf_integration_tests::start_with(vec![("stdio-gvisor", config)], |s| {
+        s.runtimes.insert(
+            "gvisor".to_string(),
+            wharf_integration_tests::GVISOR_RUNTIME.to_string(),
+        );
+    })
+    .await;
+    let r = h.call("stdio-gvisor:add", json!({"a": 40, "b": 2})).await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+    assert_eq!(number(&r.body["data"]["result"]), 42);
+    let containers = containers_labelled("wharf.backend", "stdio-gvisor");
+    assert_eq!(containers.len(), 1, "{containers:?}");
+    let runtime = std::process::Command::new("docker")
+        .args(["inspect", "-f", "{{.HostConfig.Runtime}}", &containers[0]])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&runtime.stdout).trim(),
+        wharf_integration_tests::GVISOR_RUNTIME
+    );
 }

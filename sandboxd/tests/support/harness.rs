@@ -82,8 +82,22 @@ pub fn codec() -> LengthDelimitedCodec {
         .new_codec()
 }
 
+/// A connection to the agent's socket. The socket file appears at `bind`, a moment before
+/// the agent listens on it, so a refusal is retried for up to 5 s.
 pub async fn connect(socket: &Path) -> Framed<UnixStream, LengthDelimitedCodec> {
-    Framed::new(UnixStream::connect(socket).await.unwrap(), codec())
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match UnixStream::connect(socket).await {
+            Ok(stream) => return Framed::new(stream, codec()),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(e) => panic!("connecting to the agent at {}: {e}", socket.display()),
+        }
+    }
 }
 
 /// Every reply to `request`, until the agent closes.
