@@ -32,6 +32,13 @@ async fn a_bridged_server_serves_its_tools_over_rest_mcp_and_the_compatibility_a
         "{add}"
     );
 
+    // `/v1/backends` says which backend lists its tools, and how often it is asked.
+    assert_eq!(
+        h.backend_info("bridge").await["tools_listed_every_seconds"],
+        1
+    );
+    assert!(h.backend_info("echo").await["tools_listed_every_seconds"].is_null());
+
     // REST.
     let r = h.call("bridge:add", json!({"a": 2, "b": 40})).await;
     assert_eq!(r.code(), 0, "{}", r.body);

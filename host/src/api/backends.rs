@@ -25,6 +25,7 @@ pub fn backend_json(b: &BackendSummary) -> Value {
         "requires": b.requires,
         "provider_features": b.provider_features,
         "isolation": b.isolation,
+        "tools_listed_every_seconds": b.tools_listed_every_seconds,
         "config": b.config,
         "contract": b.contract,
         "instances": b.instances,

@@ -41,6 +41,9 @@ pub struct BackendSummary {
     pub limits: BackendLimits,
     /// The isolation levels its containers can run at (granted, and offered by the engine).
     pub isolation: Vec<String>,
+    /// Seconds between two listings of its tools, when it lists them while it runs
+    /// (contract 0.3.0's `tool-listing`); `None` when its tools are fixed.
+    pub tools_listed_every_seconds: Option<u64>,
 }
 
 /// A backend's pool and call limits.
@@ -75,6 +78,7 @@ impl BackendSummary {
             config: crate::redact::redact(&b.config),
             instances: serde_json::to_value(b.pool_status()).unwrap_or(Value::Null),
             isolation: b.isolation.iter().map(|l| l.name().to_string()).collect(),
+            tools_listed_every_seconds: b.poll().map(|p| p.every().as_secs()),
             limits: BackendLimits {
                 pool_min: settings.min,
                 pool_max: settings.max,

@@ -105,6 +105,9 @@ fn backend(wharf: &Wharf, viewer: &Viewer, b: &BackendSummary, now: u64) -> Mark
                 p.empty { "Shown to admins." }
             }
             h3 { "Tools (" (b.tools.len()) ")" }
+            @if let Some(every) = b.tools_listed_every_seconds {
+                p.listed { "Listed by the backend while it runs: asked again every " (every) " s." }
+            }
             ul.tools {
                 @for t in &b.tools {
                     li.tool data-tool=(t.action) {
