@@ -1,8 +1,9 @@
 //! Hot loading: replacing a backend under load loses no call; the plugins directory loads,
 //! upgrades and unloads; bad components are refused while the old version serves; unload
-//! drains then answers 5011; an upgrade declaring more capabilities waits for an admin;
-//! admin routes need an admin token; a pinned sha256 is enforced; sessions survive an
-//! upgrade; the compile cache serves re-drops and restarts.
+//! drains then answers 5011; an upgrade declaring more capabilities, or a sidecar granting
+//! more, waits for an admin (narrower grants do not); admin routes need an admin token; a
+//! pinned sha256 is enforced; sessions survive an upgrade; the compile cache serves
+//! re-drops and restarts.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -17,6 +18,8 @@ use wharf_integration_tests::{TestHost, bundled, start, start_with};
 
 #[path = "hot_load/admin.rs"]
 mod admin;
+#[path = "hot_load/grants.rs"]
+mod grants;
 #[path = "hot_load/lifecycle.rs"]
 mod lifecycle;
 

@@ -2,6 +2,7 @@
 //! refusal of a component and an upgrade waiting for approval. Shared names, kept in a leaf
 //! (the registry keeps them, adapters show them).
 
+use crate::policy::GrantsAdded;
 use crate::requires::Requires;
 use serde::Serialize;
 
@@ -17,7 +18,7 @@ pub struct Rejection {
 }
 
 /// An upgrade held until an admin approves it, because it declares more than the
-/// running version.
+/// running version, or its operator's grants reach further than the running version's.
 #[derive(Debug, Clone, Serialize)]
 pub struct PendingUpgrade {
     /// The waiting version.
@@ -30,6 +31,9 @@ pub struct PendingUpgrade {
     pub added: Requires,
     /// Everything it declares.
     pub requires: Requires,
+    /// What its grants (`[backends.NAME.grants]`) allow beyond the running version's:
+    /// grant → entries added, ceilings raised (`"4096 (was 2048)"`), secret names.
+    pub grants_added: GrantsAdded,
     /// When it arrived, in ms since the epoch.
     pub since_ms: u64,
 }

@@ -4,6 +4,7 @@
 
 mod containers;
 mod egress;
+mod grants_growth;
 mod isolation;
 mod mounts;
 mod outbound_http;
@@ -11,6 +12,7 @@ mod secrets;
 
 pub use containers::{ContainerRequest, EffectiveLimits, NetworkRequest};
 pub use egress::{EgressAsk, EgressRefusal, EgressRule, HostPattern, MAX_EGRESS_ENTRIES};
+pub use grants_growth::{GrantsAdded, grants_beyond};
 pub use isolation::{Isolation, MAX_USER_BYTES, SandboxProfile, check_user, granted_levels};
 pub use mounts::{MountAsk, MountGrant, check_mount_path};
 pub use outbound_http::normalize;

@@ -36,8 +36,10 @@ pub fn backend_json(b: &BackendSummary) -> Value {
 
 /// The `/v1/backends` entry of a loaded backend: its description plus `last_error` (the
 /// last refused component, cleared by a successful load) and `pending` (an upgrade
-/// waiting for approval, with what it adds) and `oci` (where an `oci://` backend was
-/// pulled from: reference, resolved digest, signature checked, served from the cache).
+/// waiting for approval: what it declares beyond the running version in `added`, what its
+/// grants allow beyond the running config's in `grants_added`) and `oci` (where an
+/// `oci://` backend was pulled from: reference, resolved digest, signature checked, served
+/// from the cache).
 pub fn backend_entry(wharf: &Wharf, backend: &BackendSummary) -> Value {
     let mut entry = backend_json(backend);
     let (error, pending) = wharf.backend_status(&backend.name);
@@ -63,7 +65,8 @@ pub(super) async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Calle
     if let Err(e) = caller.require(TokenScope::Read) {
         return t.reply(Err(e));
     }
-    // The operator's config (redacted all the same) is for admins only.
+    // The operator's config (redacted all the same) is for admins only, and so is what a
+    // pending upgrade's grants add to it.
     let admin = caller.has(TokenScope::Admin);
     let list: Vec<Value> = wharf
         .backends()
@@ -73,6 +76,9 @@ pub(super) async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Calle
             let mut entry = backend_entry(&wharf, b);
             if let (false, Some(fields)) = (admin, entry.as_object_mut()) {
                 fields.remove("config");
+                if let Some(pending) = fields.get_mut("pending").and_then(Value::as_object_mut) {
+                    pending.remove("grants_added");
+                }
             }
             entry
         })

@@ -2,7 +2,8 @@
 //! new version off to the side, swap it in atomically (new calls go to it at once; calls
 //! in flight finish on the old one, which holds its own `Arc`), then drain the old one
 //! (its instances get `shutdown`) within a deadline. An upgrade that declares more
-//! capabilities than the running version waits for an admin's approval; a component that
+//! capabilities than the running version, or whose operator's grants reach further than
+//! the running version's, waits for an admin's approval; a component that
 //! cannot be loaded is refused and the running version keeps serving, with the reason kept
 //! for `/v1/backends`. The front door re-checks the backend's sessions after a swap.
 
@@ -12,6 +13,7 @@ use crate::clock::now_ms;
 use crate::config::{BackendConfig, toml_to_json};
 use crate::error_code::WharfError;
 use crate::metrics::BackendEvent;
+use crate::policy::grants_beyond;
 use crate::requires::requires_beyond;
 use crate::runtime::backend::Backend;
 use crate::runtime::backend_description::CompiledPre;
@@ -254,7 +256,8 @@ impl BackendRegistry {
     }
 
     /// Loads or replaces `name` in `_turn`; with `check_permissions`, an upgrade that
-    /// declares more than the running version is held as pending. A refusal is recorded
+    /// declares more than the running version, or whose grants reach beyond the running
+    /// config's, is held as pending. A refusal is recorded
     /// for `/v1/backends` and leaves the running version serving. `Some(Swapped)` when the
     /// backend's sessions want re-checking (an upgrade, or an operator's hot load).
     pub async fn install(
@@ -277,7 +280,14 @@ impl BackendRegistry {
         if check_permissions && let Some(current) = &current {
             let added =
                 requires_beyond(&loaded.description.requires, &current.description.requires);
-            if !added.is_empty() {
+            // Against the default grants (no list entries) when the running config cannot
+            // be read: any widening is held, not waved through.
+            let running = self
+                .backend_config(name)
+                .map(|running| running.grants)
+                .unwrap_or_default();
+            let grants_added = grants_beyond(&config.grants, &running);
+            if !added.is_empty() || !grants_added.is_empty() {
                 let d = &loaded.description;
                 let view = PendingUpgrade {
                     version: d.version.clone(),
@@ -285,9 +295,10 @@ impl BackendRegistry {
                     sha256: d.sha256.clone(),
                     added,
                     requires: d.requires.clone(),
+                    grants_added,
                     since_ms: now_ms(),
                 };
-                tracing::warn!(backend = name, version = %view.version, added = ?view.added, "upgrade declares more capabilities; waiting for approval");
+                tracing::warn!(backend = name, version = %view.version, added = ?view.added, grants_added = ?view.grants_added, "upgrade declares more capabilities or is granted more; waiting for approval");
                 let pending = Pending {
                     loaded,
                     config,

@@ -1,7 +1,8 @@
 //! The console's Backends page: each loaded backend the viewer may use (version,
 //! contract, tools with their schemas, what it declares, the operator's grants for admins,
-//! its pool, its last refused component), a pending upgrade with what it adds and the
-//! admin's Approve / Reject, Unload; then refused loads of names that are not loaded.
+//! its pool, its last refused component), a pending upgrade with what it adds (declared,
+//! and granted, the latter for admins) and the admin's Approve / Reject, Unload; then
+//! refused loads of names that are not loaded.
 
 use super::pages::{action_form, html, layout, span, text};
 use super::{Console, Viewer};
@@ -131,12 +132,26 @@ fn backend(wharf: &Wharf, viewer: &Viewer, b: &BackendSummary, now: u64) -> Mark
 }
 
 fn upgrade(viewer: &Viewer, name: &str, p: &PendingUpgrade, now: u64) -> Markup {
+    let admin = viewer.caller.has(crate::config::TokenScope::Admin);
     html! {
         div.pending {
             h3 { "Upgrade waiting for approval" }
             p { (p.declared_name) " " (p.version) " (" code { (short(&p.sha256)) } "), waiting "
-                (span(now.saturating_sub(p.since_ms))) ". It declares more than the running version:" }
-            div.added { (requires(&p.added)) }
+                (span(now.saturating_sub(p.since_ms))) "." }
+            @if !p.added.is_empty() {
+                p { "It declares more than the running version:" }
+                div.added { (requires(&p.added)) }
+            }
+            @if !p.grants_added.is_empty() {
+                p { "Its grants reach further than the running version's:" }
+                @if admin {
+                    dl.grants-added {
+                        @for (what, list) in &p.grants_added { dt { (what) } dd { (list.join(", ")) } }
+                    }
+                } @else {
+                    p.empty { "Shown to admins." }
+                }
+            }
             div.buttons {
                 (action_form(viewer, "/console/backends/approve", &[("backend", name)], "Approve", None))
                 (action_form(viewer, "/console/backends/reject", &[("backend", name)], "Reject", None))
