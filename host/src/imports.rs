@@ -8,8 +8,8 @@
 //! [`ImportContexts`]), implements the generated `Host` on its own view of the store (a
 //! borrow of that context, the call and the counter, nothing else), and links itself for any
 //! store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`,
-//! `process` and `freezer` share `container`'s context and view: they act on the caller's
-//! own containers);
+//! `process`, `freezer` and `sandboxing` share `container`'s context and view: they act on
+//! the caller's own containers; `progress` has no context, only the call);
 //! `wasi:http` keeps wasmtime's own (`http::HttpCtx`, linked by `runtime::linker`).
 
 pub mod container;
@@ -23,6 +23,8 @@ pub mod http;
 pub mod kv;
 pub mod log;
 pub mod process;
+pub mod progress;
+pub mod sandboxing;
 pub mod secrets;
 pub mod services;
 pub mod v0_1;
@@ -58,6 +60,10 @@ pub struct CallContext {
     pub sandbox: Option<Arc<crate::policy::SandboxProfile>>,
     /// The snapshot this call is to commit, if the host asked for one.
     pub snapshot: Option<Arc<crate::engines::container_types::SnapshotAsk>>,
+    /// The backend's last `progress.report` in this call (the next must say more).
+    pub last_progress: Option<f64>,
+    /// Fired when the caller gives up on the call (imports that wait answer 4990).
+    pub cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl Default for CallContext {
@@ -72,6 +78,8 @@ impl Default for CallContext {
             output: None,
             sandbox: None,
             snapshot: None,
+            last_progress: None,
+            cancel: None,
         }
     }
 }
@@ -167,6 +175,8 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     exec::add_to_linker(linker)?;
     process::add_to_linker(linker)?;
     freezer::add_to_linker(linker)?;
+    sandboxing::add_to_linker(linker)?;
+    progress::add_to_linker(linker)?;
     egress::add_to_linker(linker)?;
     secrets::add_to_linker(linker)?;
     Ok(())

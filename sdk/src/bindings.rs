@@ -30,6 +30,8 @@ pub mod provider_world {
             "wharf:plugin/secrets@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::secrets,
             "wharf:plugin/process@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::process,
             "wharf:plugin/freezer@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::freezer,
+            "wharf:plugin/sandboxing@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::sandboxing,
+            "wharf:plugin/progress@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::progress,
         },
         pub_export_macro: true,
         export_macro_name: "__export_provider_world",

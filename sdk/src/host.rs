@@ -158,3 +158,31 @@ pub mod process {
 pub mod freezer {
     pub use crate::bindings::backend_world::wharf::plugin0_3_0::freezer::{commit, pause, resume};
 }
+
+/// Containers made the way a session's sandbox is (contract 0.3.0), for a backend that
+/// runs code it does not trust in containers of its own: an isolation level, a user, and
+/// egress only through the host's proxy to the names and ranges listed, each inside the
+/// backend's grants (4030 otherwise). Start and remove them with [`crate::host::container`].
+pub mod sandboxing {
+    pub use crate::bindings::backend_world::wharf::plugin0_3_0::sandboxing::{
+        SandboxOptions, create,
+    };
+}
+
+/// How far the call in progress has come (contract 0.3.0), passed to a caller that asked to
+/// hear it (an MCP client's `progressToken`, a streaming REST call) and dropped otherwise.
+/// `progress` must be finite, at least 0 and larger than the call's last report; `total`,
+/// when known, finite and positive (else 4000).
+pub mod progress {
+    use crate::ToolError;
+    use crate::bindings::backend_world::wharf::plugin0_3_0::progress as wit_progress;
+
+    /// Reports `progress` out of `total`, with a message for people.
+    pub fn report(
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), ToolError> {
+        Ok(wit_progress::report(progress, total, message)?)
+    }
+}

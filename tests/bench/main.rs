@@ -163,6 +163,7 @@ async fn ping_percentiles(
         timeout: Duration::from_secs(5),
         trace_id: None,
         output: None,
+        cancel: None,
     };
     for b in backends {
         for _ in 0..2_000 {
@@ -228,6 +229,7 @@ async fn in_process() -> (f64, f64, f64) {
         timeout: Duration::from_secs(5),
         trace_id: None,
         output: None,
+        cancel: None,
     };
     for _ in 0..2_000 {
         echo.call_tool(call()).await.unwrap();

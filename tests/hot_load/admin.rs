@@ -159,6 +159,7 @@ async fn an_instance_checked_in_after_the_drain_is_not_kept() {
             timeout: Duration::from_secs(5),
             trace_id: None,
             output: None,
+            cancel: None,
         })
         .await;
     assert!(refused.is_err(), "no new checkouts");

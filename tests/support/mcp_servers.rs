@@ -134,11 +134,14 @@ pub fn number(v: &serde_json::Value) -> i64 {
         .unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-/// Counts `notifications/tools/list_changed` an MCP client hears.
+/// Counts `notifications/tools/list_changed` an MCP client hears, and keeps the progress
+/// notifications it hears.
 #[derive(Clone, Default)]
 pub struct ListChanged {
     /// Notified once per notification.
     pub heard: std::sync::Arc<tokio::sync::Notify>,
+    /// Every `notifications/progress`, in order.
+    pub progress: std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
 }
 
 impl rmcp::ClientHandler for ListChanged {
@@ -147,6 +150,14 @@ impl rmcp::ClientHandler for ListChanged {
         _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
     ) {
         self.heard.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.progress.lock().expect("progress").push(params);
     }
 }
 

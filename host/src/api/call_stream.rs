@@ -1,12 +1,14 @@
 //! `POST /v1/call` with `Accept: application/x-ndjson`: the call's output as it is written
 //! (a command's stdout and stderr), one JSON line per piece
-//! (`{"output":{"stream":"stdout","text":"…"}}`), then the call's envelope as the last line.
+//! (`{"output":{"stream":"stdout","text":"…"}}`) and per progress report of the backend's
+//! (`{"progress":{"progress":1,"total":3,"message":"…"}}`), then the call's envelope as the
+//! last line.
 //! Once the stream has started the HTTP status is 200 and the last line's `code` is the
 //! call's. A client that hangs up ends the call: its command is killed, as for any dropped
 //! call.
 
 use crate::api::envelope::Envelope;
-use crate::call_output::OutputPiece;
+use crate::call_output::CallEvent;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -30,12 +32,19 @@ pub fn wants_lines(headers: &HeaderMap) -> bool {
         })
 }
 
-/// One line of output.
-fn piece_line(piece: &OutputPiece) -> Bytes {
-    let mut line = json!({"output": {
-        "stream": piece.stream.as_str(),
-        "text": String::from_utf8_lossy(&piece.data),
-    }})
+/// One line of output or progress.
+fn piece_line(event: &CallEvent) -> Bytes {
+    let mut line = match event {
+        CallEvent::Output(piece) => json!({"output": {
+            "stream": piece.stream.as_str(),
+            "text": String::from_utf8_lossy(&piece.data),
+        }}),
+        CallEvent::Progress(report) => json!({"progress": {
+            "progress": report.progress,
+            "total": report.total,
+            "message": report.message,
+        }}),
+    }
     .to_string();
     line.push('\n');
     Bytes::from(line)
@@ -61,7 +70,7 @@ impl Drop for EndsTheCall {
 
 /// The streamed reply of a call running as `call` (spawned here), whose output arrives on
 /// `pieces` and whose envelope on the channel `call` is given.
-pub fn streamed<F>(pieces: mpsc::Receiver<OutputPiece>, call: F) -> Response
+pub fn streamed<F>(pieces: mpsc::Receiver<CallEvent>, call: F) -> Response
 where
     F: FnOnce(oneshot::Sender<Envelope>) -> tokio::task::JoinHandle<()>,
 {

@@ -13,6 +13,7 @@ use crate::principal::Principal;
 use crate::tool::SessionNeed;
 use serde_json::Value;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Which session a call runs in, as the caller asked.
 #[derive(Debug, Clone)]
@@ -64,6 +65,10 @@ pub struct Invocation<'a> {
     pub missing_session: fn(&str) -> WharfError,
     /// Where the call's output goes while it runs, when the protocol can stream it.
     pub output: Option<OutputSink>,
+    /// Fired when the caller gives up on the call, if the protocol can tell: a backend
+    /// waiting in an import (`process.output`) is then answered 4990 and gets a turn to
+    /// tell what it waits on, before the protocol drops the call.
+    pub cancel: Option<CancellationToken>,
 }
 
 impl<'a> Invocation<'a> {
@@ -84,6 +89,7 @@ impl<'a> Invocation<'a> {
             trace_id: None,
             missing_session,
             output: None,
+            cancel: None,
         }
     }
 }
@@ -105,6 +111,7 @@ impl Wharf {
             trace_id,
             missing_session,
             output,
+            cancel,
         } = invocation;
         let (tool, resolved) = self.listed_name(tool);
         let tenant = caller.session_tenant();
@@ -127,6 +134,7 @@ impl Wharf {
                 deadline,
                 placement,
                 output,
+                cancel,
             };
             let outcome = self.run_admitted(tenant, admitted, call, trace_id).await;
             if let Some(temporary) = temporary {

@@ -95,6 +95,8 @@ pub(super) struct PlacedCall {
     pub placement: Placement,
     /// Where its output goes while it runs, if anywhere.
     pub output: Option<crate::call_output::OutputSink>,
+    /// Fired when the caller gives up on it.
+    pub cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// A tool name resolved in the registry: its backend and its action.
@@ -287,6 +289,7 @@ impl Wharf {
                     timeout,
                     trace_id,
                     output: call.output,
+                    cancel: call.cancel,
                 })
                 .await
                 .map_err(|e| match undeclared_session {
@@ -325,6 +328,7 @@ impl Wharf {
                 timeout,
                 trace_id,
                 output: call.output,
+                cancel: call.cancel,
             })
             .await;
         let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());

@@ -10,7 +10,9 @@ use super::services::HostServices;
 use super::{CallContext, HostImportsView, ImportCounter, guest_error};
 use crate::engines::{self as engine, ContainerEngine, EngineError, Owner};
 use crate::error_code::Code;
-use crate::policy::{ContainerRequest, Grants, MountAsk, MountGrant, NetworkRequest};
+use crate::policy::{
+    ContainerRequest, Grants, MountAsk, MountGrant, NetworkRequest, SandboxProfile,
+};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::container::{
     ContainerInfo, ContainerSpec, ContainerState, Host, Network,
 };
@@ -124,15 +126,20 @@ impl ContainerView<'_> {
     }
 
     /// Resolves the mounts, then counts and creates within the backend's turn (see
-    /// [`container_turns`](super::container_turns)).
-    async fn create_checked(&mut self, spec: ContainerSpec) -> Result<ContainerInfo, Error> {
+    /// [`container_turns`](super::container_turns)), applying `profile` (what a session
+    /// asked of its sandbox, or what `sandboxing.create` asked) to the container.
+    pub(super) async fn create_checked(
+        &mut self,
+        spec: ContainerSpec,
+        profile: Option<Arc<SandboxProfile>>,
+    ) -> Result<ContainerInfo, Error> {
         let (engine, turns) = (self.ctx.engine.clone(), self.ctx.create_turns.clone());
         engine.configured().map_err(engine_error)?;
         let (mounts, resolved_grants) = self.resolve_mounts(&spec).await?;
         let backend = self.counter.backend().to_string();
         let turn = super::container_turns::take(&turns, &backend).await?;
         let created = self
-            .count_and_create(&*engine, spec, mounts, &resolved_grants)
+            .count_and_create(&*engine, spec, mounts, &resolved_grants, profile)
             .await;
         turn.end().await;
         created
@@ -171,6 +178,7 @@ impl ContainerView<'_> {
         spec: ContainerSpec,
         mounts: Vec<ResolvedMount>,
         resolved_grants: &[MountGrant],
+        profile: Option<Arc<SandboxProfile>>,
     ) -> Result<ContainerInfo, Error> {
         let owner = self.owner();
         let network = match &spec.network {
@@ -191,11 +199,7 @@ impl ContainerView<'_> {
             None => 0,
         };
         // A sandbox from a snapshot is made of that image, never of another one.
-        if let Some(granted) = self
-            .call
-            .sandbox
-            .as_ref()
-            .and_then(|p| p.granted_image.as_ref())
+        if let Some(granted) = profile.as_ref().and_then(|p| p.granted_image.as_ref())
             && *granted != spec.image
         {
             return Err(guest_error(
@@ -206,9 +210,7 @@ impl ContainerView<'_> {
                 ),
             ));
         }
-        let image_granted = self
-            .call
-            .sandbox
+        let image_granted = profile
             .as_ref()
             .is_some_and(|p| p.grants_image(&spec.image));
         let request = ContainerRequest {
@@ -235,8 +237,6 @@ impl ContainerView<'_> {
             .grants
             .check_container(&request)
             .map_err(|d| guest_error(Code::Forbidden, d.0))?;
-        // What the session asked of its sandbox, if this call provisions one.
-        let profile = self.call.sandbox.clone();
         let isolation = self
             .ctx
             .grants
@@ -327,7 +327,9 @@ impl ContainerView<'_> {
 
 impl Host for ContainerView<'_> {
     async fn create(&mut self, spec: ContainerSpec) -> Answer<ContainerInfo> {
-        let answer = self.create_checked(spec).await;
+        // What the session asked of its sandbox, if this call provisions one.
+        let profile = self.call.sandbox.clone();
+        let answer = self.create_checked(spec, profile).await;
         self.counter.counted("container.create", answer)
     }
 

@@ -3,11 +3,12 @@
 //! owner (backend, session), the same engine, answers counted the same way. Waits are
 //! clamped to what is left of the call's deadline.
 
-use super::HostImportsView;
 use super::container::{ContainerView, HasContainer, view};
+use super::{HostImportsView, guest_error};
 use crate::engines::container_types::{
     self as engine, OutputChunk, OutputRead, ProcessInfo as AgentProcess, ProcessStart,
 };
+use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::exec::Command;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::process::{
@@ -105,12 +106,39 @@ impl Host for ContainerView<'_> {
             max_bytes,
             wait_ms: wait_ms.min(left_ms),
         };
-        self.engine_op("process.output", async |engine, owner| {
-            Ok(output(
-                engine.process_output(&owner, &container, read).await?,
-            ))
-        })
-        .await
+        let Some(cancel) = self.call.cancel.clone() else {
+            return self
+                .engine_op("process.output", async |engine, owner| {
+                    Ok(output(
+                        engine.process_output(&owner, &container, read).await?,
+                    ))
+                })
+                .await;
+        };
+        // A caller that gave up ends the wait, so the guest can tell what it waits on.
+        let read = async {
+            self.engine_op("process.output", async |engine, owner| {
+                Ok(output(
+                    engine.process_output(&owner, &container, read).await?,
+                ))
+            })
+            .await
+        };
+        let answered = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            answer = read => Some(answer),
+        };
+        match answered {
+            Some(answer) => answer,
+            None => self.counter.counted(
+                "process.output",
+                Err(guest_error(
+                    Code::Cancelled,
+                    "the caller cancelled the call while it waited for output",
+                )),
+            ),
+        }
     }
 
     async fn write_stdin(

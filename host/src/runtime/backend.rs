@@ -29,6 +29,8 @@ pub struct ToolCall {
     pub trace_id: Option<String>,
     /// Where the call's output goes while it runs (a streaming caller's), if anywhere.
     pub output: Option<crate::call_output::OutputSink>,
+    /// Fired when the caller gives up on the call, if the protocol can tell.
+    pub cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// A session being created: what the backend needs to make its resources.

@@ -68,6 +68,8 @@ pub mod v0_3 {
                 "wharf:plugin/secrets@0.3.0": v0_3::secrets,
                 "wharf:plugin/process@0.3.0": v0_3::process,
                 "wharf:plugin/freezer@0.3.0": v0_3::freezer,
+                "wharf:plugin/sandboxing@0.3.0": v0_3::sandboxing,
+                "wharf:plugin/progress@0.3.0": v0_3::progress,
             }
         );
     }

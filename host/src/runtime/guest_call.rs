@@ -33,6 +33,8 @@ pub struct CallSite<'a> {
     pub sandbox: Option<&'a Arc<crate::policy::SandboxProfile>>,
     /// The snapshot this call is to commit (a provider's `suspension.snapshot`).
     pub snapshot: Option<&'a Arc<crate::engines::container_types::SnapshotAsk>>,
+    /// Fired when the caller gives up on the call.
+    pub cancel: Option<&'a tokio_util::sync::CancellationToken>,
 }
 
 impl<'a> CallSite<'a> {
@@ -46,6 +48,7 @@ impl<'a> CallSite<'a> {
             output: None,
             sandbox: None,
             snapshot: None,
+            cancel: None,
         }
     }
 }
@@ -103,6 +106,7 @@ where
         output: site.output.cloned(),
         sandbox: site.sandbox.cloned(),
         snapshot: site.snapshot.cloned(),
+        cancel: site.cancel.cloned(),
         ..CallContext::default()
     };
     let mut checked_out = pool.checkout(context).await?;

@@ -62,6 +62,7 @@ impl ResourceComponent {
             output: None,
             sandbox: None,
             snapshot: None,
+            cancel: None,
         }
     }
 }
@@ -77,6 +78,7 @@ impl Backend for ResourceComponent {
             output: call.output.as_ref(),
             sandbox: None,
             snapshot: None,
+            cancel: call.cancel.as_ref(),
         };
         let args = call.args.to_string();
         let (action, session) = (call.action.clone(), call.session.clone());
@@ -118,6 +120,7 @@ impl Backend for ResourceComponent {
             output: None,
             sandbox: None,
             snapshot: None,
+            cancel: None,
         };
         let listed = guest_call::run(&self.pool, &self.name, site, move |i| {
             Box::pin(async move { i.exports.list_tools(&mut i.store).await })

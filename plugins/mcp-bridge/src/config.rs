@@ -89,6 +89,24 @@ pub struct BridgeConfig {
     /// its tools then need a session.
     #[serde(default)]
     pub sessions: Option<SessionsMode>,
+    /// stdio: the container's isolation, `"container"` or `"gvisor"` (among the operator's
+    /// `grants.isolation`); none (default) is the first level granted.
+    #[serde(default)]
+    pub isolation: Option<String>,
+    /// stdio: who the server runs as (a name or uid, optionally `:group`); none (default)
+    /// is the image's user.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// stdio: hosts (`host`, `host:port`, `*.suffix`) the server may reach through the
+    /// host's egress proxy (`HTTP_PROXY`/`HTTPS_PROXY`), inside the operator's
+    /// `grants.egress_to`; the container then has no network of its own (`network` must
+    /// be `"none"`).
+    #[serde(default)]
+    pub allow_egress_to: Option<Vec<String>>,
+    /// stdio: address ranges (CIDR) the server may reach through the same proxy, inside
+    /// `grants.egress_cidrs`.
+    #[serde(default)]
+    pub allow_egress_to_cidrs: Option<Vec<String>>,
 }
 
 /// A configured header, its value parsed into pieces.

@@ -2,6 +2,7 @@
 //! response it looks for in a body that is either one JSON message or an SSE stream
 //! (`text/event-stream`) of messages, read incrementally and within bounds.
 
+use crate::progress::{PendingNotes, note_for};
 use wharf_sdk::serde_json::{self, Map, Value, json};
 use wharf_sdk::{ToolError, codes};
 
@@ -12,10 +13,22 @@ pub const MAX_SSE_EVENTS: usize = 4096;
 /// How much of the server's error message goes into ours.
 pub const SERVER_MESSAGE_CHARS: usize = 512;
 
-/// A request message with `id` (a number over HTTP, a string over stdio).
+/// A request message with `id` (a number over HTTP, a string over stdio). A `tools/call`
+/// asks for the server's progress, with the id as its token (see [`crate::progress`]).
 pub fn request(id: impl Into<Value>, method: &str, params: Option<Value>) -> Value {
-    let mut message = json!({"jsonrpc": "2.0", "id": id.into(), "method": method});
-    if let Some(params) = params {
+    let id = id.into();
+    let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+    if let Some(mut params) = params {
+        if method == "tools/call"
+            && let Some(object) = params.as_object_mut()
+        {
+            let meta = object
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("progressToken".into(), id);
+            }
+        }
         message["params"] = params;
     }
     message
@@ -130,6 +143,8 @@ pub struct SseScanner {
     has_data: bool,
     events: usize,
     bytes: usize,
+    /// The server's progress notes on the request, until the transport takes them.
+    pub progress: PendingNotes,
 }
 
 impl SseScanner {
@@ -142,6 +157,7 @@ impl SseScanner {
             has_data: false,
             events: 0,
             bytes: 0,
+            progress: PendingNotes::default(),
         }
     }
 
@@ -219,7 +235,13 @@ impl SseScanner {
             )));
         }
         let message = parse_json(data.as_bytes())?;
-        match_reply(&message, self.id)
+        let reply = match_reply(&message, self.id)?;
+        if reply.is_none()
+            && let Some(note) = note_for(&message, &Value::from(self.id))
+        {
+            self.progress.push(note);
+        }
+        Ok(reply)
     }
 }
 

@@ -13,6 +13,7 @@ pub mod config;
 pub mod jsonrpc;
 pub mod lines;
 pub mod listing;
+pub mod progress;
 pub mod redact;
 pub mod results;
 pub mod server_state;

@@ -7,6 +7,7 @@
 //! is still the reply; one not found is reported as lost to the drop.
 
 use crate::jsonrpc::{Reply, match_reply_to};
+use crate::progress::{PendingNotes, note_for};
 use wharf_sdk::ToolError;
 use wharf_sdk::serde_json::{self, Value};
 
@@ -32,6 +33,8 @@ pub struct LineScanner {
     pub oversized: u64,
     /// Lines with the id that are not JSON.
     pub malformed: u64,
+    /// The server's progress notes on the request, until the transport takes them.
+    pub progress: PendingNotes,
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -53,6 +56,7 @@ impl LineScanner {
             dropped: 0,
             oversized: 0,
             malformed: 0,
+            progress: PendingNotes::default(),
         }
     }
 
@@ -193,7 +197,13 @@ impl LineScanner {
         if !message.is_object() {
             return Ok(None);
         }
-        match_reply_to(&message, &self.id)
+        let reply = match_reply_to(&message, &self.id)?;
+        if reply.is_none()
+            && let Some(note) = note_for(&message, &self.id)
+        {
+            self.progress.push(note);
+        }
+        Ok(reply)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::redact::Redactor;
 use crate::transport::{self, Method, Response};
 use std::time::Duration;
 use wharf_sdk::host::secrets;
-use wharf_sdk::{ToolError, Value, json};
+use wharf_sdk::{ToolError, Value, codes, json};
 
 /// The protocol revision the bridge asks for.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -16,6 +16,8 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 const CLIENT_NAME: &str = "wharf-mcp-bridge";
 /// How long the goodbye (`DELETE`) may take at shutdown.
 const GOODBYE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long telling the server of an abandoned request may take.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Header names and values.
 type Headers = Vec<(String, String)>;
@@ -156,13 +158,41 @@ impl McpSession {
         let id = self.take_id();
         let message = jsonrpc::request(id, method, params);
         let established = self.established.clone();
-        let mut response = self.post(&message, established.as_ref())?;
-        let had_session = established.is_some_and(|e| e.session_id.is_some());
-        if response.status == 404 && had_session {
-            self.established = None;
-            return Ok(None);
+        let answer = self
+            .post(&message, established.as_ref())
+            .and_then(|mut response| {
+                let had_session = established.as_ref().is_some_and(|e| e.session_id.is_some());
+                if response.status == 404 && had_session {
+                    self.established = None;
+                    return Ok(None);
+                }
+                self.reply(&mut response, id, method).map(Some)
+            });
+        if let Err(e) = &answer
+            && e.code == codes::TIMEOUT
+        {
+            self.cancel(id, established.as_ref());
         }
-        self.reply(&mut response, id, method).map(Some)
+        answer
+    }
+
+    /// Tells the server request `id` is abandoned (`notifications/cancelled`), best effort
+    /// and briefly: the bridge stopped waiting for it.
+    fn cancel(&mut self, id: u64, established: Option<&Established>) {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "the Wharf bridge's deadline passed"}});
+        let Ok(headers) = self.message_headers(established) else {
+            return;
+        };
+        if let Ok(body) = wharf_sdk::serde_json::to_vec(&note) {
+            let _ = transport::send(
+                Method::Post,
+                &self.settings.url,
+                &headers,
+                &body,
+                CANCEL_TIMEOUT,
+            );
+        }
     }
 
     /// Ends the session on the server (`DELETE`), best effort.
@@ -193,12 +223,8 @@ impl McpSession {
         id
     }
 
-    /// POSTs one message; returns the response, its headers in.
-    fn post(
-        &mut self,
-        message: &Value,
-        established: Option<&Established>,
-    ) -> Result<Response, ToolError> {
+    /// The headers of a message POSTed in the session `established` (if any).
+    fn message_headers(&mut self, established: Option<&Established>) -> Result<Headers, ToolError> {
         let mut headers = self.headers()?;
         headers.push(("content-type".into(), "application/json".into()));
         headers.push((
@@ -211,6 +237,16 @@ impl McpSession {
             }
             headers.push(("mcp-protocol-version".into(), e.version.clone()));
         }
+        Ok(headers)
+    }
+
+    /// POSTs one message; returns the response, its headers in.
+    fn post(
+        &mut self,
+        message: &Value,
+        established: Option<&Established>,
+    ) -> Result<Response, ToolError> {
+        let headers = self.message_headers(established)?;
         let body = wharf_sdk::serde_json::to_vec(message)?;
         let response = transport::send(
             Method::Post,
@@ -234,7 +270,9 @@ impl McpSession {
         if content_type.starts_with("text/event-stream") {
             let mut scanner = SseScanner::new(id);
             while let Some(chunk) = response.chunk()? {
-                if let Some(reply) = scanner.feed(&chunk)? {
+                let reply = scanner.feed(&chunk)?;
+                crate::progress::relay(scanner.progress.take());
+                if let Some(reply) = reply {
                     return Ok(reply);
                 }
             }

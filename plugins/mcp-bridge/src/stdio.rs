@@ -140,6 +140,9 @@ pub fn exchange(
     read_reply(server, offset, id, method, deadline)
 }
 
+/// What `process.output` answers when the call's caller gave up (contract 0.3.0).
+const CALLER_CANCELLED: u32 = 4990;
+
 /// Reads the output from `offset` until the reply to request `id`, the process's end or
 /// the deadline. Returns the reply and the offset after the bytes read.
 pub fn read_reply(
@@ -173,11 +176,16 @@ pub fn read_reply(
                 if is_gone(&e) {
                     return Err(Failure::Exited(None, scanner.tail()));
                 }
+                if e.code == CALLER_CANCELLED {
+                    cancel(server, id, "the Wharf caller cancelled the call");
+                }
                 return Err(e.into());
             }
         };
         scanner.note_dropped(out.dropped);
-        if let Some(reply) = scanner.feed(&out.data)? {
+        let reply = scanner.feed(&out.data)?;
+        crate::progress::relay(scanner.progress.take());
+        if let Some(reply) = reply {
             return Ok((reply, out.offset + out.data.len() as u64));
         }
         offset = out.offset + out.data.len() as u64;

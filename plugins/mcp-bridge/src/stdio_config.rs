@@ -4,6 +4,7 @@
 use crate::config::{BridgeConfig, Piece, fill, parse_template};
 use std::time::Duration;
 use wharf_sdk::host::container::Network;
+use wharf_sdk::host::sandboxing::SandboxOptions;
 use wharf_sdk::{Deserialize, JsonSchema, ToolError};
 
 /// The most arguments of a command.
@@ -23,7 +24,7 @@ pub const DEFAULT_PIDS_LIMIT: u32 = 128;
 pub type IsSet = fn(&BridgeConfig) -> bool;
 
 /// The stdio-only fields and whether a config sets them (refused for HTTP).
-pub const STDIO_ONLY: [(&str, IsSet); 9] = [
+pub const STDIO_ONLY: [(&str, IsSet); 13] = [
     ("image", |c| c.image.is_some()),
     ("command", |c| c.command.is_some()),
     ("env", |c| c.env.is_some()),
@@ -33,7 +34,17 @@ pub const STDIO_ONLY: [(&str, IsSet); 9] = [
     ("cpu_millis", |c| c.cpu_millis.is_some()),
     ("pids_limit", |c| c.pids_limit.is_some()),
     ("sessions", |c| c.sessions.is_some()),
+    ("isolation", |c| c.isolation.is_some()),
+    ("user", |c| c.user.is_some()),
+    ("allow_egress_to", |c| c.allow_egress_to.is_some()),
+    ("allow_egress_to_cidrs", |c| {
+        c.allow_egress_to_cidrs.is_some()
+    }),
 ];
+/// The most entries of `allow_egress_to` and of `allow_egress_to_cidrs` (the host's bound).
+pub const MAX_EGRESS_ENTRIES: usize = 64;
+/// The most bytes of one egress entry, of `isolation` and of `user`.
+const MAX_NAME_BYTES: usize = 260;
 
 /// How many servers run: one for the backend, or one per Wharf session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
@@ -104,6 +115,60 @@ pub struct StdioSettings {
     pub timeout: Duration,
     /// One server for the backend, or one per session.
     pub sessions: SessionsMode,
+    /// What the container gets beyond its spec (isolation, user, egress by name); `None`
+    /// when the config asks none of it.
+    pub sandbox: Option<SandboxOptions>,
+}
+
+/// A short text field: at most `MAX_NAME_BYTES` bytes, no control character.
+fn short_text(field: &str, text: &str) -> Result<(), ToolError> {
+    if text.is_empty() || text.len() > MAX_NAME_BYTES || text.chars().any(char::is_control) {
+        return Err(ToolError::invalid_input(format!(
+            "`{field}`: each value must be 1 to {MAX_NAME_BYTES} bytes with no control character"
+        )));
+    }
+    Ok(())
+}
+
+/// The sandbox options a config asks (the host checks them against the grants).
+fn sandbox_options(config: &BridgeConfig) -> Result<Option<SandboxOptions>, ToolError> {
+    let hosts = config.allow_egress_to.clone().unwrap_or_default();
+    let cidrs = config.allow_egress_to_cidrs.clone().unwrap_or_default();
+    for (field, list) in [
+        ("allow_egress_to", &hosts),
+        ("allow_egress_to_cidrs", &cidrs),
+    ] {
+        if list.len() > MAX_EGRESS_ENTRIES {
+            return Err(ToolError::invalid_input(format!(
+                "`{field}` has {} entries, at most {MAX_EGRESS_ENTRIES} are accepted",
+                list.len()
+            )));
+        }
+        for entry in list {
+            short_text(field, entry)?;
+        }
+    }
+    if (!hosts.is_empty() || !cidrs.is_empty())
+        && !matches!(config.network, None | Some(NetworkConfig::None))
+    {
+        return Err(ToolError::invalid_input(
+            "`allow_egress_to` gives the server the host's egress proxy and no network of its own: `network` must be \"none\" (or unset)",
+        ));
+    }
+    for (field, value) in [("isolation", &config.isolation), ("user", &config.user)] {
+        if let Some(value) = value {
+            short_text(field, value)?;
+        }
+    }
+    if config.isolation.is_none() && config.user.is_none() && hosts.is_empty() && cidrs.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(SandboxOptions {
+        isolation: config.isolation.clone(),
+        user: config.user.clone(),
+        allow_egress_to: hosts,
+        allow_egress_to_cidrs: cidrs,
+    }))
 }
 
 fn check_argv(field: &str, argv: &[String]) -> Result<(), ToolError> {
@@ -222,6 +287,7 @@ impl StdioSettings {
             pids_limit: positive("pids_limit", config.pids_limit, DEFAULT_PIDS_LIMIT)?,
             timeout,
             sessions: config.sessions.unwrap_or_default(),
+            sandbox: sandbox_options(config)?,
         })
     }
 
@@ -261,6 +327,12 @@ impl StdioSettings {
         );
         for v in &self.env {
             text.push_str(&format!("{}={:?}\n", v.name, v.pieces));
+        }
+        if let Some(o) = &self.sandbox {
+            text.push_str(&format!(
+                "sandbox {:?} {:?} {:?} {:?}\n",
+                o.isolation, o.user, o.allow_egress_to, o.allow_egress_to_cidrs
+            ));
         }
         // FNV-1a: stable across builds and instances (no random seed), not a secret.
         let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {

@@ -197,3 +197,34 @@ fn sessions_default_to_shared_and_are_refused_for_http() {
         );
     }
 }
+
+#[test]
+fn sandbox_options_are_read_bounded_and_fingerprinted() {
+    assert!(stdio(base()).unwrap().sandbox.is_none());
+    let asked = stdio(with("allow_egress_to", json!(["pypi.org", "*.test:8080"]))).unwrap();
+    let options = asked.sandbox.clone().unwrap();
+    assert_eq!(options.allow_egress_to, vec!["pypi.org", "*.test:8080"]);
+    assert!(options.isolation.is_none() && options.allow_egress_to_cidrs.is_empty());
+    assert_ne!(asked.fingerprint(), stdio(base()).unwrap().fingerprint());
+    let mut config = with("user", json!("1000:1000"));
+    config["isolation"] = json!("gvisor");
+    let s = stdio(config).unwrap().sandbox.unwrap();
+    assert_eq!(
+        (s.user.as_deref(), s.isolation.as_deref()),
+        (Some("1000:1000"), Some("gvisor"))
+    );
+
+    let refused = |config| stdio(config).unwrap_err().message;
+    let mut config = with("allow_egress_to", json!(["pypi.org"]));
+    config["network"] = json!("bridge");
+    assert!(refused(config).contains("must be \"none\""));
+    let too_many: Vec<String> = (0..=MAX_EGRESS_ENTRIES)
+        .map(|i| format!("h{i}.test"))
+        .collect();
+    assert!(refused(with("allow_egress_to", json!(too_many))).contains("at most 64"));
+    assert!(refused(with("allow_egress_to_cidrs", json!(["10.0.0.0/8\n"]))).contains("control"));
+    assert!(refused(with("user", json!("x".repeat(300)))).contains("`user`"));
+    // Fields of the stdio transport are refused for HTTP.
+    let http = json!({"transport": "http", "url": "http://127.0.0.1:1/mcp", "allow_egress_to": ["a.test"]});
+    assert!(BridgeSettings::from_config(http).is_err());
+}

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use wharf_sdk::host::container::{self, ContainerInfo, ContainerSpec, ContainerState};
 use wharf_sdk::host::exec::Command;
 use wharf_sdk::host::process::{self, ProcessSpec};
-use wharf_sdk::host::{log, secrets};
+use wharf_sdk::host::{log, sandboxing, secrets};
 use wharf_sdk::{ToolError, Value, json};
 
 /// The label that marks the server's container, and the one naming its config.
@@ -117,7 +117,7 @@ pub fn start_server(
         command: Command::Argv(settings.command.clone()),
         env,
         workdir: None,
-        user: None,
+        user: settings.sandbox.as_ref().and_then(|o| o.user.clone()),
         buffer_bytes: BUFFER_BYTES,
     };
     let ready_by = Instant::now() + AGENT_READY;
@@ -201,7 +201,10 @@ fn server_container(
         pids_limit: Some(settings.pids_limit),
         read_only_root: false,
     };
-    let info = container::create(&spec)?;
+    let info = match &settings.sandbox {
+        Some(options) => sandboxing::create(&spec, options)?,
+        None => container::create(&spec)?,
+    };
     if let Err(e) = container::start(&info.id) {
         let _ = container::remove(&info.id);
         return Err(e.into());

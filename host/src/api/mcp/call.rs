@@ -1,14 +1,16 @@
 //! `tools/call` over MCP: translate the call into a front-door `Invocation` (the session
 //! key's session is acquired when the tool needs one), run it while sending progress about
-//! once a second and each piece of output the call streams (a command's stdout and stderr,
-//! as the progress message), and drop it the moment the client cancels.
+//! once a second, each piece of output the call streams (a command's stdout and stderr,
+//! as the progress message) and each progress report of the backend's, and drop it when the
+//! client cancels (after telling it, and a grace of a second for a backend that waits in
+//! an import).
 //!
 //! The session key is, in order: the `X-Wharf-Session-Key` HTTP header, the call's
 //! `_meta["wharf/session_key"]`, the MCP session id. Acquiring is idempotent per key, so a
 //! client that reconnects with the same key gets the same session (and sandbox) back.
 
 use crate::api::auth::Caller;
-use crate::call_output::{OutputPiece, OutputSink};
+use crate::call_output::{CallEvent, OutputSink, ProgressReport};
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallOutcome, Invocation, SessionChoice, Wharf, WhenMissing};
@@ -34,6 +36,9 @@ pub const SESSION_KEY_META: &str = "wharf/session_key";
 pub const MCP_SESSION_HEADER: &str = "mcp-session-id";
 /// How often a running call reports progress (the first report comes after this long).
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// How long a cancelled call may go on, so a backend waiting in an import can tell what it
+/// waits on (the bridge's MCP server gets `notifications/cancelled`); then it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs one `tools/call` that came through rmcp's session worker. Tool failures come back
 /// as results with `isError`; a tool that does not resolve is a JSON-RPC invalid-params
@@ -71,8 +76,8 @@ pub struct Progress<'a> {
 }
 
 /// Runs one `tools/call` for `caller` under the session `key`, until it ends or `cancel`
-/// fires (then `None`: the call is dropped, which discards its Wasm instance and kills its
-/// exec), reporting `progress` about once a second when there is a token to report to.
+/// fires (then `None`: the call is told, and dropped a moment later, which discards its
+/// Wasm instance and kills its exec), reporting `progress` about once a second when there is a token to report to.
 pub async fn run(
     wharf: &Arc<Wharf>,
     caller: Result<Caller, WharfError>,
@@ -86,11 +91,12 @@ pub async fn run(
         Err(e) => return Some(Ok(failure(&e))),
     };
     let (span, trace_id) = crate::telemetry::request_span("mcp.tools/call", &caller.name);
+    let gave_up = CancellationToken::new();
     // Output pieces go out as progress, so only a client that sent a token gets them.
-    let (output, pieces) = match progress {
+    let (output, events) = match progress {
         Some(_) => {
-            let (sink, pieces) = OutputSink::channel();
-            (Some(sink), Some(pieces))
+            let (sink, events) = OutputSink::channel();
+            (Some(sink), Some(events))
         }
         None => (None, None),
     };
@@ -101,6 +107,7 @@ pub async fn run(
         }),
         trace_id: Some(trace_id),
         output,
+        cancel: Some(gave_up.clone()),
         ..Invocation::new(
             caller.principal(),
             request.name.to_string(),
@@ -111,7 +118,7 @@ pub async fn run(
     // Boxed: the front door's future is about 4 KB, and an async fn keeps both its argument
     // and the pinned local, so inline it would be copied into every future up the stack.
     let work = Box::pin(wharf.invoke(invocation).instrument(span));
-    let outcome = drive(work, cancel, progress, pieces).await?;
+    let outcome = drive(work, cancel, &gave_up, progress, events).await?;
     Some(match outcome {
         Ok(outcome) => Ok(success(outcome)),
         // A name that resolves to no tool is the request's fault, not the tool's.
@@ -163,42 +170,95 @@ pub fn session_key(parts: Option<&http::request::Parts>, meta: &MetaObject) -> O
 }
 
 /// Polls `work` to the end, sending `notifications/progress` about once a second while it
-/// runs and one per piece of output it streams (when the client asked with a progress
-/// token). Progress counts the notifications sent, so it only grows. `None` when `cancel`
-/// fired: `work` is dropped on the spot.
+/// runs, one per piece of output it streams and one per report of the backend's own (when
+/// the client asked with a progress token). See [`ProgressValues`] for the numbers. `None`
+/// when `cancel` fired: `gave_up` tells the call, which gets [`CANCEL_GRACE`] to end
+/// before `work` is dropped.
 async fn drive<T>(
     work: impl Future<Output = T>,
     cancel: &CancellationToken,
+    gave_up: &CancellationToken,
     progress: Option<Progress<'_>>,
-    mut pieces: Option<tokio::sync::mpsc::Receiver<OutputPiece>>,
+    mut events: Option<tokio::sync::mpsc::Receiver<CallEvent>>,
 ) -> Option<T> {
     let mut work = std::pin::pin!(work);
     let started = tokio::time::Instant::now();
     let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut sent = 0u64;
+    let mut values = ProgressValues::default();
     loop {
-        let message = tokio::select! {
+        let (value, total, message) = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return None,
-            Some(piece) = async { pieces.as_mut()?.recv().await }, if pieces.is_some() => {
-                String::from_utf8_lossy(&piece.data).into_owned()
+            _ = cancel.cancelled() => {
+                gave_up.cancel();
+                let _ = tokio::time::timeout(CANCEL_GRACE, &mut work).await;
+                return None;
+            }
+            Some(event) = async { events.as_mut()?.recv().await }, if events.is_some() => {
+                match event {
+                    CallEvent::Output(piece) => {
+                        (values.host_event(), None, Some(String::from_utf8_lossy(&piece.data).into_owned()))
+                    }
+                    CallEvent::Progress(report) => {
+                        let (value, total) = values.backend_report(&report);
+                        (value, total, report.message)
+                    }
+                }
             }
             out = &mut work => return Some(out),
-            _ = ticks.tick(), if progress.is_some() => {
-                format!("running for {} s", started.elapsed().as_secs())
+            _ = ticks.tick(), if progress.is_some() && !values.backend_reports() => {
+                (values.host_event(), None, Some(format!("running for {} s", started.elapsed().as_secs())))
             }
         };
         if let Some(Progress { token, peer }) = &progress {
-            sent += 1;
-            let report =
-                ProgressNotificationParam::new(token.clone(), sent as f64).with_message(message);
+            let mut report = ProgressNotificationParam::new(token.clone(), value);
+            report.total = total;
+            report.message = message;
             // Boxed: rmcp's send future is KBs, and inline it would be part of every
             // call's future, progress or not.
             if let Err(e) = Box::pin(peer.notify_progress(report)).await {
                 tracing::debug!("progress notification not sent: {e}");
             }
         }
+    }
+}
+
+/// The numbers of a call's progress notifications, which MCP wants to grow with each one.
+/// The host's own (the once-a-second tick, a piece of output) count up by one; once the
+/// backend reports its own progress, its numbers are sent shifted by the count so far
+/// (`total` too, so the last report still reads as done), and the tick stops: the
+/// backend's reports are then what says the call is alive.
+#[derive(Debug, Default)]
+struct ProgressValues {
+    /// Notifications the host made up itself.
+    host: f64,
+    /// The backend's last report, once it has made one.
+    backend: Option<f64>,
+}
+
+impl ProgressValues {
+    /// Whether the backend reports its own progress.
+    fn backend_reports(&self) -> bool {
+        self.backend.is_some()
+    }
+
+    /// The value of a notification the host makes up.
+    fn host_event(&mut self) -> f64 {
+        self.host += 1.0;
+        self.host + self.backend.unwrap_or(0.0)
+    }
+
+    /// The value and total of the backend's `report` (the import keeps its numbers growing).
+    fn backend_report(&mut self, report: &ProgressReport) -> (f64, Option<f64>) {
+        if self.backend.is_none() {
+            // A first report of 0 must still say more than the host's last notification.
+            self.host += 1.0;
+        }
+        self.backend = Some(report.progress);
+        (
+            self.host + report.progress,
+            report.total.map(|t| self.host + t),
+        )
     }
 }
 
@@ -241,4 +301,33 @@ fn failure(e: &WharfError) -> CallToolResult {
         e.code.as_u32(),
         e.message
     ))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(progress: f64, total: Option<f64>) -> ProgressReport {
+        ProgressReport {
+            progress,
+            total,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn progress_values_grow_whoever_sends_them_and_the_last_report_reads_done() {
+        let mut v = ProgressValues::default();
+        let mut sent = vec![v.host_event(), v.host_event()];
+        assert!(!v.backend_reports());
+        let (first, total) = v.backend_report(&report(0.0, Some(3.0)));
+        assert_eq!(total, Some(6.0));
+        assert!(v.backend_reports());
+        sent.push(first);
+        sent.push(v.host_event());
+        let (last, total) = v.backend_report(&report(3.0, Some(3.0)));
+        sent.push(last);
+        assert!(sent.windows(2).all(|w| w[1] > w[0]), "{sent:?}");
+        assert_eq!(Some(last), total);
+    }
 }
