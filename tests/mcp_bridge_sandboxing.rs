@@ -6,9 +6,10 @@
 //!   as that user; an allowlist past `grants.egress_to` makes no container at all.
 //! - `notifications/progress` of a bridged server's tool reach a connected MCP client (over
 //!   stdio) and a streaming REST caller (over HTTP), numbers growing, messages kept.
-//! - An MCP client that cancels a bridged stdio call has the server told
-//!   (`notifications/cancelled`): the server's own task is cancelled, not left running; a
-//!   remote server is told too when the bridge's own deadline passes.
+//! - An MCP client that cancels a bridged call has the server told
+//!   (`notifications/cancelled`), over stdio and over HTTP: the server's own task is
+//!   cancelled, not left running; a remote server is told too when the bridge's own
+//!   deadline passes.
 
 use futures::StreamExt;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
@@ -20,7 +21,7 @@ use wharf_integration_tests::mcp_servers::{
     McpServer, bridge, mcp_client, mcp_server_image, stdio_bridge,
 };
 use wharf_integration_tests::{
-    containers_labelled, docker_bridge_gateway, docker_ready, eventually,
+    TestHost, containers_labelled, docker_bridge_gateway, docker_ready, eventually,
     remove_backend_containers, start, start_with,
 };
 
@@ -197,15 +198,11 @@ async fn a_bridged_servers_progress_reaches_mcp_clients_and_streaming_rest_calle
     assert_eq!(lines.last().unwrap()["code"], 0, "{text}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_mcp_client_that_cancels_a_bridged_call_has_the_server_told() {
-    if !ready().await {
-        return;
-    }
-    let _cleanup = Cleanup("stdio-cancel");
-    let h = start(vec![("stdio-cancel", stdio_bridge(DEMO, ""))]).await;
-    let (client, _heard) = mcp_client(&h).await;
-    let params = CallToolRequestParams::new("stdio-cancel_wait_to_be_cancelled")
+/// Starts `backend`'s `wait_to_be_cancelled` from an MCP client, cancels it once the server
+/// has it, and waits for the server to count the cancel.
+async fn cancel_and_see_it_counted(h: &TestHost, backend: &str) {
+    let (client, _heard) = mcp_client(h).await;
+    let params = CallToolRequestParams::new(format!("{backend}_wait_to_be_cancelled"))
         .with_arguments(json!({"seconds": 25}).as_object().cloned().unwrap());
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let waiting = client
@@ -219,11 +216,29 @@ async fn an_mcp_client_that_cancels_a_bridged_call_has_the_server_told() {
         .await
         .unwrap();
     eventually(10, "the server was not told of the cancel", async || {
-        let r = h.call("stdio-cancel:cancelled_calls", json!({})).await;
+        let r = h
+            .call(&format!("{backend}:cancelled_calls"), json!({}))
+            .await;
         r.code() == 0 && r.body["data"]["result"]["result"] == 1
     })
     .await;
     client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_that_cancels_a_bridged_call_has_the_server_told() {
+    if !ready().await {
+        return;
+    }
+    let _cleanup = Cleanup("stdio-cancel");
+    let remote = McpServer::demo().await;
+    let h = start(vec![
+        ("stdio-cancel", stdio_bridge(DEMO, "")),
+        ("http-cancel", bridge(&remote)),
+    ])
+    .await;
+    cancel_and_see_it_counted(&h, "stdio-cancel").await;
+    cancel_and_see_it_counted(&h, "http-cancel").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -233,16 +248,16 @@ async fn a_remote_server_is_told_when_the_bridge_stops_waiting() {
     if let Some(toml::Value::Table(table)) = config.config.as_mut() {
         table.insert("timeout_ms".into(), toml::Value::Integer(1500));
     }
-    let h = start(vec![("http-cancel", config)]).await;
+    let h = start(vec![("http-deadline", config)]).await;
     let r = h
-        .call("http-cancel:wait_to_be_cancelled", json!({"seconds": 25}))
+        .call("http-deadline:wait_to_be_cancelled", json!({"seconds": 25}))
         .await;
     assert_eq!(r.code(), 5006, "{}", r.body);
     eventually(
         10,
         "the server was not told the bridge stopped waiting",
         async || {
-            let r = h.call("http-cancel:cancelled_calls", json!({})).await;
+            let r = h.call("http-deadline:cancelled_calls", json!({})).await;
             r.code() == 0 && r.body["data"]["result"]["result"] == 1
         },
     )

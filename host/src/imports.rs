@@ -9,9 +9,10 @@
 //! borrow of that context, the call and the counter, nothing else), and links itself for any
 //! store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`,
 //! `process`, `freezer` and `sandboxing` share `container`'s context and view: they act on
-//! the caller's own containers; `progress` has no context, only the call);
+//! the caller's own containers; `progress` and `cancellation` have no context, only the call);
 //! `wasi:http` keeps wasmtime's own (`http::HttpCtx`, linked by `runtime::linker`).
 
+pub mod cancellation;
 pub mod container;
 mod container_quota;
 pub mod container_turns;
@@ -177,6 +178,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     freezer::add_to_linker(linker)?;
     sandboxing::add_to_linker(linker)?;
     progress::add_to_linker(linker)?;
+    cancellation::add_to_linker(linker)?;
     egress::add_to_linker(linker)?;
     secrets::add_to_linker(linker)?;
     Ok(())

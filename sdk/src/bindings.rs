@@ -32,6 +32,7 @@ pub mod provider_world {
             "wharf:plugin/freezer@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::freezer,
             "wharf:plugin/sandboxing@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::sandboxing,
             "wharf:plugin/progress@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::progress,
+            "wharf:plugin/cancellation@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::cancellation,
         },
         pub_export_macro: true,
         export_macro_name: "__export_provider_world",

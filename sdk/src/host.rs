@@ -186,3 +186,11 @@ pub mod progress {
         Ok(wit_progress::report(progress, total, message)?)
     }
 }
+
+/// Whether the call in progress is still wanted (contract 0.3.0). A caller that gives up
+/// leaves the call about a second to end: a backend waiting on something of its own (a
+/// `wasi:io` pollable) asks between short waits, tells what it waits on, and returns.
+/// Host imports that wait (`process::output`) end at once with 4990 by themselves.
+pub mod cancellation {
+    pub use crate::bindings::backend_world::wharf::plugin0_3_0::cancellation::cancelled;
+}

@@ -70,6 +70,7 @@ pub mod v0_3 {
                 "wharf:plugin/freezer@0.3.0": v0_3::freezer,
                 "wharf:plugin/sandboxing@0.3.0": v0_3::sandboxing,
                 "wharf:plugin/progress@0.3.0": v0_3::progress,
+                "wharf:plugin/cancellation@0.3.0": v0_3::cancellation,
             }
         );
     }

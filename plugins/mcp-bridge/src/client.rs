@@ -8,6 +8,10 @@ use crate::redact::Redactor;
 use crate::session::McpSession;
 use wharf_sdk::{Call, Discovery, Session, SessionNeed, ToolError, Value, json};
 
+/// What a wait of the host's (`process.output`) or of the bridge's own answers when the
+/// call's caller gave up (contract 0.3.0): the server is then told, and the call ends.
+pub const CALLER_CANCELLED: u32 = 4990;
+
 /// An MCP client of one backend instance.
 pub trait McpClient {
     /// Called as a call (a tool call, a listing) begins: where a transport starts its

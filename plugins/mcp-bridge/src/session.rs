@@ -2,10 +2,11 @@
 //! server's `Mcp-Session-Id` and the negotiated version, send each request as one POST and
 //! find its reply in a JSON or SSE body; an expired session (404) is initialized again once.
 
+use crate::client::CALLER_CANCELLED;
 use crate::config::Settings;
 use crate::jsonrpc::{self, MAX_BODY_BYTES, Reply, SseScanner};
 use crate::redact::Redactor;
-use crate::transport::{self, Method, Response};
+use crate::transport::{self, Method, OnCancel, Response};
 use std::time::Duration;
 use wharf_sdk::host::secrets;
 use wharf_sdk::{ToolError, Value, codes, json};
@@ -169,18 +170,23 @@ impl McpSession {
                 self.reply(&mut response, id, method).map(Some)
             });
         if let Err(e) = &answer
-            && e.code == codes::TIMEOUT
+            && (e.code == codes::TIMEOUT || e.code == CALLER_CANCELLED)
         {
-            self.cancel(id, established.as_ref());
+            let reason = if e.code == CALLER_CANCELLED {
+                "the Wharf caller cancelled the call"
+            } else {
+                "the Wharf bridge's deadline passed"
+            };
+            self.cancel(id, established.as_ref(), reason);
         }
         answer
     }
 
     /// Tells the server request `id` is abandoned (`notifications/cancelled`), best effort
-    /// and briefly: the bridge stopped waiting for it.
-    fn cancel(&mut self, id: u64, established: Option<&Established>) {
+    /// and briefly: the bridge stopped waiting for it (its deadline, or the caller's cancel).
+    fn cancel(&mut self, id: u64, established: Option<&Established>, reason: &str) {
         let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": id, "reason": "the Wharf bridge's deadline passed"}});
+            "params": {"requestId": id, "reason": reason}});
         let Ok(headers) = self.message_headers(established) else {
             return;
         };
@@ -191,6 +197,7 @@ impl McpSession {
                 &headers,
                 &body,
                 CANCEL_TIMEOUT,
+                OnCancel::Finish,
             );
         }
     }
@@ -213,6 +220,7 @@ impl McpSession {
                 &headers,
                 &[],
                 GOODBYE_TIMEOUT,
+                OnCancel::Finish,
             );
         }
     }
@@ -254,6 +262,7 @@ impl McpSession {
             &headers,
             &body,
             self.settings.timeout,
+            OnCancel::End,
         )?;
         Ok(response)
     }

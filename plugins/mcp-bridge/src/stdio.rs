@@ -4,6 +4,7 @@
 //! and stderr in one ring, shared with every other instance) from where the output stood
 //! before the request was written, until the bridge's deadline.
 
+use crate::client::CALLER_CANCELLED;
 use crate::client::McpClient;
 use crate::jsonrpc::{self, Reply};
 use crate::lines::LineScanner;
@@ -139,9 +140,6 @@ pub fn exchange(
     write_line(server, line).map_err(Failure::NotSent)?;
     read_reply(server, offset, id, method, deadline)
 }
-
-/// What `process.output` answers when the call's caller gave up (contract 0.3.0).
-const CALLER_CANCELLED: u32 = 4990;
 
 /// Reads the output from `offset` until the reply to request `id`, the process's end or
 /// the deadline. Returns the reply and the offset after the bytes read.

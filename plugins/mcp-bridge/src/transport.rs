@@ -1,19 +1,33 @@
 //! One HTTP exchange over `wasi:http`, with the body read chunk by chunk so the caller can
 //! stop as soon as it has what it needs, and one deadline for the whole exchange (connect,
 //! headers and body). `wharf_sdk::http` reads a whole body at once; a hostile server's
-//! endless stream must not be.
+//! endless stream must not be. An exchange the call's caller gives up on ends at once (the
+//! waits are cut into short slices, asking the `cancellation` import between them).
 
+use crate::client::CALLER_CANCELLED;
 use std::time::Duration;
 use wharf_sdk::ToolError;
 use wharf_sdk::bindings::backend_world::wasi::clocks::monotonic_clock;
 use wharf_sdk::bindings::backend_world::wasi::http::{outgoing_handler, types as wasi};
 use wharf_sdk::bindings::backend_world::wasi::io::{poll, streams::StreamError};
 use wharf_sdk::bindings::backend_world::wharf::plugin0_2_0::egress;
+use wharf_sdk::host::cancellation;
 
 /// The largest chunk `wasi:io` accepts in one blocking write.
 const WRITE_CHUNK: usize = 4096;
 /// The most bytes asked of the body stream at once.
 const READ_CHUNK: u64 = 64 * 1024;
+/// How long a wait goes without asking whether the caller gave up, ns.
+const CANCEL_CHECK_NANOS: u64 = 200_000_000;
+
+/// What an exchange does when the call's caller gives up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnCancel {
+    /// Ends at once with 4990 (a request the caller waits for).
+    End,
+    /// Goes on to its own deadline (telling the server of a cancel, saying goodbye).
+    Finish,
+}
 
 /// The HTTP method of an exchange.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +49,7 @@ pub struct Response {
     _body: wasi::IncomingBody,
     deadline: u64,
     place: String,
+    on_cancel: OnCancel,
 }
 
 impl Response {
@@ -51,7 +66,12 @@ impl Response {
         loop {
             match self.stream.read(READ_CHUNK) {
                 Ok(bytes) if !bytes.is_empty() => return Ok(Some(bytes)),
-                Ok(_) => wait(&self.stream.subscribe(), self.deadline, &self.place)?,
+                Ok(_) => wait(
+                    &self.stream.subscribe(),
+                    self.deadline,
+                    &self.place,
+                    self.on_cancel,
+                )?,
                 Err(StreamError::Closed) => return Ok(None),
                 Err(StreamError::LastOperationFailed(e)) => {
                     return Err(match wasi::http_error_code(&e) {
@@ -85,15 +105,35 @@ impl Response {
 }
 
 /// Blocks until `pollable` is ready or the deadline passes (5006).
-fn wait(pollable: &poll::Pollable, deadline: u64, place: &str) -> Result<(), ToolError> {
-    let timer = monotonic_clock::subscribe_instant(deadline);
-    let ready = poll::poll(&[pollable, &timer]);
-    if ready.contains(&0) {
-        Ok(())
-    } else {
-        Err(ToolError::timeout(format!(
-            "{place} did not answer in time"
-        )))
+/// With [`OnCancel::End`], a caller that gave up ends the wait with 4990.
+fn wait(
+    pollable: &poll::Pollable,
+    deadline: u64,
+    place: &str,
+    on_cancel: OnCancel,
+) -> Result<(), ToolError> {
+    loop {
+        let until = match on_cancel {
+            OnCancel::End => {
+                deadline.min(monotonic_clock::now().saturating_add(CANCEL_CHECK_NANOS))
+            }
+            OnCancel::Finish => deadline,
+        };
+        let timer = monotonic_clock::subscribe_instant(until);
+        if poll::poll(&[pollable, &timer]).contains(&0) {
+            return Ok(());
+        }
+        if monotonic_clock::now() >= deadline {
+            return Err(ToolError::timeout(format!(
+                "{place} did not answer in time"
+            )));
+        }
+        if on_cancel == OnCancel::End && cancellation::cancelled() {
+            return Err(ToolError::new(
+                CALLER_CANCELLED,
+                format!("the caller cancelled the call while {place} was answering"),
+            ));
+        }
     }
 }
 
@@ -107,13 +147,15 @@ pub fn display_url(url: &str) -> String {
 }
 
 /// Sends one request and waits for the response's headers; the body is read through the
-/// [`Response`]. The whole exchange shares one deadline, `timeout` from now.
+/// [`Response`]. The whole exchange shares one deadline, `timeout` from now, and does
+/// `on_cancel` when the caller gives up.
 pub fn send(
     method: Method,
     url: &str,
     headers: &[(String, String)],
     body: &[u8],
     timeout: Duration,
+    on_cancel: OnCancel,
 ) -> Result<Response, ToolError> {
     let place = format!("the MCP server at {}", display_url(url));
     let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
@@ -170,7 +212,7 @@ pub fn send(
         outgoing_handler::handle(request, Some(options)).map_err(|e| refusal(url, &place, e))?;
     write_body(&outgoing, body, &place)?;
     wasi::OutgoingBody::finish(outgoing, None).map_err(|e| refusal(url, &place, e))?;
-    wait(&pending.subscribe(), deadline, &place)?;
+    wait(&pending.subscribe(), deadline, &place, on_cancel)?;
     let response = match pending.get() {
         Some(Ok(Ok(response))) => response,
         Some(Ok(Err(e))) => return Err(refusal(url, &place, e)),
@@ -203,6 +245,7 @@ pub fn send(
         _body: incoming,
         deadline,
         place,
+        on_cancel,
     })
 }
 
