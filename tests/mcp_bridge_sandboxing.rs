@@ -16,59 +16,15 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wharf_integration_tests::egress_destination::destination;
 use wharf_integration_tests::mcp_servers::{
-    McpServer, bridge, mcp_client, mcp_server_image, stdio_bridge,
+    ContainersCleanup, McpServer, bridge, docker_and_mcp_image, mcp_client, stdio_bridge,
 };
 use wharf_integration_tests::{
-    TestHost, containers_labelled, docker_bridge_gateway, docker_ready, eventually,
-    remove_backend_containers, start, start_with,
+    TestHost, containers_labelled, docker_bridge_gateway, eventually, start, start_with,
 };
 
 const DEMO: &[&str] = &["/usr/bin/python3", "/srv/demo_server.py", "--stdio"];
-
-/// Docker and the MCP image, or a skip (a failure with `WHARF_REQUIRE_DOCKER=1`).
-async fn ready() -> bool {
-    if !docker_ready() {
-        return false;
-    }
-    tokio::task::spawn_blocking(mcp_server_image)
-        .await
-        .expect("join");
-    true
-}
-
-/// Removes a backend's containers when the test ends, passed or not.
-struct Cleanup(&'static str);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        remove_backend_containers(self.0);
-    }
-}
-
-/// A destination on every address of this host answering `hello-egress`. Its port.
-async fn destination() -> u16 {
-    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n")
-                    && head.len() < 8192
-                    && socket.read(&mut byte).await.unwrap_or(0) == 1
-                {
-                    head.push(byte[0]);
-                }
-                let answer = "HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nhello-egress";
-                let _ = socket.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    port
-}
 
 fn said(r: &wharf_integration_tests::Reply) -> String {
     assert_eq!(r.code(), 0, "{}", r.body);
@@ -77,10 +33,13 @@ fn said(r: &wharf_integration_tests::Reply) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_reaches_only_the_names_its_egress_allowlist_gives_it() {
-    if !ready().await {
+    if !docker_and_mcp_image().await {
         return;
     }
-    let (_a, _b) = (Cleanup("stdio-egress"), Cleanup("stdio-egress-wide"));
+    let (_a, _b) = (
+        ContainersCleanup("stdio-egress"),
+        ContainersCleanup("stdio-egress-wide"),
+    );
     let port = destination().await;
     let mut config = stdio_bridge(
         DEMO,
@@ -142,10 +101,10 @@ async fn a_stdio_server_reaches_only_the_names_its_egress_allowlist_gives_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bridged_servers_progress_reaches_mcp_clients_and_streaming_rest_callers() {
-    if !ready().await {
+    if !docker_and_mcp_image().await {
         return;
     }
-    let _cleanup = Cleanup("stdio-steps");
+    let _cleanup = ContainersCleanup("stdio-steps");
     let remote = McpServer::demo().await;
     let h = start(vec![
         ("stdio-steps", stdio_bridge(DEMO, "")),
@@ -227,10 +186,10 @@ async fn cancel_and_see_it_counted(h: &TestHost, backend: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_that_cancels_a_bridged_call_has_the_server_told() {
-    if !ready().await {
+    if !docker_and_mcp_image().await {
         return;
     }
-    let _cleanup = Cleanup("stdio-cancel");
+    let _cleanup = ContainersCleanup("stdio-cancel");
     let remote = McpServer::demo().await;
     let h = start(vec![
         ("stdio-cancel", stdio_bridge(DEMO, "")),

@@ -10,41 +10,20 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use wharf_integration_tests::mcp_servers::{
-    MCP_IMAGE, mcp_client, mcp_server_image, number, stdio_bridge,
+    ContainersCleanup, MCP_IMAGE, docker_and_mcp_image, mcp_client, number, stdio_bridge,
 };
 use wharf_integration_tests::{
-    TestHost, bundled, containers_labelled, docker_bridge_gateway, docker_ready, eventually,
-    remove_backend_containers, start,
+    TestHost, bundled, containers_labelled, docker_bridge_gateway, eventually, start,
 };
 
 const DEMO: &[&str] = &["/usr/bin/python3", "/srv/demo_server.py", "--stdio"];
 
-/// Docker and the MCP image, or a skip (a failure with `WHARF_REQUIRE_DOCKER=1`).
-async fn ready() -> bool {
-    if !docker_ready() {
-        return false;
-    }
-    tokio::task::spawn_blocking(mcp_server_image)
-        .await
-        .expect("join");
-    true
-}
-
-/// Removes a backend's containers when the test ends, passed or not.
-struct Cleanup(&'static str);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        remove_backend_containers(self.0);
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_in_a_container_of_its_own_serves_its_tools() {
-    if !ready().await {
+    if !docker_and_mcp_image().await {
         return;
     }
-    let _cleanup = Cleanup("stdio-demo");
+    let _cleanup = ContainersCleanup("stdio-demo");
     let h = start(vec![("stdio-demo", stdio_bridge(DEMO, ""))]).await;
     let names = h.tool_names("stdio-demo").await;
     assert!(names.contains(&"stdio-demo:add".to_string()), "{names:?}");
@@ -116,10 +95,13 @@ async fn a_stdio_server_in_a_container_of_its_own_serves_its_tools() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_servers_network_is_the_bridges_grant() {
-    if !ready().await {
+    if !docker_and_mcp_image().await {
         return;
     }
-    let (_a, _b) = (Cleanup("stdio-offline"), Cleanup("stdio-online"));
+    let (_a, _b) = (
+        ContainersCleanup("stdio-offline"),
+        ContainersCleanup("stdio-online"),
+    );
     let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || for _ in listener.incoming() {});
@@ -144,7 +126,7 @@ async fn a_stdio_servers_network_is_the_bridges_grant() {
     assert!(said.contains("connected"), "{said}");
 
     // A network the operator did not grant: no container is made, so no tool is served.
-    let _c = Cleanup("stdio-ungranted");
+    let _c = ContainersCleanup("stdio-ungranted");
     h.wharf
         .load_backend(
             "stdio-ungranted",
@@ -160,10 +142,10 @@ async fn a_stdio_servers_network_is_the_bridges_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_stdio_server_is_started_again() {
-    if !ready().await {
+    if !docker_and_mcp_image().await {
         return;
     }
-    let _cleanup = Cleanup("stdio-crash");
+    let _cleanup = ContainersCleanup("stdio-crash");
     let h = start(vec![(
         "stdio-crash",
         stdio_bridge(DEMO, "timeout_ms = 5000"),
@@ -203,11 +185,11 @@ async fn hostile_host(name: &'static str, mode: &str) -> TestHost {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_stdio_servers_are_contained() {
-    if !ready().await {
+    if !docker_and_mcp_image().await {
         return;
     }
     // Floods its stdout: the ring overtakes the reader; a clear error, and it still answers.
-    let _c = Cleanup("stdio-flood");
+    let _c = ContainersCleanup("stdio-flood");
     let h = hostile_host("stdio-flood", "flood").await;
     let r = h.call("stdio-flood:bad", json!({})).await;
     assert_eq!(r.code(), 5000, "{}", r.body);
@@ -222,7 +204,7 @@ async fn hostile_stdio_servers_are_contained() {
 
     // Half a message and never the rest; and never an answer: the bridge's deadline.
     for (name, mode) in [("stdio-malformed", "malformed"), ("stdio-silent", "silent")] {
-        let _c = Cleanup(name);
+        let _c = ContainersCleanup(name);
         let h = hostile_host(name, mode).await;
         let started = Instant::now();
         let r = h.call(&format!("{name}:bad"), json!({})).await;
@@ -233,7 +215,7 @@ async fn hostile_stdio_servers_are_contained() {
     }
 
     // Chatter (other ids, notifications, garbage) around the answer: still understood.
-    let _c = Cleanup("stdio-noise");
+    let _c = ContainersCleanup("stdio-noise");
     let h = hostile_host("stdio-noise", "noise").await;
     let r = h.call("stdio-noise:bad", json!({})).await;
     assert_eq!(r.code(), 0, "{}", r.body);
@@ -242,10 +224,10 @@ async fn hostile_stdio_servers_are_contained() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_per_session_keeps_each_sessions_state_apart() {
-    if !ready().await {
+    if !docker_and_mcp_image().await {
         return;
     }
-    let _cleanup = Cleanup("stdio-each");
+    let _cleanup = ContainersCleanup("stdio-each");
     let h = start(vec![(
         "stdio-each",
         stdio_bridge(DEMO, "sessions = \"per_session\""),
@@ -287,10 +269,10 @@ async fn a_server_per_session_keeps_each_sessions_state_apart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_runs_under_gvisor_when_that_is_what_the_bridge_is_granted() {
-    if !ready().await || !wharf_integration_tests::gvisor_ready() {
+    if !docker_and_mcp_image().await || !wharf_integration_tests::gvisor_ready() {
         return;
     }
-    let _cleanup = Cleanup("stdio-gvisor");
+    let _cleanup = ContainersCleanup("stdio-gvisor");
     let mut config = stdio_bridge(DEMO, "");
     config.grants.isolation = vec!["gvisor".into()];
     let h = wharf_integration_tests::start_with(vec![("stdio-gvisor", config)], |s| {

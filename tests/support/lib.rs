@@ -2,6 +2,7 @@
 //! port with real components, and talk to it over real HTTP.
 
 pub mod collector;
+pub mod egress_destination;
 pub mod mcp_servers;
 pub mod processes;
 pub mod provisioner;

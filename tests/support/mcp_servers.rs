@@ -180,3 +180,24 @@ pub async fn mcp_client(
         .expect("an MCP client connects");
     (client, heard)
 }
+
+/// Docker and [`MCP_IMAGE`] (built on first use), or a skip (a failure with
+/// `WHARF_REQUIRE_DOCKER=1`): what a stdio bridge test needs.
+pub async fn docker_and_mcp_image() -> bool {
+    if !crate::docker_ready() {
+        return false;
+    }
+    tokio::task::spawn_blocking(mcp_server_image)
+        .await
+        .expect("join");
+    true
+}
+
+/// Removes a backend's containers when dropped, whether its test passed or not.
+pub struct ContainersCleanup(pub &'static str);
+
+impl Drop for ContainersCleanup {
+    fn drop(&mut self) {
+        crate::remove_backend_containers(self.0);
+    }
+}
