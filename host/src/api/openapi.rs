@@ -72,7 +72,7 @@ fn success_content(reply: Reply) -> Value {
             let mut content = envelope_content();
             content["application/x-ndjson"] = json!({
                 "schema": {"type": "string"},
-                "description": "Sent when the request's Accept names application/x-ndjson: one JSON object per line, `{\"output\": {\"stream\": \"stdout\"|\"stderr\", \"text\": string}}` for each piece of output the call writes while it runs (a command's, through the sandbox agent), then the call's envelope as the last line (its `code` is the call's; the HTTP status is 200 once the stream has started)."
+                "description": "Sent when the request's Accept names application/x-ndjson: one JSON object per line, `{\"output\": {\"stream\": \"stdout\"|\"stderr\", \"text\": string}}` for each piece of output the call writes while it runs (a command's, through the sandbox agent), `{\"progress\": {\"progress\": number, \"total\": number|null, \"message\": string|null}}` for each progress report of the backend's (an MCP server's, through the bridge), then the call's envelope as the last line (its `code` is the call's; the HTTP status is 200 once the stream has started)."
             });
             content
         }
