@@ -205,7 +205,11 @@ impl Wharf {
                     Some(id) => Ok((Placement::Session(id), None)),
                     None if required => {
                         // Bad arguments are refused before a session is paid for.
-                        backend.validate_args(action, args).map_err(refuse)?;
+                        admitted
+                            .tool
+                            .table
+                            .validate_args(&backend.name, action, args)
+                            .map_err(refuse)?;
                         let temporary =
                             Box::pin(self.temporary_session(&caller.tenant, &backend.name, &key))
                                 .await

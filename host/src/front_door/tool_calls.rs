@@ -3,6 +3,7 @@
 
 use super::Wharf;
 use crate::error_code::{Code, WharfError};
+use crate::runtime::tool_table::ToolTable;
 use crate::runtime::{LoadedBackend, ToolCall};
 use crate::tenant::Tenant;
 use crate::tool::{SessionNeed, ToolResult};
@@ -103,12 +104,15 @@ pub(super) struct PlacedCall {
 pub(super) type ResolvedTool = (Arc<LoadedBackend>, String);
 
 /// What a call needs of its tool (not the whole description: its schemas are not copied
-/// per call).
+/// per call), and the backend's tool table it was admitted under: the call is validated
+/// against that same table, even if a listing swaps the backend's meanwhile.
 pub(super) struct AdmittedTool {
     /// The action name.
     pub action: String,
     /// Whether it takes a session.
     pub session: SessionNeed,
+    /// The tools served when the call was admitted.
+    pub table: Arc<ToolTable>,
 }
 
 /// The name a caller's quotas and pool turns go by: its tenant, or one name for admins.
@@ -223,7 +227,8 @@ impl Wharf {
             .quotas
             .admit_call(quota_tenant(tenant), &backend.name)
             .map_err(|e| Box::new((e, place.clone())))?;
-        let Some(session) = backend.tools().tool(&action).map(|t| t.session) else {
+        let table = backend.tools();
+        let Some(session) = table.tool(&action).map(|t| t.session) else {
             return Err(Box::new((
                 WharfError::invalid_request(format!("unknown tool `{requested}`")),
                 place,
@@ -231,7 +236,11 @@ impl Wharf {
         };
         Ok(Admitted {
             backend,
-            tool: AdmittedTool { action, session },
+            tool: AdmittedTool {
+                action,
+                session,
+                table,
+            },
             place,
             _admission: admission,
         })
@@ -270,7 +279,7 @@ impl Wharf {
     ) -> Result<CallOutcome, WharfError> {
         let limit = backend.call_timeout();
         let timeout = call.deadline.map_or(limit, |t| t.min(limit));
-        let args = validated(backend, &tool.action, call.args, timeout).await?;
+        let args = validated(backend, tool, call.args, timeout).await?;
         let canonical = format!("{}:{}", backend.name, tool.action);
         // A stateless tool never receives the caller's session; if it then asks for one,
         // the fault is the declaration, and the answer says how to fix it.
@@ -347,19 +356,24 @@ impl Wharf {
 /// thread under the call's deadline, so a long validation never holds an async worker
 /// (SECURITY.md, "Resource ledger": validation CPU).
 async fn validated(
-    backend: &Arc<LoadedBackend>,
-    action: &str,
+    backend: &LoadedBackend,
+    tool: &AdmittedTool,
     args: serde_json::Value,
     timeout: Duration,
 ) -> Result<serde_json::Value, WharfError> {
     use crate::schema_validation::{INLINE_VALIDATION_BUDGET, exceeds};
     if !exceeds(&args, INLINE_VALIDATION_BUDGET) {
-        backend.validate_args(action, &args)?;
+        tool.table
+            .validate_args(&backend.name, &tool.action, &args)?;
         return Ok(args);
     }
-    let (backend, action) = (backend.clone(), action.to_string());
+    let (table, name, action) = (
+        tool.table.clone(),
+        backend.name.clone(),
+        tool.action.clone(),
+    );
     let work = tokio::task::spawn_blocking(move || {
-        let checked = backend.validate_args(&action, &args);
+        let checked = table.validate_args(&name, &action, &args);
         checked.map(|()| args)
     });
     match tokio::time::timeout(timeout, work).await {

@@ -106,17 +106,8 @@ impl Host for ContainerView<'_> {
             max_bytes,
             wait_ms: wait_ms.min(left_ms),
         };
-        let Some(cancel) = self.call.cancel.clone() else {
-            return self
-                .engine_op("process.output", async |engine, owner| {
-                    Ok(output(
-                        engine.process_output(&owner, &container, read).await?,
-                    ))
-                })
-                .await;
-        };
-        // A caller that gave up ends the wait, so the guest can tell what it waits on.
-        let read = async {
+        let cancel = self.call.cancel.clone();
+        let waiting = async {
             self.engine_op("process.output", async |engine, owner| {
                 Ok(output(
                     engine.process_output(&owner, &container, read).await?,
@@ -124,10 +115,14 @@ impl Host for ContainerView<'_> {
             })
             .await
         };
+        let Some(cancel) = cancel else {
+            return waiting.await;
+        };
+        // A caller that gave up ends the wait, so the guest can tell what it waits on.
         let answered = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
-            answer = read => Some(answer),
+            answer = waiting => Some(answer),
         };
         match answered {
             Some(answer) => answer,

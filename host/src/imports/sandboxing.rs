@@ -38,14 +38,7 @@ fn profile_of(options: SandboxOptions, spec: &ContainerSpec) -> Result<SandboxPr
     let invalid = |why: String| guest_error(Code::InvalidInput, why);
     let isolation = options
         .isolation
-        .map(|name| {
-            Isolation::parse(&name).ok_or_else(|| {
-                invalid(format!(
-                    "unknown isolation {:?} (container, gvisor)",
-                    name.chars().take(64).collect::<String>()
-                ))
-            })
-        })
+        .map(|name| Isolation::asked(&name).map_err(invalid))
         .transpose()?;
     if let Some(user) = &options.user {
         check_user(user).map_err(invalid)?;

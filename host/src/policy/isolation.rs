@@ -38,6 +38,17 @@ impl Isolation {
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|level| level.name() == name)
     }
+
+    /// The level a caller asked for by `name`, or why there is none (the name quoted, cut
+    /// to 64 characters).
+    pub fn asked(name: &str) -> Result<Self, String> {
+        Self::parse(name).ok_or_else(|| {
+            format!(
+                "unknown isolation {:?} (container, gvisor)",
+                name.chars().take(64).collect::<String>()
+            )
+        })
+    }
 }
 
 impl std::fmt::Display for Isolation {

@@ -230,17 +230,6 @@ impl LoadedBackend {
         self.tools().tool(action).cloned()
     }
 
-    /// Checks arguments against the tool's schema (4003 missing field, 4004 otherwise).
-    pub fn validate_args(&self, action: &str, args: &Value) -> Result<(), WharfError> {
-        match self.tools().validator(action) {
-            Some(v) => v.validate(args),
-            None => Err(WharfError::invalid_request(format!(
-                "unknown tool `{}:{action}`",
-                self.name
-            ))),
-        }
-    }
-
     /// Runs one tool.
     pub async fn call_tool(&self, call: ToolCall) -> Result<ToolResult, WharfError> {
         self.behaviour.call(call).await

@@ -79,6 +79,22 @@ impl ToolTable {
         self.validators.get(action)
     }
 
+    /// Checks `args` against `action`'s schema (4003 missing field, 4004 otherwise; 4002
+    /// for an action `backend` does not serve).
+    pub fn validate_args(
+        &self,
+        backend: &str,
+        action: &str,
+        args: &serde_json::Value,
+    ) -> Result<(), crate::error_code::WharfError> {
+        match self.validator(action) {
+            Some(v) => v.validate(args),
+            None => Err(crate::error_code::WharfError::invalid_request(format!(
+                "unknown tool `{backend}:{action}`"
+            ))),
+        }
+    }
+
     /// Whether `other` serves the same tools, described the same way.
     pub fn same_tools(&self, other: &ToolTable) -> bool {
         self.tools == other.tools

@@ -135,14 +135,8 @@ pub fn sandbox_spec(
     let isolation = c
         .isolation
         .map(|name| {
-            Isolation::parse(&name).ok_or_else(|| {
-                WharfError::new(
-                    Code::InvalidType,
-                    format!(
-                        "invalid sandbox config: unknown isolation {:?} (container, gvisor)",
-                        name.chars().take(64).collect::<String>()
-                    ),
-                )
+            Isolation::asked(&name).map_err(|e| {
+                WharfError::new(Code::InvalidType, format!("invalid sandbox config: {e}"))
             })
         })
         .transpose()?;

@@ -39,6 +39,12 @@ pub fn notification(method: &str) -> Value {
     json!({"jsonrpc": "2.0", "method": method})
 }
 
+/// `notifications/cancelled` for request `id` (either transport's id), saying why.
+pub fn cancelled(id: impl Into<Value>, reason: &str) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+           "params": {"requestId": id.into(), "reason": reason}})
+}
+
 /// The answer to a request: its `result`, or its `error`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {

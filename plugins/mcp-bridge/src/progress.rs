@@ -62,16 +62,13 @@ impl PendingNotes {
     }
 }
 
-/// Hands `notes` to the host's `progress` import (on the component only: natively there is
-/// no host). A note the host refuses (not growing, not finite) is dropped.
+/// Hands `notes` to the host's `progress` import. A note the host refuses (not growing,
+/// not finite) is dropped.
 pub fn relay(notes: Vec<ProgressNote>) {
-    #[cfg(target_arch = "wasm32")]
     for note in notes {
         let _ =
             wharf_sdk::host::progress::report(note.progress, note.total, note.message.as_deref());
     }
-    #[cfg(not(target_arch = "wasm32"))]
-    drop(notes);
 }
 
 #[cfg(test)]

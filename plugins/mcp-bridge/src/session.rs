@@ -185,8 +185,7 @@ impl McpSession {
     /// Tells the server request `id` is abandoned (`notifications/cancelled`), best effort
     /// and briefly: the bridge stopped waiting for it (its deadline, or the caller's cancel).
     fn cancel(&mut self, id: u64, established: Option<&Established>, reason: &str) {
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": id, "reason": reason}});
+        let note = jsonrpc::cancelled(id, reason);
         let Ok(headers) = self.message_headers(established) else {
             return;
         };

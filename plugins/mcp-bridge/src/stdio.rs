@@ -116,9 +116,7 @@ pub fn write_line(server: &Proc, line: &[u8]) -> Result<(), ToolError> {
 
 /// Tells the server the request `id` is abandoned (best effort).
 fn cancel(server: &Proc, id: &str, reason: &str) {
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                      "params": {"requestId": id, "reason": reason}});
-    if let Ok(line) = line_of(&note, "notifications/cancelled") {
+    if let Ok(line) = line_of(&jsonrpc::cancelled(id, reason), "notifications/cancelled") {
         let _ = write_line(server, &line);
     }
 }
