@@ -6,7 +6,9 @@
 //! and the attacker's cases: a cross-site form post, a stolen cookie without (or with a
 //! wrong) CSRF token, a `read` token (and a `call` one) that has no buttons and whose
 //! forged posts are refused, a `<script>` in a session key that stays text, a logged-out
-//! cookie that opens nothing. Screenshots of each page go to
+//! cookie that opens nothing; a session's terminal opened from the sessions page runs a
+//! typed line in its sandbox (a ticket minted with the CSRF token). Screenshots of each
+//! page go to
 //! `target/console-screenshots/`. Without a browser: the
 //! console with no token configured, the login form's nonce, and the `Secure` cookie and
 //! plain-HTTP rules on and off loopback.
@@ -417,4 +419,93 @@ async fn the_console_in_a_real_browser() {
     b.shot("sessions-not-admin").await;
 
     b.close().await;
+}
+
+/// A host with the console's tokens and a docker-provider backend `box`.
+fn terminal_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("wharf.toml");
+    let text = format!(
+        "[server]\ndata_dir = \"{}\"\n\n\
+         [[auth.tokens]]\nname = \"ops\"\nvalue = \"{ADMIN}\"\nscopes = [\"admin\"]\n\n\
+         [[auth.tokens]]\nname = \"viewer\"\nvalue = \"{VIEWER}\"\nscopes = [\"read\"]\n\n\
+         [backends.box]\npath = \"bundled:docker-provider\"\n\
+         [backends.box.grants]\nimages = [\"wharf-sandbox:test\"]\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_terminal_in_a_real_browser() {
+    let Some((chromium, chromedriver)) = browser::installed() else {
+        return;
+    };
+    if !wharf_integration_tests::docker_ready() {
+        return;
+    }
+    wharf_integration_tests::remove_backend_containers("box");
+    let dir = tempfile::tempdir().unwrap();
+    let host = WharfProcess::start(&terminal_config(dir.path()));
+    let url = host.url.clone();
+    let made = api(
+        reqwest::Method::POST,
+        format!("{url}/v1/sessions"),
+        ADMIN,
+        Some(json!({"backend": "box"})),
+    )
+    .await;
+    assert_eq!(made["code"], 0, "{made}");
+    let id = made["data"]["id"].as_str().unwrap().to_string();
+    let b = Browser::start(&chromium, &chromedriver).await;
+    let admin_cookie = sign_in(&b, &url, ADMIN).await;
+
+    // From the sessions page to the terminal: the page mints a ticket with its CSRF token
+    // and opens the WebSocket; a line typed runs in the sandbox's shell.
+    b.open(&format!("{url}/console/sessions")).await;
+    b.one(&format!("tr[data-session=\"{id}\"] a.terminal"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.wait_for_path("/console/sessions/terminal").await;
+    b.wait_text("#terminal-status", "Connected").await;
+    let field = b.one("#terminal-input").await;
+    field
+        .send_keys("echo console-$((6*7)) && id -u\n")
+        .await
+        .unwrap();
+    b.wait_text("#terminal-screen", "console-42").await;
+    b.shot("terminal").await;
+
+    // The ticket route wants the console session's CSRF token, like every form.
+    let (status, body) = forged(
+        &host,
+        "/console/sessions/terminal-ticket",
+        &admin_cookie,
+        &format!("id={id}"),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    // A page of another site cannot open the terminal: its upgrade carries neither a
+    // token nor a ticket (the console's cookie is for /console only), and its Origin is
+    // not the host's.
+    let ws = url.replacen("http://", "ws://", 1);
+    let attacker = attacker_site(format!(
+        "<p id=\"r\">waiting</p><script>var s = new WebSocket(\"{ws}/v1/sessions/{id}/terminal\");\
+         s.onopen = function () {{ document.getElementById('r').textContent = 'opened'; }};\
+         s.onerror = function () {{ document.getElementById('r').textContent = 'refused'; }};</script>"
+    ));
+    b.open(&format!("http://localhost:{attacker}/")).await;
+    b.wait_text("#r", "refused").await;
+
+    // A read token gets no terminal.
+    b.open(&format!("{url}/console")).await;
+    b.press("#logout", false).await;
+    sign_in(&b, &url, VIEWER).await;
+    b.open(&format!("{url}/console/sessions/terminal?id={id}"))
+        .await;
+    assert!(b.client.source().await.unwrap().contains("Admins only"));
+    b.close().await;
+    wharf_integration_tests::remove_backend_containers("box");
 }

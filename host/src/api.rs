@@ -22,5 +22,6 @@ pub mod session_access;
 pub mod session_pauses;
 pub mod session_reply;
 pub mod snapshots;
+pub mod terminal;
 
 pub use rest::router;

@@ -19,8 +19,10 @@ mod sandbox_transfer;
 mod scrape;
 mod session_pauses;
 mod session_routes;
+mod session_sandbox;
 mod snapshots;
 mod temporary;
+mod terminals;
 mod tool_calls;
 mod uploads;
 
@@ -30,6 +32,10 @@ pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
 pub use previews::{DEFAULT_PREVIEW_TTL_SECONDS, PreviewAccess, PreviewLink};
 pub use sandbox_transfer::SandboxTransfer;
 pub use session_routes::SessionRequest;
+pub use terminals::{
+    MAX_TERMINAL_COMMAND_BYTES, MAX_TERMINALS, Terminal, TerminalAccess, TerminalTarget,
+    TerminalTicket,
+};
 pub use tool_calls::{CallOutcome, CallPlace};
 
 pub use crate::principal::Principal;
@@ -60,8 +66,10 @@ pub struct Wharf {
     myself: Weak<Wharf>,
     /// Where the preview listener is bound, once it is.
     preview_addr: std::sync::OnceLock<std::net::SocketAddr>,
-    /// The containers previews found.
-    preview_targets: previews::PreviewTargets,
+    /// The sandbox containers previews and terminals found.
+    sandbox_targets: session_sandbox::SandboxTargets,
+    /// Slots of the terminals open on this host.
+    terminal_slots: Arc<tokio::sync::Semaphore>,
     /// The host's preview key, once read from the store.
     preview_key: tokio::sync::OnceCell<Vec<u8>>,
 }
@@ -176,7 +184,8 @@ impl Wharf {
             server,
             myself: myself.clone(),
             preview_addr: std::sync::OnceLock::new(),
-            preview_targets: previews::PreviewTargets::default(),
+            sandbox_targets: session_sandbox::SandboxTargets::default(),
+            terminal_slots: Arc::new(tokio::sync::Semaphore::new(terminals::MAX_TERMINALS)),
             preview_key: tokio::sync::OnceCell::new(),
         });
         wharf.sessions.start_heartbeat();

@@ -45,6 +45,7 @@ pub mod snapshot_record;
 pub mod store;
 pub mod telemetry;
 pub mod tenant;
+pub mod terminal_ticket;
 pub mod tool;
 pub mod tool_filter;
 pub mod tool_names;

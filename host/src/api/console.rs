@@ -23,6 +23,7 @@ mod backends_page;
 mod logins;
 mod pages;
 mod sign_in;
+mod terminal_page;
 
 use crate::api::auth::{Authenticator, Caller};
 use crate::config::TokenScope;
@@ -87,6 +88,12 @@ pub fn router(wharf: &Arc<Wharf>, authenticator: &Arc<Authenticator>) -> Router<
         .route("/console/logout", post(sign_in::logout))
         .route("/console/backends/{action}", post(actions::backend))
         .route("/console/sessions/end", post(actions::end_session))
+        .route("/console/sessions/terminal", get(terminal_page::page))
+        .route(
+            "/console/sessions/terminal-ticket",
+            post(terminal_page::ticket),
+        )
+        .route("/console/terminal.js", get(terminal_page::script))
         .route("/console/app.js", get(assets::script))
         .route("/console/app.css", get(assets::style))
         .layer(axum::middleware::map_response(guard_headers))

@@ -83,6 +83,8 @@ fn success_content(reply: Reply) -> Value {
             "application/json": {"schema": {"$ref": "#/components/schemas/JsonRpcMessage"}},
             "text/event-stream": {"schema": {"type": "string"}}
         }),
+        // Never a 200: the success is the upgrade (101, below).
+        Reply::WebSocket => envelope_content(),
     }
 }
 
@@ -120,6 +122,13 @@ fn responses(op: &Operation, tokens: bool, replies: &mut SchemaGenerator) -> Val
     }
     if op.reply == Reply::Mcp {
         mcp_transport_answers(&mut responses);
+    }
+    if op.reply == Reply::WebSocket {
+        responses.remove("200");
+        responses.insert(
+            "101".into(),
+            json!({"description": "Switching Protocols: the WebSocket of the terminal"}),
+        );
     }
     Value::Object(responses)
 }

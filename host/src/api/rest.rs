@@ -70,6 +70,10 @@ pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
             post(crate::api::snapshots::create),
         )
         .route("/v1/sessions/{id}/fork", post(crate::api::snapshots::fork))
+        .route(
+            "/v1/sessions/{id}/terminal/tickets",
+            post(crate::api::terminal::mint_ticket),
+        )
         .route("/v1/snapshots", get(crate::api::snapshots::list))
         .route(
             "/v1/snapshots/{id}",
@@ -125,6 +129,10 @@ pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
         .route("/v1/backends", get(crate::api::backends::list_backends))
         .route("/v1/quotas", get(crate::api::quotas::serve))
         .route("/v1/tools", get(list_tools))
+        .route(
+            "/v1/sessions/{id}/terminal",
+            get(crate::api::terminal::open),
+        )
         .route(
             "/v1/sessions/{id}/files",
             get(crate::api::files::download)

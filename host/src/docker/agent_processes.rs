@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wharf_sandbox_protocol::{
     self as protocol, MAX_CHUNK_BYTES, OutputChunk, OutputRequest, ProcessInfo, ProcessSetup,
-    Reply, Request, Signal, StartRequest,
+    Reply, Request, Signal, StartRequest, TerminalSize,
 };
 
 use crate::engines::container_types::{OutputRead, ProcessStart};
@@ -66,7 +66,7 @@ impl Docker {
                 cwd: start.workdir,
                 user: start.user,
             },
-            terminal: None,
+            terminal: start.terminal,
             buffer_bytes: start.buffer_bytes,
         };
         match self
@@ -137,6 +137,21 @@ impl Docker {
         signal: Signal,
     ) -> Result<(), DockerError> {
         let request = Request::Signal { pid, signal };
+        match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
+            Reply::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Resizes a background process's terminal.
+    pub async fn resize_process(
+        &self,
+        owner: &Owner,
+        id: &str,
+        pid: u32,
+        size: TerminalSize,
+    ) -> Result<(), DockerError> {
+        let request = Request::Resize { pid, size };
         match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
             Reply::Done => Ok(()),
             other => Err(unexpected(&other)),

@@ -7,6 +7,7 @@ use super::types::{ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, Owner}
 use crate::engines::ContainerEngine;
 use crate::engines::container_types::{
     OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal, SnapshotImage, SnapshotTarget,
+    TerminalSize,
 };
 use async_trait::async_trait;
 
@@ -152,6 +153,16 @@ impl ContainerEngine for Docker {
         signal: Signal,
     ) -> Result<(), DockerError> {
         Docker::signal_process(self, owner, id, pid, signal).await
+    }
+
+    async fn resize_process(
+        &self,
+        owner: &Owner,
+        id: &str,
+        pid: u32,
+        size: TerminalSize,
+    ) -> Result<(), DockerError> {
+        Docker::resize_process(self, owner, id, pid, size).await
     }
 
     async fn list_processes(

@@ -6,7 +6,7 @@
 
 use super::container_types::{
     ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, OutputChunk, OutputRead, Owner,
-    PortStream, ProcessInfo, ProcessStart, Signal, SnapshotImage, SnapshotTarget,
+    PortStream, ProcessInfo, ProcessStart, Signal, SnapshotImage, SnapshotTarget, TerminalSize,
 };
 use super::error::EngineError;
 use crate::call_output::OutputSink;
@@ -131,6 +131,17 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         _id: &str,
         _pid: u32,
         _signal: Signal,
+    ) -> Result<(), EngineError> {
+        Err(no_agent())
+    }
+
+    /// Resizes a background process's terminal.
+    async fn resize_process(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+        _pid: u32,
+        _size: TerminalSize,
     ) -> Result<(), EngineError> {
         Err(no_agent())
     }

@@ -238,7 +238,7 @@ pub struct ExecOutput {
 }
 
 /// The background-process vocabulary of the sandbox agent, shared as it is (a leaf crate).
-pub use wharf_sandbox_protocol::{OutputChunk, ProcessInfo, Signal};
+pub use wharf_sandbox_protocol::{OutputChunk, ProcessInfo, Signal, TerminalSize};
 
 /// A background process to start in a running container's sandbox agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,6 +253,8 @@ pub struct ProcessStart {
     pub user: Option<String>,
     /// Bytes of output kept; 0 means the agent's default.
     pub buffer_bytes: u32,
+    /// Run it on a terminal of this size (its stdout and stderr are then one stream).
+    pub terminal: Option<TerminalSize>,
 }
 
 /// Reads a background process's output.

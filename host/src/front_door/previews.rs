@@ -4,8 +4,9 @@
 //! sandbox's network; only ports the session exposes, only in the session's own containers.
 
 use super::Wharf;
+use super::session_sandbox::Lookup;
+use crate::engines::KvScope;
 use crate::engines::container_types::PortStream;
-use crate::engines::{KvScope, Owner};
 use crate::error_code::{Code, WharfError};
 use crate::preview_signature::{
     self as signature, EXPIRES_PARAM, MAX_TTL_SECONDS, PREVIEW_EPOCH, PREVIEW_KEY,
@@ -13,45 +14,6 @@ use crate::preview_signature::{
 };
 use crate::tenant::Tenant;
 use rand_core::{OsRng, RngCore as _};
-
-/// Sandbox containers previews found, so a preview's request costs no engine call: session
-/// id → (its containers' label, the container). Bounded; a stale entry fails its relay and
-/// is looked up again.
-#[derive(Debug, Default)]
-pub(super) struct PreviewTargets {
-    by_session: std::sync::Mutex<std::collections::HashMap<String, (String, String)>>,
-}
-
-/// Sessions whose preview container is remembered at most (then forgotten all at once).
-const MAX_PREVIEW_TARGETS: usize = 4096;
-
-impl PreviewTargets {
-    fn get(&self, session: &str, label: &str) -> Option<String> {
-        let known = self.by_session.lock().ok()?;
-        known
-            .get(session)
-            .filter(|(l, _)| l == label)
-            .map(|(_, container)| container.clone())
-    }
-
-    fn remember(&self, session: &str, label: &str, container: &str) {
-        if let Ok(mut known) = self.by_session.lock() {
-            if known.len() >= MAX_PREVIEW_TARGETS {
-                known.clear();
-            }
-            known.insert(
-                session.to_string(),
-                (label.to_string(), container.to_string()),
-            );
-        }
-    }
-
-    fn forget(&self, session: &str) {
-        if let Ok(mut known) = self.by_session.lock() {
-            known.remove(session);
-        }
-    }
-}
 
 /// How long a signed URL lives when the caller does not say.
 pub const DEFAULT_PREVIEW_TTL_SECONDS: u64 = 3600;
@@ -86,7 +48,7 @@ fn now_s() -> u64 {
 impl Wharf {
     /// The host's preview key, made once (the first node to need it writes it; every node
     /// sharing the store reads the same). It never changes, so a node reads it once.
-    async fn preview_key(&self) -> Result<&[u8], WharfError> {
+    pub(super) async fn preview_key(&self) -> Result<&[u8], WharfError> {
         self.preview_key
             .get_or_try_init(|| self.stored_preview_key())
             .await
@@ -120,10 +82,9 @@ impl Wharf {
             .map_or(0, u64::from_be_bytes))
     }
 
-    /// The ports a session exposes, and where its containers are labelled (a warm-pool
-    /// sandbox keeps the pool's id).
-    fn exposed(record: &crate::sessions::SessionRecord) -> (Vec<u16>, String) {
-        let ports = record.data["expose_ports"]
+    /// The ports a session exposes.
+    fn exposed(record: &crate::sessions::SessionRecord) -> Vec<u16> {
+        record.data["expose_ports"]
             .as_array()
             .map(|ports| {
                 ports
@@ -131,12 +92,7 @@ impl Wharf {
                     .filter_map(|p| p.as_u64().and_then(|p| u16::try_from(p).ok()))
                     .collect()
             })
-            .unwrap_or_default();
-        let label = record.data["warm"]
-            .as_str()
-            .unwrap_or(&record.id)
-            .to_string();
-        (ports, label)
+            .unwrap_or_default()
     }
 
     fn require_exposed(ports: &[u16], port: u16, session: &str) -> Result<(), WharfError> {
@@ -175,7 +131,7 @@ impl Wharf {
             ));
         }
         let record = self.sessions.get(tenant, session_id).await?;
-        let (ports, _) = Self::exposed(&record);
+        let ports = Self::exposed(&record);
         Self::require_exposed(&ports, port, session_id)?;
         let expires_at_s = now_s() + ttl;
         let epoch = self.preview_epoch(session_id).await?;
@@ -243,49 +199,24 @@ impl Wharf {
                 self.sessions.get(&Tenant::Every, session_id).await?
             }
         };
-        // A frozen sandbox answers nothing: the person is told, rather than left waiting.
-        if record.state == crate::session_record::SessionState::Paused {
-            return Err(WharfError::new(
-                Code::Conflict,
-                format!("session `{session_id}` is paused: resume it to open its ports"),
-            ));
-        }
-        let (ports, label) = Self::exposed(&record);
+        let ports = Self::exposed(&record);
         Self::require_exposed(&ports, port, session_id)?;
         let engine = &self.services.containers;
-        let owner = Owner {
-            backend: record.backend.clone(),
-            session: Some(label.clone()),
-        };
-        if let Some(container) = self.preview_targets.get(session_id, &label) {
+        for lookup in [Lookup::Remembered, Lookup::Fresh] {
+            let (owner, container) = self.running_sandbox(&record, lookup, "ports").await?;
             match engine.connect_port(&owner, &container, port).await {
                 Ok(stream) => return Ok(stream),
-                // Gone or replaced since: looked up again below.
-                Err(_) => self.preview_targets.forget(session_id),
+                // Gone or replaced since it was remembered: looked up again.
+                Err(_) if lookup == Lookup::Remembered => self.sandbox_targets.forget(session_id),
+                // Nothing listens (yet): the sandbox's server is the dependency that failed.
+                Err(crate::engines::EngineError::NotFound(m)) => {
+                    return Err(WharfError::new(Code::DependencyFailure, m).retryable(true));
+                }
+                Err(other) => return Err(other.into()),
             }
         }
-        let containers = engine.list_owned(&record.backend, Some(&label)).await?;
-        let Some(container) = containers
-            .iter()
-            .find(|c| c.state == crate::engines::ContainerState::Running)
-        else {
-            return Err(WharfError::new(
-                Code::InvalidRequest,
-                format!("session {session_id} has no running sandbox to preview"),
-            ));
-        };
-        let stream = engine
-            .connect_port(&owner, &container.id, port)
-            .await
-            .map_err(|e| match e {
-                // Nothing listens (yet): the sandbox's server is the dependency that failed.
-                crate::engines::EngineError::NotFound(m) => {
-                    WharfError::new(Code::DependencyFailure, m).retryable(true)
-                }
-                other => other.into(),
-            })?;
-        self.preview_targets
-            .remember(session_id, &label, &container.id);
-        Ok(stream)
+        Err(WharfError::internal(
+            "a preview's sandbox lookup ended without an answer",
+        ))
     }
 }

@@ -76,6 +76,7 @@ impl Host for ContainerView<'_> {
                 workdir: spec.workdir,
                 user: spec.user,
                 buffer_bytes: spec.buffer_bytes,
+                terminal: None,
             };
             let started = engine.start_process(&owner, &container, start).await?;
             tracing::info!(target: "wharf::audit", event = "process_start", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %container, pid = started.pid);

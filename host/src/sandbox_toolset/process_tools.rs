@@ -191,6 +191,7 @@ async fn run(
                 workdir: a.cwd,
                 user: None,
                 buffer_bytes: a.buffer_bytes,
+                terminal: None,
             };
             process_json(&provider.start_process(site, handle, start).await?)
         }

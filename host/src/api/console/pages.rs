@@ -202,8 +202,13 @@ async fn sessions_table(
                             td.sandbox { (sandbox_of(&s.data)) }
                             td.holder { (s.holder.as_deref().unwrap_or("")) }
                             @if viewer.admin() {
-                                td { (action_form(viewer, "/console/sessions/end",
-                                    &[("id", s.id.as_str())], "End", Some("End this session? Its sandbox is released."))) }
+                                td {
+                                    @if s.data.get("sandbox").is_some() {
+                                        a.terminal href={ "/console/sessions/terminal?id=" (s.id) } { "Terminal" } " "
+                                    }
+                                    (action_form(viewer, "/console/sessions/end",
+                                    &[("id", s.id.as_str())], "End", Some("End this session? Its sandbox is released.")))
+                                }
                             }
                         }
                     }

@@ -132,6 +132,8 @@ pub(super) enum Reply {
     Octets,
     /// MCP's streamable HTTP: a JSON-RPC answer as JSON or as an event stream.
     Mcp,
+    /// An upgrade to a WebSocket (101); a request that is not one gets the envelope.
+    WebSocket,
 }
 
 fn json<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {

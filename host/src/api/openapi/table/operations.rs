@@ -3,7 +3,7 @@
 
 use super::shared::{
     ACQUIRE, CALL, FILE_PATH, FILES, MCP, MCP_POST_HEADERS, MCP_SESSION, PREVIEWS, RELEASE,
-    SESSION_ROWS, SUSPEND, WORKER_QUERY,
+    SESSION_ROWS, SUSPEND, TERMINAL, TERMINAL_QUERY, WORKER_QUERY,
 };
 use super::{Body, Operation, Reply, body, delete, get, param, post, put};
 use crate::api::call_request::CallRequest;
@@ -11,6 +11,7 @@ use crate::api::compat::{BatchBody, CreateBody, ExecuteBody, ListBody, WorkerBod
 use crate::api::preview_links::{PreviewReply, PreviewRequest, PreviewsRevoked};
 use crate::api::session_reply::{SessionList, SessionReply};
 use crate::api::snapshots::{ForkReply, ForkRequest, SnapshotList, SnapshotRequest};
+use crate::api::terminal::TicketReply;
 use crate::config::TokenScope::{Admin, Call, Read};
 use crate::error_code::Code::*;
 use crate::front_door::SessionRequest;
@@ -143,6 +144,21 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
     .scope(Call)
     .data::<PreviewsRevoked>()
     .codes(SESSION_ROWS),
+    post(
+        "/v1/sessions/{id}/terminal/tickets",
+        "Mint a single-use ticket (valid 30 s) that opens the session's terminal without a token (a browser's WebSocket cannot send Authorization)",
+    )
+    .scope(Call)
+    .data::<TicketReply>()
+    .codes(SESSION_ROWS),
+    get(
+        "/v1/sessions/{id}/terminal",
+        "Open a terminal in the session's sandbox: upgrades to a WebSocket (binary output from the host; input as binary or text; a text {\"type\":\"resize\",\"cols\":C,\"rows\":R} resizes; the host's text messages are opened, dropped, exit and error)",
+    )
+    .scope(Call)
+    .query(TERMINAL_QUERY)
+    .reply(Reply::WebSocket)
+    .codes(TERMINAL),
     delete("/v1/sessions/{id}/claim", "Release your holder claim")
         .scope(Call)
         .query(&[param("holder", true, "The holder whose claim ends")])

@@ -80,6 +80,41 @@ pub(super) const SUSPEND: &[Code] = &[
     DependencyFailure,
     Internal,
 ];
+/// A terminal opened (the refusals before the upgrade; after it, the WebSocket's own
+/// messages).
+pub(super) const TERMINAL: &[Code] = &[
+    Success,
+    InvalidInput,
+    InvalidRequest,
+    SessionNotFound,
+    Forbidden,
+    Conflict,
+    RateLimited,
+    ExecutionError,
+    BackendUnavailable,
+    DependencyFailure,
+    Internal,
+];
+/// The query of a terminal.
+pub(super) const TERMINAL_QUERY: &[Param] = &[
+    param(
+        "ticket",
+        false,
+        "A single-use ticket from POST /v1/sessions/{id}/terminal/tickets, for a client that cannot send Authorization (a browser's WebSocket); not read when the request has a valid token",
+    ),
+    param("cols", false, "Columns, 1-1000 (default 80)"),
+    param("rows", false, "Rows, 1-1000 (default 24)"),
+    param(
+        "pid",
+        false,
+        "Attach to this terminal process of the session's (its output of the last 64 KiB first) instead of starting one; it keeps running when the socket closes",
+    ),
+    param(
+        "command",
+        false,
+        "A command line to run on the new terminal instead of the shell (at most 4096 bytes); it is hung up (SIGHUP) when the socket closes",
+    ),
+];
 /// A preview URL minted.
 pub(super) const PREVIEWS: &[Code] = &[
     Success,
