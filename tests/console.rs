@@ -6,7 +6,9 @@
 //! and the attacker's cases: a cross-site form post, a stolen cookie without (or with a
 //! wrong) CSRF token, a `read` token (and a `call` one) that has no buttons and whose
 //! forged posts are refused, a `<script>` in a session key that stays text, a logged-out
-//! cookie that opens nothing; a session's terminal opened from the sessions page runs a
+//! cookie that opens nothing; live calls appearing as they end (a read token's page showing
+//! only its own tenant's), filtered, their codes linked to the code table; a session's
+//! terminal opened from the sessions page runs a
 //! typed line in its sandbox (a ticket minted with the CSRF token). Screenshots of each
 //! page go to
 //! `target/console-screenshots/`. Without a browser: the
@@ -508,4 +510,95 @@ async fn a_sessions_terminal_in_a_real_browser() {
     assert!(b.client.source().await.unwrap().contains("Admins only"));
     b.close().await;
     wharf_integration_tests::remove_backend_containers("box");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn live_calls_in_a_real_browser() {
+    let Some((chromium, chromedriver)) = browser::installed() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let host = WharfProcess::start(&config(dir.path()));
+    let url = host.url.clone();
+    let b = Browser::start(&chromium, &chromedriver).await;
+    sign_in(&b, &url, ADMIN).await;
+    b.open(&format!("{url}/console/calls")).await;
+    b.wait_text("#calls-status", "Live").await;
+
+    // A call made through the API appears as it ends; a refused one links its code.
+    let said = api(
+        reqwest::Method::POST,
+        format!("{url}/v1/call"),
+        AGENT,
+        Some(json!({"tool": "echo:say", "args": {"text": "<b>secret-arg</b>"}})),
+    )
+    .await;
+    assert_eq!(said["code"], 0, "{said}");
+    b.wait_text("#calls tbody tr td.tool", "echo:say").await;
+    assert_eq!(b.text("#calls tbody tr td.tenant").await, "agent");
+    let unknown = api(
+        reqwest::Method::POST,
+        format!("{url}/v1/call"),
+        AGENT,
+        Some(json!({"tool": "echo:nope", "args": {}})),
+    )
+    .await;
+    let code = unknown["code"].as_u64().expect("a code");
+    assert_ne!(code, 0);
+    b.wait_text("#calls tbody tr.failed td.code", &code.to_string())
+        .await;
+    let page = b.client.source().await.unwrap();
+    assert!(!page.contains("secret-arg"), "arguments are never shown");
+    b.shot("live-calls").await;
+
+    // The filter hides what does not match (an unresolved tool is `-`, as in the audit
+    // line: a name no backend has is the caller's text); the code links to the code table.
+    b.one("#calls-filter")
+        .await
+        .send_keys(&code.to_string())
+        .await
+        .unwrap();
+    let shown = b
+        .client
+        .execute(
+            "return Array.from(document.querySelectorAll('#calls tbody tr')).filter(r => !r.hidden).map(r => r.querySelector('td.tool').textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(shown, json!(["-"]));
+    b.one("#calls tbody tr.failed td.code a")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.wait_for_path("/console/codes").await;
+    b.one(&format!("tr#code-{code}")).await;
+
+    // A read token's page shows only its own tenant's calls: the agent's are not there.
+    b.open(&format!("{url}/console")).await;
+    b.press("#logout", false).await;
+    sign_in(&b, &url, VIEWER).await;
+    b.open(&format!("{url}/console/calls")).await;
+    b.wait_text("#calls-status", "Live").await;
+    api(
+        reqwest::Method::POST,
+        format!("{url}/v1/call"),
+        AGENT,
+        Some(json!({"tool": "echo:say", "args": {"text": "again"}})),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        b.all("#calls tbody tr").await.is_empty(),
+        "another tenant's call"
+    );
+    // Without a console session the stream answers nothing.
+    let stream = http()
+        .get(format!("{url}/console/calls/stream"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 401);
+    b.close().await;
 }

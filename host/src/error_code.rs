@@ -121,6 +121,10 @@ impl Code {
             Code::Internal => "internal error",
         }
     }
+    /// Every code of the table, in its order.
+    pub fn all() -> impl Iterator<Item = Code> {
+        TABLE.iter().map(|(c, _, _)| *c)
+    }
     /// The code with this number, if it is in the table.
     pub fn from_u32(n: u32) -> Option<Code> {
         TABLE.iter().find(|(_, v, _)| *v == n).map(|(c, _, _)| *c)

@@ -68,6 +68,8 @@ pub struct Wharf {
     preview_addr: std::sync::OnceLock<std::net::SocketAddr>,
     /// The sandbox containers previews and terminals found.
     sandbox_targets: session_sandbox::SandboxTargets,
+    /// Tool calls as they end, for whoever watches (the console's live view).
+    live_calls: crate::live_calls::LiveCalls,
     /// Slots of the terminals open on this host.
     terminal_slots: Arc<tokio::sync::Semaphore>,
     /// The host's preview key, once read from the store.
@@ -185,6 +187,7 @@ impl Wharf {
             myself: myself.clone(),
             preview_addr: std::sync::OnceLock::new(),
             sandbox_targets: session_sandbox::SandboxTargets::default(),
+            live_calls: crate::live_calls::LiveCalls::default(),
             terminal_slots: Arc::new(tokio::sync::Semaphore::new(terminals::MAX_TERMINALS)),
             preview_key: tokio::sync::OnceCell::new(),
         });

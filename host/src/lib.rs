@@ -24,6 +24,7 @@ pub mod error_code;
 pub mod front_door;
 pub mod hot_reload;
 pub mod imports;
+pub mod live_calls;
 pub mod metrics;
 pub mod oci;
 pub mod policy;

@@ -289,6 +289,12 @@ fn main() {
         }
         return;
     }
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("terminal") && docker_ready() {
+        for (k, v) in &rt.block_on(sandbox::run_terminal()) {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
     if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("egress") && docker_ready() {
         for (k, v) in &rt.block_on(sandbox::run_egress()) {
             println!("| {k} | {v} |");

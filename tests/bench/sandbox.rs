@@ -13,6 +13,8 @@
 //!   beside runc, a gVisor warm-pool hit (see `sandbox/isolation.rs`; only with gVisor);
 //! - previews: a small GET through the preview listener vs the container's own address
 //!   (see `sandbox/preview.rs`);
+//! - terminals: a keystroke's echo over the terminal's WebSocket beside a `run_command`
+//!   (see `sandbox/terminal.rs`);
 //! - egress: a 100 MB download and small requests through the egress proxy vs an open
 //!   network (see `sandbox/egress.rs`);
 //! - pause and resume vs `docker pause` / `unpause`, and a paused session's first command
@@ -26,6 +28,7 @@ mod egress;
 mod isolation;
 mod pause;
 mod preview;
+mod terminal;
 mod warm;
 
 use serde_json::{Value, json};
@@ -300,6 +303,12 @@ pub async fn run_agent(seconds: u32) -> Figures {
 pub async fn run_preview() -> Vec<(String, String)> {
     let mut cleanup = Cleanup::default();
     preview::rows(&mut cleanup).await
+}
+
+/// Only the terminal rows (`WHARF_BENCH_ONLY=terminal`).
+pub async fn run_terminal() -> Vec<(String, String)> {
+    let mut cleanup = Cleanup::default();
+    terminal::rows(&mut cleanup).await
 }
 
 /// Only the egress rows (`WHARF_BENCH_ONLY=egress`).

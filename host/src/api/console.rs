@@ -20,6 +20,7 @@
 mod actions;
 mod assets;
 mod backends_page;
+mod calls_page;
 mod logins;
 mod pages;
 mod sign_in;
@@ -88,6 +89,10 @@ pub fn router(wharf: &Arc<Wharf>, authenticator: &Arc<Authenticator>) -> Router<
         .route("/console/logout", post(sign_in::logout))
         .route("/console/backends/{action}", post(actions::backend))
         .route("/console/sessions/end", post(actions::end_session))
+        .route("/console/calls", get(calls_page::page))
+        .route("/console/calls/stream", get(calls_page::stream))
+        .route("/console/calls.js", get(calls_page::script))
+        .route("/console/codes", get(calls_page::codes))
         .route("/console/sessions/terminal", get(terminal_page::page))
         .route(
             "/console/sessions/terminal-ticket",

@@ -84,6 +84,20 @@ pub(super) struct CallLine<'a> {
 }
 
 impl CallLine<'_> {
+    /// The call as the live view shows it: this line's fields, never the arguments.
+    pub(super) fn live(&self) -> crate::live_calls::LiveCall {
+        crate::live_calls::LiveCall {
+            at_ms: crate::clock::now_ms(),
+            tenant: self.tenant.to_string(),
+            tool: self.tool.to_string(),
+            backend: self.backend.to_string(),
+            session: self.session.to_string(),
+            code: self.code,
+            duration_ms: self.duration_ms,
+            refused: self.refused.to_string(),
+        }
+    }
+
     /// To the audit sink, built by its writer (the call pays for copies of the fields, not
     /// for redacting and formatting them), or as a tracing event when no sink runs.
     pub(super) fn write(&self, args: AuditArgs) {

@@ -168,8 +168,15 @@ impl Wharf {
             trace_id: trace_id.as_deref().unwrap_or("-"),
         };
         line.write(args);
+        self.live_calls.publish(|| line.live());
         self.metrics.record_call(backend, tool, code, elapsed);
         outcome
+    }
+
+    /// A watcher of the tool calls as they end (the console's live view), or `None` when
+    /// [`crate::live_calls::MAX_LIVE_WATCHERS`] already watch.
+    pub fn watch_calls(&self) -> Option<crate::live_calls::LiveWatch> {
+        self.live_calls.watch()
     }
 
     /// Counts a call for its tenant; the quota that refused it (for the audit line), or `-`.

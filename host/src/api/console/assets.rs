@@ -64,6 +64,8 @@ td.key, td.sandbox, td.reason { overflow-wrap: anywhere; }
 form.action { display: inline; margin: .3em 0; }
 button { cursor: pointer; }
 form.login { display: grid; gap: .5em; max-width: 24em; }
+#calls tr.failed td.code a { color: #a01818; font-weight: bold; }
+#calls-filter { min-width: 24em; }
 #terminal-screen { height: 30em; max-height: none; background: #101418; color: #e3e6ea; white-space: pre-wrap; }
 #terminal-line { display: flex; gap: .5em; }
 #terminal-input { flex: 1; font-family: monospace; }

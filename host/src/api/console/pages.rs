@@ -62,6 +62,7 @@ pub fn layout(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
                         nav {
                             a href="/console" { "Backends" }
                             a href="/console/sessions" { "Sessions" }
+                            a href="/console/calls" { "Calls" }
                         }
                         span.who {
                             "Signed in as " strong { (viewer.caller.name) }
