@@ -602,3 +602,65 @@ async fn live_calls_in_a_real_browser() {
     assert_eq!(stream.status(), 401);
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tenants_and_their_refusals_in_a_real_browser() {
+    let Some((chromium, chromedriver)) = browser::installed() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path());
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("[quotas.tokens.agent]\ncalls_per_second = 1\nburst = 1\nsessions = 5\n");
+    std::fs::write(&path, text).unwrap();
+    let host = WharfProcess::start(&path);
+    let url = host.url.clone();
+    // The agent's second call within the second is refused by its rate.
+    let mut codes = Vec::new();
+    for _ in 0..3 {
+        let reply = api(
+            reqwest::Method::POST,
+            format!("{url}/v1/call"),
+            AGENT,
+            Some(json!({"tool": "echo:say", "args": {"text": "hi"}})),
+        )
+        .await;
+        codes.push(reply["code"].as_u64().unwrap());
+    }
+    assert!(codes.contains(&4290), "{codes:?}");
+    let quotas = api(
+        reqwest::Method::GET,
+        format!("{url}/v1/quotas"),
+        AGENT,
+        None,
+    )
+    .await;
+    assert!(
+        quotas["data"]["refused_last_15_minutes"]["calls_per_second"]
+            .as_u64()
+            .is_some_and(|n| n >= 1),
+        "{quotas}"
+    );
+
+    let b = Browser::start(&chromium, &chromedriver).await;
+    sign_in(&b, &url, ADMIN).await;
+    b.open(&format!("{url}/console/tenants")).await;
+    let agent = "tr[data-tenant=\"agent\"]";
+    b.shot("tenants").await;
+    let limits = b.text(&format!("{agent} td.limits")).await;
+    assert!(limits.contains("calls_per_second: 1"), "{limits}");
+    assert!(
+        b.text(&format!("{agent} td.refused"))
+            .await
+            .contains("calls_per_second:")
+    );
+    // Every token's tenant is listed for an admin.
+    b.one("tr[data-tenant=\"viewer\"]").await;
+    // A read token sees its own tenant only.
+    b.press("#logout", false).await;
+    sign_in(&b, &url, VIEWER).await;
+    b.open(&format!("{url}/console/tenants")).await;
+    b.one("tr[data-tenant=\"viewer\"]").await;
+    assert!(b.all(agent).await.is_empty(), "another tenant's quotas");
+    b.close().await;
+}

@@ -4,6 +4,7 @@
 //! The recorder sits at the bottom: it imports none of what it measures.
 
 mod labels;
+mod recent_refusals;
 mod scrape;
 mod series_cache;
 mod tenants;

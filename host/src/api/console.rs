@@ -24,6 +24,7 @@ mod calls_page;
 mod logins;
 mod pages;
 mod sign_in;
+mod tenants_page;
 mod terminal_page;
 
 use crate::api::auth::{Authenticator, Caller};
@@ -93,6 +94,7 @@ pub fn router(wharf: &Arc<Wharf>, authenticator: &Arc<Authenticator>) -> Router<
         .route("/console/calls/stream", get(calls_page::stream))
         .route("/console/calls.js", get(calls_page::script))
         .route("/console/codes", get(calls_page::codes))
+        .route("/console/tenants", get(tenants_page::page))
         .route("/console/sessions/terminal", get(terminal_page::page))
         .route(
             "/console/sessions/terminal-ticket",

@@ -39,7 +39,16 @@ impl Wharf {
         let mut reports = Vec::with_capacity(tenants.len());
         for tenant in &tenants {
             let sessions = store.count_sessions(tenant, None).await?;
-            reports.push(quotas.report(tenant, &backends, sessions));
+            let mut report = quotas.report(tenant, &backends, sessions);
+            let refused: serde_json::Map<String, Value> = self
+                .metrics
+                .tenants
+                .recent_refusals(tenant)
+                .into_iter()
+                .map(|(limit, n)| (limit, json!(n)))
+                .collect();
+            report["refused_last_15_minutes"] = Value::Object(refused);
+            reports.push(report);
         }
         Ok(match view {
             Tenant::Own(_) => reports.pop().unwrap_or(Value::Null),

@@ -37,6 +37,7 @@ pub struct TenantMetrics {
     containers: Family<TenantLabels, Gauge>,
     snapshots: Family<TenantLabels, Gauge>,
     snapshot_bytes: Family<TenantLabels, Gauge>,
+    recent_refusals: super::recent_refusals::RecentRefusals,
 }
 
 impl TenantMetrics {
@@ -52,6 +53,7 @@ impl TenantMetrics {
             containers: Family::default(),
             snapshots: Family::default(),
             snapshot_bytes: Family::default(),
+            recent_refusals: Default::default(),
         };
         registry.register(
             "wharf_tenant_calls",
@@ -116,6 +118,13 @@ impl TenantMetrics {
             },
             |refusals| refusals.inc(),
         );
+        self.recent_refusals
+            .record(tenant, limit, crate::clock::now_ms());
+    }
+
+    /// `tenant`'s refusals of the last 15 minutes, by limit.
+    pub fn recent_refusals(&self, tenant: &str) -> Vec<(String, u64)> {
+        self.recent_refusals.of(tenant, crate::clock::now_ms())
     }
 
     /// How long one call of `tenant` waited for an instance.

@@ -63,6 +63,7 @@ pub fn layout(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
                             a href="/console" { "Backends" }
                             a href="/console/sessions" { "Sessions" }
                             a href="/console/calls" { "Calls" }
+                            a href="/console/tenants" { "Tenants" }
                         }
                         span.who {
                             "Signed in as " strong { (viewer.caller.name) }
