@@ -18,7 +18,7 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use table::{Body, OPERATIONS, Operation, Reply};
+use table::{Body, OPERATIONS, Operation, ParamKind, Reply};
 
 /// A generator that puts every named schema under `#/components/schemas`.
 fn generator(settings: SchemaSettings) -> SchemaGenerator {
@@ -171,8 +171,15 @@ fn operation(
     let mut parameters: Vec<Value> = path_parameters(op.path).collect();
     for (location, params) in [("query", op.query), ("header", op.headers)] {
         parameters.extend(params.iter().map(|p| {
+            let schema = match p.kind {
+                ParamKind::Text => json!({"type": "string"}),
+                ParamKind::TextUpTo(most) => json!({"type": "string", "maxLength": most}),
+                ParamKind::Integer { min, max } => {
+                    json!({"type": "integer", "minimum": min, "maximum": max})
+                }
+            };
             json!({"name": p.name, "in": location, "required": p.required,
-                   "description": p.description, "schema": {"type": "string"}})
+                   "description": p.description, "schema": schema})
         }));
     }
     let mut operation = json!({

@@ -130,7 +130,10 @@ async fn upgrade(wharf: &Arc<Wharf>, id: &str, request: Request) -> Result<Respo
             permitted_session(wharf, &caller, id).await?;
             Some(caller)
         }
-        (Err(_), Some(_)) => None,
+        (Err(_), Some(ticket)) => {
+            wharf.check_terminal_ticket(id, ticket).await?;
+            None
+        }
         (Err(refused), None) => return Err(refused),
     };
     let ws = WebSocketUpgrade::from_request_parts(&mut parts, &())

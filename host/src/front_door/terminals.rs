@@ -293,6 +293,19 @@ impl Wharf {
         })
     }
 
+    /// Whether `presented` is a ticket for `session_id` now (its signature and expiry; not
+    /// whether it was used): 4010 otherwise. A request with a ticket is checked this far
+    /// before anything else is asked of it.
+    pub async fn check_terminal_ticket(
+        &self,
+        session_id: &str,
+        presented: &str,
+    ) -> Result<ticket::Redeemable, WharfError> {
+        let key = self.preview_key().await?;
+        ticket::verify(key, session_id, presented, now_s())
+            .map_err(|e| WharfError::new(Code::Unauthorized, e.to_string()))
+    }
+
     /// Accepts a ticket for `session_id` once: its signature and expiry, then its nonce's
     /// row (a second use finds the row). Expired rows of the session go as new ones come.
     async fn redeem_terminal_ticket(
@@ -301,9 +314,7 @@ impl Wharf {
         presented: &str,
     ) -> Result<(), WharfError> {
         let refused = |why: String| WharfError::new(Code::Unauthorized, why);
-        let key = self.preview_key().await?;
-        let redeemable = ticket::verify(key, session_id, presented, now_s())
-            .map_err(|e| refused(e.to_string()))?;
+        let redeemable = self.check_terminal_ticket(session_id, presented).await?;
         let kv = &self.services.kv;
         let scope = KvScope::Session(session_id.to_string());
         let fresh = kv

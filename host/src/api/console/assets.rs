@@ -71,7 +71,8 @@ form.login { display: grid; gap: .5em; max-width: 24em; }
 #terminal-input { flex: 1; font-family: monospace; }
 "#;
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
+/// An embedded asset's answer.
+pub(super) fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
         [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
         body,

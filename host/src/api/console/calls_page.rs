@@ -185,12 +185,5 @@ const SCRIPT: &str = r#""use strict";
 
 /// `GET /console/calls.js`.
 pub async fn script() -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/javascript; charset=utf-8"),
-        )],
-        SCRIPT,
-    )
-        .into_response()
+    super::assets::asset("text/javascript; charset=utf-8", SCRIPT)
 }

@@ -12,7 +12,7 @@ use crate::error_code::WharfError;
 use axum::Json;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
@@ -195,12 +195,5 @@ const SCRIPT: &str = r#""use strict";
 
 /// `GET /console/terminal.js`.
 pub async fn script() -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/javascript; charset=utf-8"),
-        )],
-        SCRIPT,
-    )
-        .into_response()
+    super::assets::asset("text/javascript; charset=utf-8", SCRIPT)
 }

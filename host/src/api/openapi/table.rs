@@ -99,6 +99,19 @@ pub(super) struct Param {
     pub(super) name: &'static str,
     pub(super) required: bool,
     pub(super) description: &'static str,
+    /// What its value is.
+    pub(super) kind: ParamKind,
+}
+
+/// The value a parameter takes.
+#[derive(Clone, Copy)]
+pub(super) enum ParamKind {
+    /// Any text.
+    Text,
+    /// Text of at most this many characters.
+    TextUpTo(u64),
+    /// A whole number in this range.
+    Integer { min: u64, max: u64 },
 }
 
 /// What a request carries.
@@ -152,5 +165,13 @@ const fn param(name: &'static str, required: bool, description: &'static str) ->
         name,
         required,
         description,
+        kind: ParamKind::Text,
+    }
+}
+
+impl Param {
+    const fn kind(mut self, kind: ParamKind) -> Self {
+        self.kind = kind;
+        self
     }
 }

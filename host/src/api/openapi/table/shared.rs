@@ -3,7 +3,7 @@
 //! transport can answer, and the parameters of MCP, a sandbox's files and the
 //! compatibility API's session lists.
 
-use super::{Param, param};
+use super::{Param, ParamKind, param};
 use crate::error_code::Code::{self, *};
 
 /// A tool call: the host's refusals, the backend's own codes, and what running costs.
@@ -102,18 +102,20 @@ pub(super) const TERMINAL_QUERY: &[Param] = &[
         false,
         "A single-use ticket from POST /v1/sessions/{id}/terminal/tickets, for a client that cannot send Authorization (a browser's WebSocket); not read when the request has a valid token",
     ),
-    param("cols", false, "Columns, 1-1000 (default 80)"),
-    param("rows", false, "Rows, 1-1000 (default 24)"),
+    param("cols", false, "Columns, 1-1000 (default 80)").kind(ParamKind::Integer { min: 1, max: 1000 }),
+    param("rows", false, "Rows, 1-1000 (default 24)").kind(ParamKind::Integer { min: 1, max: 1000 }),
     param(
         "pid",
         false,
         "Attach to this terminal process of the session's (its output of the last 64 KiB first) instead of starting one; it keeps running when the socket closes",
-    ),
+    )
+    .kind(ParamKind::Integer { min: 0, max: 4294967295 }),
     param(
         "command",
         false,
-        "A command line to run on the new terminal instead of the shell (at most 4096 bytes); it is hung up (SIGHUP) when the socket closes",
-    ),
+        "A command line to run on the new terminal instead of the shell (at most 4096 bytes, no NUL); it is hung up (SIGHUP) when the socket closes",
+    )
+    .kind(ParamKind::TextUpTo(1024)),
 ];
 /// A preview URL minted.
 pub(super) const PREVIEWS: &[Code] = &[
