@@ -313,7 +313,6 @@ impl Wharf {
         session_id: &str,
         presented: &str,
     ) -> Result<(), WharfError> {
-        let refused = |why: String| WharfError::new(Code::Unauthorized, why);
         let redeemable = self.check_terminal_ticket(session_id, presented).await?;
         let kv = &self.services.kv;
         let scope = KvScope::Session(session_id.to_string());
@@ -321,7 +320,10 @@ impl Wharf {
             .insert_if_absent(PREVIEW_KV_OWNER, &scope, &redeemable.row_key(), b"1")
             .await?;
         if !fresh {
-            return Err(refused("the terminal ticket was already used".to_string()));
+            return Err(WharfError::new(
+                Code::Unauthorized,
+                "the terminal ticket was already used",
+            ));
         }
         let rows = kv
             .keys(PREVIEW_KV_OWNER, &scope, ticket::REDEEMED_PREFIX)
