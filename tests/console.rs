@@ -228,6 +228,53 @@ async fn the_console_in_a_real_browser() {
     b.client.refresh().await.unwrap();
     b.one("table.rejected tr[data-backend=\"broken\"]").await;
 
+    // A component uploaded from the page's form serves; a file that is no component is
+    // refused with its reason, and an upload without the CSRF header is refused.
+    let wasm_file = dir.path().join("echo.wasm");
+    std::fs::write(&wasm_file, wharf::bundled::wasm("echo").unwrap()).unwrap();
+    let junk_file = dir.path().join("junk.wasm");
+    std::fs::write(&junk_file, "<script>not a component</script>").unwrap();
+    b.one("#upload-name")
+        .await
+        .send_keys("uploaded")
+        .await
+        .unwrap();
+    b.one("#upload-file")
+        .await
+        .send_keys(junk_file.to_str().unwrap())
+        .await
+        .unwrap();
+    b.one("#upload-button").await.click().await.unwrap();
+    b.wait_text("#upload-result", "Refused (").await;
+    b.one("#upload-file")
+        .await
+        .send_keys(wasm_file.to_str().unwrap())
+        .await
+        .unwrap();
+    b.one("#upload-button").await.click().await.unwrap();
+    b.wait_text("#upload-result", "now serves").await;
+    b.wait_text("section[data-backend=\"uploaded\"]", "uploaded:say")
+        .await;
+    let said = api(
+        reqwest::Method::POST,
+        format!("{url}/v1/call"),
+        AGENT,
+        Some(json!({"tool": "uploaded:say", "args": {"text": "hi"}})),
+    )
+    .await;
+    assert_eq!(said["code"], 0, "{said}");
+    let unsigned = http()
+        .post(format!("{url}/console/backends/upload?name=sneaky"))
+        .header("cookie", format!("wharf_console={admin_cookie}"))
+        .header("content-type", "application/octet-stream")
+        .body(wharf::bundled::wasm("echo").unwrap().to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), 403);
+    let tools = api(reqwest::Method::GET, format!("{url}/v1/tools"), AGENT, None).await;
+    assert!(!tools.to_string().contains("sneaky:"), "nothing was loaded");
+
     // An escalating upgrade shows what it adds; Approve makes it serve.
     let held = upload(&host, "tool", "probe").await;
     assert_eq!(held["data"]["state"], "pending", "{held}");
@@ -439,7 +486,7 @@ fn terminal_config(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_sessions_terminal_in_a_real_browser() {
+async fn a_sessions_terminal_and_files_in_a_real_browser() {
     let Some((chromium, chromedriver)) = browser::installed() else {
         return;
     };
@@ -501,13 +548,105 @@ async fn a_sessions_terminal_in_a_real_browser() {
     b.open(&format!("http://localhost:{attacker}/")).await;
     b.wait_text("#r", "refused").await;
 
-    // A read token gets no terminal.
+    // Files: browsed from the sessions page, a directory at a time, each file downloadable;
+    // a name the sandbox chose stays text.
+    let xss_name = "<img src=x onerror=window.__pwned=3>.txt";
+    for (path, content) in [
+        ("/work/notes.txt", "hello files"),
+        (&*format!("/work/{xss_name}"), "x"),
+    ] {
+        let put = http()
+            .put(format!("{url}/v1/sessions/{id}/files"))
+            .query(&[("path", path)])
+            .bearer_auth(ADMIN)
+            .header("content-type", "application/octet-stream")
+            .body(content.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(put.status(), 200, "{}", put.text().await.unwrap());
+    }
+    b.open(&format!("{url}/console/sessions")).await;
+    b.one(&format!("tr[data-session=\"{id}\"] a.files"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.wait_for_path("/console/sessions/files").await;
+    b.one("tr[data-name=\"work\"] a.dir")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.wait_text("#files-path", "/work").await;
+    assert_eq!(b.text("tr[data-name=\"notes.txt\"] td.size").await, "11");
+    assert_eq!(
+        b.text(&format!("tr[data-name=\"{xss_name}\"] td.name"))
+            .await,
+        xss_name
+    );
+    let pwned = b
+        .client
+        .execute("return window.__pwned === undefined;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(pwned, json!(true), "a sandbox's file name ran as markup");
+    b.shot("files").await;
+    let href = b
+        .one("tr[data-name=\"notes.txt\"] a.download")
+        .await
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let got = http()
+        .get(format!("{url}{href}"))
+        .header("cookie", format!("wharf_console={admin_cookie}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(
+        got.headers()["content-disposition"],
+        "attachment; filename=\"notes.txt\""
+    );
+    assert_eq!(got.text().await.unwrap(), "hello files");
+    // A relative path, a file as a directory, and an unknown session are refused.
+    for (query, status) in [
+        (format!("id={id}&path=work"), 400),
+        (format!("id={id}&path=%2Fwork%2Fnotes.txt"), 400),
+        ("id=no-such-session&path=%2F".to_string(), 404),
+    ] {
+        let reply = http()
+            .get(format!("{url}/console/sessions/files?{query}"))
+            .header("cookie", format!("wharf_console={admin_cookie}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), status, "{query}");
+    }
+
+    // A read token gets no terminal and no files.
     b.open(&format!("{url}/console")).await;
     b.press("#logout", false).await;
     sign_in(&b, &url, VIEWER).await;
     b.open(&format!("{url}/console/sessions/terminal?id={id}"))
         .await;
     assert!(b.client.source().await.unwrap().contains("Admins only"));
+    b.open(&format!("{url}/console/sessions")).await;
+    assert!(
+        b.all("a.files").await.is_empty(),
+        "a read token's Files link"
+    );
+    b.open(&format!("{url}/console/sessions/files?id={id}"))
+        .await;
+    assert!(
+        b.client
+            .source()
+            .await
+            .unwrap()
+            .contains("lacks the `call` scope")
+    );
     b.close().await;
     wharf_integration_tests::remove_backend_containers("box");
 }
@@ -574,6 +713,38 @@ async fn live_calls_in_a_real_browser() {
         .unwrap();
     b.wait_for_path("/console/codes").await;
     b.one(&format!("tr#code-{code}")).await;
+
+    // Health: the calls above, per backend, as charts of the last 15 minutes.
+    for _ in 0..20 {
+        api(
+            reqwest::Method::POST,
+            format!("{url}/v1/call"),
+            AGENT,
+            Some(json!({"tool": "echo:say", "args": {"text": "load"}})),
+        )
+        .await;
+    }
+    b.open(&format!("{url}/console/health")).await;
+    let echo = "table.health tr[data-backend=\"echo\"]";
+    let rate = b.text(&format!("{echo} td.rate .now")).await;
+    let per_second: f64 = rate.trim_end_matches(" calls/s").parse().unwrap();
+    assert!(per_second > 0.0, "{rate}");
+    assert!(
+        b.text(&format!("{echo} td.p50 .now"))
+            .await
+            .ends_with(" ms")
+    );
+    assert!(
+        b.text(&format!("{echo} td.p99 .now"))
+            .await
+            .ends_with(" ms")
+    );
+    assert_eq!(
+        b.all(&format!("{echo} svg polyline")).await.len(),
+        4,
+        "a chart per figure"
+    );
+    b.shot("health").await;
 
     // A read token's page shows only its own tenant's calls: the agent's are not there.
     b.open(&format!("{url}/console")).await;

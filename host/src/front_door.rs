@@ -15,6 +15,7 @@ mod invocation;
 mod oci_load;
 mod previews;
 mod quota_routes;
+mod sandbox_listing;
 mod sandbox_transfer;
 mod scrape;
 mod session_pauses;
@@ -30,6 +31,7 @@ pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool};
 pub use console_views::GrantLine;
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
 pub use previews::{DEFAULT_PREVIEW_TTL_SECONDS, PreviewAccess, PreviewLink};
+pub use sandbox_listing::{EntryKind, MAX_ENTRIES, SandboxEntry, SandboxListing};
 pub use sandbox_transfer::SandboxTransfer;
 pub use session_routes::SessionRequest;
 pub use terminals::{

@@ -4,12 +4,14 @@
 //! The recorder sits at the bottom: it imports none of what it measures.
 
 mod labels;
+mod recent_health;
 mod recent_refusals;
 mod scrape;
 mod series_cache;
 mod tenants;
 mod warm_pool;
 
+pub use recent_health::{BackendHealth, HealthPoint, INTERVAL_SECONDS, WINDOW_SECONDS};
 pub use scrape::{PoolCounts, Scrape};
 pub use tenants::TenantMetrics;
 pub use warm_pool::WarmPoolMetrics;
@@ -74,6 +76,8 @@ pub struct Metrics {
     audit_dropped: Counter,
     warm_pool: WarmPoolMetrics,
     scrape: std::sync::Mutex<()>,
+    /// Each backend's calls of the last minutes (the console's Health page).
+    health: recent_health::RecentHealth,
     /// Per-tenant series (quotas).
     pub tenants: TenantMetrics,
 }
@@ -189,6 +193,7 @@ impl Metrics {
             audit_dropped,
             warm_pool,
             scrape: std::sync::Mutex::new(()),
+            health: recent_health::RecentHealth::default(),
         }
     }
 
@@ -215,6 +220,14 @@ impl Metrics {
             },
             |duration| duration.observe(took.as_secs_f64()),
         );
+        self.health
+            .record(backend, code != 0, took, crate::clock::now_ms());
+    }
+
+    /// Each backend's calls/s, error rate, p50 and p99 over the last
+    /// [`WINDOW_SECONDS`], by backend name.
+    pub fn recent_health(&self) -> Vec<BackendHealth> {
+        self.health.charts(crate::clock::now_ms())
     }
 
     /// Records one host import call and passes its answer through (a trap or a guest

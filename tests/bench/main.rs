@@ -12,6 +12,7 @@
 //!
 //! Run with `scripts/bench` (it builds this example and installs wrk if missing).
 
+mod console;
 mod mcp;
 mod mcp_bridge;
 mod sandbox;
@@ -315,6 +316,22 @@ fn main() {
             for (k, v) in &rt.block_on(mcp_bridge::run_bridge_stdio(seconds)) {
                 println!("| {k} | {v} |");
             }
+        }
+        return;
+    }
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("console") {
+        for (k, v) in &rt.block_on(console::run_console_pages()) {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
+    if std::env::var("WHARF_BENCH_ONLY").as_deref() == Ok("live_soak") {
+        let minutes = std::env::var("BENCH_MINUTES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60);
+        for (k, v) in &rt.block_on(console::run_live_soak(minutes)) {
+            println!("| {k} | {v} |");
         }
         return;
     }

@@ -205,6 +205,35 @@ async fn an_escalating_upgrade_waits_for_approval() {
         "{entry}"
     );
 
+    // Rejected over REST: the running version keeps serving, nothing waits any more.
+    let (status, _) = admin_post(&host, "/v1/admin/backends/tool/reject", Some(AGENT)).await;
+    assert_eq!(status, 403);
+    let (status, _) = admin_post(&host, "/v1/admin/backends/tool/reject", None).await;
+    assert_eq!(status, 401);
+    let (_, body) = admin_post(&host, "/v1/admin/backends/tool/reject", Some(ADMIN)).await;
+    assert_eq!(body["code"], 0, "{body}");
+    assert_eq!(body["data"]["rejected"]["declared_name"], "probe", "{body}");
+    let listed = backends_as(&host, AGENT).await;
+    let entry = &listed["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "tool")
+        .unwrap()["pending"];
+    assert!(entry.is_null(), "nothing waits after the reject: {entry}");
+    let (_, reply) = call_as(&host, AGENT, "tool:say", json!({"text": "kept"})).await;
+    assert_eq!(
+        reply["code"], 0,
+        "the running version still serves: {reply}"
+    );
+    let (_, body) = admin_post(&host, "/v1/admin/backends/tool/reject", Some(ADMIN)).await;
+    assert_eq!(body["code"], 4002, "nothing left to reject: {body}");
+    let (_, body) = admin_post(&host, "/v1/admin/backends/ghost/reject", Some(ADMIN)).await;
+    assert_eq!(body["code"], 4002, "no such backend: {body}");
+
+    // Uploaded again, and this time approved.
+    let (_, body) = put_wasm(&host, "tool", wasm("probe"), Some(ADMIN)).await;
+    assert_eq!(body["data"]["state"], "pending", "{body}");
     let (status, _) = admin_post(&host, "/v1/admin/backends/tool/approve", Some(AGENT)).await;
     assert_eq!(status, 403);
     let (_, body) = admin_post(&host, "/v1/admin/backends/tool/approve", Some(ADMIN)).await;

@@ -8,6 +8,8 @@
 //! - `DELETE /v1/admin/backends/{name}`: drain and unload (and forget a kept upload);
 //!   calls then answer 5011.
 //! - `POST /v1/admin/backends/{name}/approve`: activate the pending upgrade.
+//! - `POST /v1/admin/backends/{name}/reject`: drop the pending upgrade; the running
+//!   version keeps serving.
 //!
 //! What `/v1/backends` shows of the lifecycle (`last_error`, `pending`, `rejected`) is in
 //! `api/backends`.
@@ -15,7 +17,7 @@
 use crate::api::auth::Caller;
 use crate::api::backends::backend_entry;
 use crate::api::envelope::{Envelope, RequestClock};
-use crate::config::{BackendConfig, TokenScope};
+use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallPlace, Deployment, Wharf};
 use axum::Router;
@@ -37,6 +39,7 @@ pub fn router(wharf: &Wharf) -> Router<Arc<Wharf>> {
     Router::new()
         .route("/v1/admin/backends/{name}", put(upload).delete(unload))
         .route("/v1/admin/backends/{name}/approve", post(approve))
+        .route("/v1/admin/backends/{name}/reject", post(reject))
         .route_layer(crate::api::json_body::require_octets())
 }
 
@@ -62,7 +65,7 @@ fn too_large() -> WharfError {
 }
 
 /// Reads the upload, refusing more than [`MAX_UPLOAD_BYTES`] (4013).
-async fn read_upload(request: Request) -> Result<Vec<u8>, WharfError> {
+pub(crate) async fn read_upload(request: Request) -> Result<Vec<u8>, WharfError> {
     let declared = request
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)
@@ -104,16 +107,9 @@ async fn upload(
         caller.require(TokenScope::Admin)?;
         let Query(query) = query.map_err(|e| WharfError::invalid_request(e.body_text()))?;
         let wasm = read_upload(request).await?;
-        // The backend keeps its settings; a pin in them was for the file it was loaded
-        // from, so the upload is checked against `?sha256=` only.
-        let mut config = wharf
-            .backend_config(&name)
-            .unwrap_or_else(|| BackendConfig::at(format!("upload:{name}")));
-        config.sha256 = query.sha256;
-        config.oci_source = None;
         tracing::info!(backend = %name, bytes = wasm.len(), by = %caller.name, "component uploaded");
         // Kept in the data dir and loaded again at the next start.
-        match wharf.deploy_upload(&name, Arc::new(wasm), config).await? {
+        match wharf.upload_backend(&name, wasm, query.sha256).await? {
             Deployment::Active(backend) => Ok(backend_entry(&wharf, &backend)),
             Deployment::Pending(pending) => Ok(json!({
                 "name": name,
@@ -154,6 +150,22 @@ async fn approve(
         let backend = wharf.approve_backend(&name).await?;
         tracing::info!(backend = %name, version = %backend.version, by = %caller.name, "upgrade approved");
         Ok(backend_entry(&wharf, &backend))
+    }
+    .await;
+    reply(&clock, &name, result)
+}
+
+async fn reject(
+    State(wharf): State<Arc<Wharf>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Envelope {
+    let clock = RequestClock::start();
+    let result = async {
+        caller.require(TokenScope::Admin)?;
+        let dropped = wharf.reject_upgrade(&name).await?;
+        tracing::info!(backend = %name, version = %dropped.version, by = %caller.name, "upgrade rejected");
+        Ok(json!({ "name": name, "rejected": dropped }))
     }
     .await;
     reply(&clock, &name, result)

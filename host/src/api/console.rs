@@ -21,6 +21,8 @@ mod actions;
 mod assets;
 mod backends_page;
 mod calls_page;
+mod files_page;
+mod health_page;
 mod logins;
 mod pages;
 mod sign_in;
@@ -88,6 +90,7 @@ pub fn router(wharf: &Arc<Wharf>, authenticator: &Arc<Authenticator>) -> Router<
         .route("/console/sessions", get(pages::sessions))
         .route("/console/login", get(sign_in::form).post(sign_in::login))
         .route("/console/logout", post(sign_in::logout))
+        .route("/console/backends/upload", post(actions::upload))
         .route("/console/backends/{action}", post(actions::backend))
         .route("/console/sessions/end", post(actions::end_session))
         .route("/console/calls", get(calls_page::page))
@@ -95,6 +98,12 @@ pub fn router(wharf: &Arc<Wharf>, authenticator: &Arc<Authenticator>) -> Router<
         .route("/console/calls.js", get(calls_page::script))
         .route("/console/codes", get(calls_page::codes))
         .route("/console/tenants", get(tenants_page::page))
+        .route("/console/health", get(health_page::page))
+        .route("/console/sessions/files", get(files_page::page))
+        .route(
+            "/console/sessions/files/download",
+            get(files_page::download),
+        )
         .route("/console/sessions/terminal", get(terminal_page::page))
         .route(
             "/console/sessions/terminal-ticket",

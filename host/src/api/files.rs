@@ -70,12 +70,22 @@ pub async fn download(
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    let size = match held.size(&q.path).await {
-        Ok(size) => size,
-        Err(e) => return failure(e),
-    };
+    match stream_file(&wharf, held, q.path).await {
+        Ok(response) => response.into_response(),
+        Err(e) => failure(e),
+    }
+}
+
+/// `path` out of a held sandbox as a streamed body with its `Content-Length` (the REST
+/// download, and the console's): the slices are read while the client takes them, under
+/// the session's turn, which `held` gives back when the stream ends or stalls.
+pub(crate) async fn stream_file(
+    wharf: &Wharf,
+    held: SandboxTransfer,
+    path: String,
+) -> Result<axum::http::Response<Body>, WharfError> {
+    let size = held.size(&path).await?;
     let slices = size.div_ceil(SLICE_BYTES);
-    let path = q.path.clone();
     let stall = std::time::Duration::from_millis(wharf.server().upload_read_timeout_ms);
     // The slices are read by a task of their own that holds the session's turn and hands
     // each slice over only when the client takes it: a client that stops reading ends the
@@ -121,7 +131,7 @@ pub async fn download(
         .header(axum::http::header::CONTENT_TYPE, "application/octet-stream")
         .header(axum::http::header::CONTENT_LENGTH, size)
         .body(Body::from_stream(stream))
-        .unwrap_or_else(|e| failure(WharfError::internal(e.to_string())))
+        .map_err(|e| WharfError::internal(e.to_string()))
 }
 
 /// Streams a request body into a file in the sandbox: the whole body is spooled first,

@@ -74,6 +74,13 @@ impl Wharf {
         Ok(summary)
     }
 
+    /// Drops the upgrade of `name` that waits for approval; the running version keeps
+    /// serving. 4002 when none waits.
+    pub async fn reject_upgrade(&self, name: &str) -> Result<PendingUpgrade, WharfError> {
+        let turn = self.registry.deploy_turn().await;
+        self.registry.reject(&turn, name).await
+    }
+
     /// Checks the backend's stored sessions with the (new) version's `discover`: the ones
     /// it rejects are removed, and their next use answers 4007 saying why.
     async fn recover_after_swap(&self, backend: &LoadedBackend, swapped: Swapped) {

@@ -1,10 +1,8 @@
 //! What the operator's console (`api/console`) needs of the host beyond what the REST
-//! routes use: rejecting a pending upgrade, and a backend's grants as plain lines (the
-//! grants' type is `policy`'s, which no adapter names).
+//! routes use: a backend's grants as plain lines (the grants' type is `policy`'s, which no
+//! adapter names).
 
 use super::Wharf;
-use crate::backend_status::PendingUpgrade;
-use crate::error_code::WharfError;
 
 /// One granted capability, as the console lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,13 +14,6 @@ pub struct GrantLine {
 }
 
 impl Wharf {
-    /// Drops the upgrade of `name` that waits for approval; the running version keeps
-    /// serving. 4002 when none waits.
-    pub async fn reject_upgrade(&self, name: &str) -> Result<PendingUpgrade, WharfError> {
-        let turn = self.registry.deploy_turn().await;
-        self.registry.reject(&turn, name).await
-    }
-
     /// The operator's grants of backend `name` (none for a name that is not loaded): what
     /// its imports may reach, the lists that are not empty and the container limits.
     /// Secrets by name only, never where they are read from.

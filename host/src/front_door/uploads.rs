@@ -73,9 +73,27 @@ impl Wharf {
             .collect()
     }
 
+    /// Loads or replaces backend `name` from an admin's upload (REST or the console),
+    /// keeping the backend's current settings (or none for a new name). A pin in them was
+    /// for the file the backend was loaded from, so the upload is checked against
+    /// `sha256` only.
+    pub async fn upload_backend(
+        &self,
+        name: &str,
+        wasm: Vec<u8>,
+        sha256: Option<String>,
+    ) -> Result<Deployment, WharfError> {
+        let mut config = self
+            .backend_config(name)
+            .unwrap_or_else(|| BackendConfig::at(format!("upload:{name}")));
+        config.sha256 = sha256;
+        config.oci_source = None;
+        self.deploy_upload(name, Arc::new(wasm), config).await
+    }
+
     /// Deploys an admin upload ([`Wharf::deploy`]) and keeps it for the next start once
     /// it serves.
-    pub async fn deploy_upload(
+    async fn deploy_upload(
         &self,
         name: &str,
         wasm: Arc<Vec<u8>>,

@@ -1,17 +1,19 @@
 //! The admin's actions from the console's forms: approve or reject a pending upgrade,
-//! unload a backend, end a session. Each needs the console session's CSRF token, an admin
-//! token and a backend the token's allowlist names, and goes through the same front-door
-//! methods as the admin and session routes; the answer is a redirect back to the page.
+//! unload a backend, upload a component, end a session. Each needs the console session's
+//! CSRF token, an admin token and a backend the token's allowlist names, and goes through
+//! the same front-door methods as the admin and session routes; the answer is a redirect
+//! back to the page (an upload, sent by the page's script, gets a line of text).
 
 use super::pages::refusal;
 use super::{Console, Viewer, see_other};
 use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
+use crate::front_door::Deployment;
 use axum::extract::rejection::FormRejection;
-use axum::extract::{Form, Path, State};
+use axum::extract::{Form, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -40,7 +42,17 @@ async fn admin(
             "The action was not sent as the console's form.",
         ));
     };
-    let viewer = console.form_viewer(headers, &form.csrf).await?;
+    let viewer = admin_viewer(console, headers, &form.csrf).await?;
+    Ok((viewer, form))
+}
+
+/// The viewer of a request carrying `csrf`, when it is an admin.
+async fn admin_viewer(
+    console: &Console,
+    headers: &HeaderMap,
+    csrf: &str,
+) -> Result<Viewer, Response> {
+    let viewer = console.form_viewer(headers, csrf).await?;
     if !viewer.admin() {
         return Err(refusal(
             StatusCode::FORBIDDEN,
@@ -48,18 +60,23 @@ async fn admin(
             "This token may look but not act: it has no `admin` scope.",
         ));
     }
-    Ok((viewer, form))
+    Ok(viewer)
 }
 
 /// An error of the front door as a page.
 fn failed(e: &WharfError) -> Response {
-    let status = match e.code {
+    refusal(status_of(e), "The action failed", &e.message)
+}
+
+/// The HTTP status of a front-door error on the console.
+fn status_of(e: &WharfError) -> StatusCode {
+    match e.code {
         Code::Forbidden => StatusCode::FORBIDDEN,
         Code::InvalidRequest | Code::InvalidInput => StatusCode::BAD_REQUEST,
+        Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         Code::SessionNotFound => StatusCode::NOT_FOUND,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    refusal(status, "The action failed", &e.message)
+    }
 }
 
 /// `POST /console/backends/{approve,reject,unload}` with `backend`.
@@ -128,4 +145,62 @@ pub async fn end_session(
         }
         Err(e) => failed(&e),
     }
+}
+
+/// The header an upload carries the page's CSRF token in (the body is the component).
+const CSRF_HEADER: &str = "x-wharf-csrf";
+
+/// `?name=` of an upload.
+#[derive(Deserialize)]
+pub struct UploadTo {
+    #[serde(default)]
+    name: String,
+}
+
+/// `POST /console/backends/upload?name=` with the `.wasm` as the body (the Backends page's
+/// script sends it, the CSRF token in `x-wharf-csrf`): loads or replaces backend `name`
+/// as `PUT /v1/admin/backends/{name}` does. Answers a line of text.
+pub async fn upload(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    Query(to): Query<UploadTo>,
+    request: Request,
+) -> Response {
+    let csrf = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let viewer = match admin_viewer(&console, &headers, csrf).await {
+        Ok(viewer) => viewer,
+        Err(refused) => return refused,
+    };
+    let name = to.name;
+    let done = async {
+        viewer.caller.require_tool(&name, None)?;
+        let wasm = crate::api::admin::read_upload(request).await?;
+        tracing::info!(backend = %name, bytes = wasm.len(), by = %viewer.caller.name, "console: component uploaded");
+        console.wharf.upload_backend(&name, wasm, None).await
+    }
+    .await;
+    let (status, line) = match done {
+        Ok(Deployment::Active(b)) => (
+            StatusCode::OK,
+            format!(
+                "Backend `{name}` now serves version {} ({}).",
+                b.version, b.declared_name
+            ),
+        ),
+        Ok(Deployment::Pending(p)) => (
+            StatusCode::OK,
+            format!(
+                "Version {} of `{name}` waits for approval: it declares or is granted more than the running version.",
+                p.version
+            ),
+        ),
+        Err(e) => (
+            status_of(&e),
+            format!("Refused ({}): {}", e.code.as_u32(), e.message),
+        ),
+    };
+    (status, line).into_response()
 }

@@ -36,6 +36,38 @@ document.addEventListener("submit", function (event) {
     setInterval(tick, 1000);
   }
 })();
+// Upload a component (admins): the file's bytes go as the body, the CSRF token in a header.
+(function () {
+  var form = document.getElementById("upload");
+  if (!form) return;
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var out = document.getElementById("upload-result");
+    var name = form.elements["name"].value;
+    var file = form.elements["component"].files[0];
+    if (!file) { out.textContent = "Choose a .wasm file."; return; }
+    out.textContent = "Uploading " + file.name + "…";
+    fetch("/console/backends/upload?name=" + encodeURIComponent(name), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "content-type": "application/octet-stream", "x-wharf-csrf": form.elements["csrf"].value },
+      body: file
+    }).then(function (r) {
+      return r.text().then(function (text) {
+        out.textContent = r.ok ? text : (text.indexOf("<") === 0 ? "Refused (" + r.status + ")" : text);
+        out.className = r.ok ? "" : "refusal";
+        if (r.ok) setTimeout(function () { location.reload(); }, 1500);
+      });
+    }).catch(function (e) { out.textContent = "Upload failed: " + e; out.className = "refusal"; });
+  });
+})();
+// Pages of recent figures (Health) reload themselves every interval.
+(function () {
+  var every = document.querySelector("[data-refresh-s]");
+  if (every) {
+    setTimeout(function () { location.reload(); }, Number(every.getAttribute("data-refresh-s")) * 1000);
+  }
+})();
 "#;
 
 const STYLE: &str = r#"
@@ -69,6 +101,11 @@ form.login { display: grid; gap: .5em; max-width: 24em; }
 #terminal-screen { height: 30em; max-height: none; background: #101418; color: #e3e6ea; white-space: pre-wrap; }
 #terminal-line { display: flex; gap: .5em; }
 #terminal-input { flex: 1; font-family: monospace; }
+table.health td { vertical-align: middle; }
+section.upload form { display: flex; flex-wrap: wrap; gap: .5em; align-items: center; }
+.chart { display: flex; align-items: center; gap: .5em; }
+.chart .now { min-width: 5.5em; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.chart .top { color: #778; font-size: .85em; white-space: nowrap; }
 "#;
 
 /// An embedded asset's answer.

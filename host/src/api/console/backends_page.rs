@@ -45,6 +45,7 @@ fn page(wharf: &Wharf, viewer: &Viewer) -> Markup {
         h1 { "Backends " span.count { "(" (list.len()) ")" } }
         @if list.is_empty() { p.empty { "No backend is loaded." } }
         @for b in &list { (backend(wharf, viewer, b, now)) }
+        (upload_form(viewer))
         @if !rejected.is_empty() {
             h2 #rejected { "Refused loads" }
             table.rejected {
@@ -58,6 +59,29 @@ fn page(wharf: &Wharf, viewer: &Viewer) -> Markup {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// The admin's upload of a component: a new backend, or a new version of a loaded one
+/// (kept in the data dir, as `PUT /v1/admin/backends/{name}` does). The page's script
+/// sends the file as the body; without a script nothing is sent.
+fn upload_form(viewer: &Viewer) -> Markup {
+    html! {
+        @if let (true, Some(csrf)) = (viewer.admin(), &viewer.csrf) {
+            section.upload {
+                h2 { "Upload a component" }
+                form #upload method="post" action="/console/backends/upload" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    label for="upload-name" { "Backend name" }
+                    input #upload-name type="text" name="name" required maxlength="64";
+                    label for="upload-file" { "Component (.wasm)" }
+                    input #upload-file type="file" name="component" accept=".wasm,application/wasm" required;
+                    button type="submit" #upload-button { "Upload" }
+                }
+                p #upload-result role="status" {}
+                noscript { p { "Uploading needs the page's script; or use " code { "PUT /v1/admin/backends/{name}" } "." } }
             }
         }
     }

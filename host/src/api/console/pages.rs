@@ -64,6 +64,7 @@ pub fn layout(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
                             a href="/console/sessions" { "Sessions" }
                             a href="/console/calls" { "Calls" }
                             a href="/console/tenants" { "Tenants" }
+                            a href="/console/health" { "Health" }
                         }
                         span.who {
                             "Signed in as " strong { (viewer.caller.name) }
@@ -173,6 +174,8 @@ async fn sessions_table(
         .collect();
     list.sort_by_key(|s| std::cmp::Reverse(s.created_at_ms));
     let now = now_ms();
+    // Files (and, for admins, a terminal and End) for tokens that may use sessions.
+    let may_call = viewer.caller.has(crate::config::TokenScope::Call);
     Ok(html! {
         h1 { "Sessions " span.count { "(" (list.len()) ")" } }
         @if list.is_empty() {
@@ -182,7 +185,7 @@ async fn sessions_table(
                 thead { tr {
                     th { "Tenant" } th { "Backend" } th { "Key" } th { "State" } th { "Age" }
                     th { "Idle time left" } th { "Sandbox" } th { "Holder" }
-                    @if viewer.admin() { th {} }
+                    @if may_call { th {} }
                 } }
                 tbody {
                     @for s in &list {
@@ -203,10 +206,13 @@ async fn sessions_table(
                             }
                             td.sandbox { (sandbox_of(&s.data)) }
                             td.holder { (s.holder.as_deref().unwrap_or("")) }
-                            @if viewer.admin() {
+                            @if may_call {
                                 td {
                                     @if s.data.get("sandbox").is_some() {
-                                        a.terminal href={ "/console/sessions/terminal?id=" (s.id) } { "Terminal" } " "
+                                        a.files href={ "/console/sessions/files?id=" (s.id) } { "Files" } " "
+                                        @if viewer.admin() {
+                                            a.terminal href={ "/console/sessions/terminal?id=" (s.id) } { "Terminal" } " "
+                                        }
                                     }
                                     (action_form(viewer, "/console/sessions/end",
                                     &[("id", s.id.as_str())], "End", Some("End this session? Its sandbox is released.")))

@@ -229,6 +229,12 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
     )
     .scope(Admin)
     .codes(&[Success, InvalidRequest, Internal]),
+    post(
+        "/v1/admin/backends/{name}/reject",
+        "Drop a pending upgrade (the running version keeps serving)",
+    )
+    .scope(Admin)
+    .codes(&[Success, InvalidRequest, Internal]),
     get("/health", "Compatibility: liveness"),
     get("/ready", "Compatibility: readiness").codes(&[Success, BackendUnavailable]),
     post(
