@@ -626,6 +626,28 @@ async fn a_sessions_terminal_and_files_in_a_real_browser() {
         assert_eq!(reply.status(), status, "{query}");
     }
 
+    // Processes: the terminal's shell, started through the sandbox agent, is listed.
+    b.open(&format!("{url}/console/sessions")).await;
+    b.one(&format!("tr[data-session=\"{id}\"] a.processes"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.wait_for_path("/console/sessions/processes").await;
+    let shells = b
+        .client
+        .execute(
+            "return Array.from(document.querySelectorAll('table.processes tbody tr')).filter(r => r.querySelector('td.terminal').textContent === 'yes').length;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        shells.as_u64().unwrap() >= 1,
+        "the terminal's shell is listed"
+    );
+    b.shot("processes").await;
+
     // A read token gets no terminal and no files.
     b.open(&format!("{url}/console")).await;
     b.press("#logout", false).await;

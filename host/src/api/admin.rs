@@ -43,7 +43,18 @@ pub fn router(wharf: &Wharf) -> Router<Arc<Wharf>> {
         .route_layer(crate::api::json_body::require_octets())
 }
 
-fn reply(clock: &RequestClock, backend: &str, result: Result<Value, WharfError>) -> Envelope {
+/// An admin route's answer about `backend`: the scope checked, then `action`, timed and
+/// placed at the backend.
+async fn admin_action(
+    caller: &Caller,
+    backend: &str,
+    action: impl AsyncFnOnce() -> Result<Value, WharfError>,
+) -> Envelope {
+    let clock = RequestClock::start();
+    let result = match caller.require(TokenScope::Admin) {
+        Ok(()) => action().await,
+        Err(e) => Err(e),
+    };
     clock.reply(result).at(CallPlace {
         backend: Some(backend.to_string()),
         ..CallPlace::default()
@@ -102,9 +113,7 @@ async fn upload(
     query: Result<Query<UploadQuery>, QueryRejection>,
     request: Request,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        caller.require(TokenScope::Admin)?;
+    admin_action(&caller, &name, async || {
         let Query(query) = query.map_err(|e| WharfError::invalid_request(e.body_text()))?;
         let wasm = read_upload(request).await?;
         tracing::info!(backend = %name, bytes = wasm.len(), by = %caller.name, "component uploaded");
@@ -118,9 +127,8 @@ async fn upload(
                 "message": format!("the upgrade declares more than the running version; approve it with POST /v1/admin/backends/{name}/approve"),
             })),
         }
-    }
-    .await;
-    reply(&clock, &name, result)
+    })
+    .await
 }
 
 async fn unload(
@@ -128,15 +136,12 @@ async fn unload(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        caller.require(TokenScope::Admin)?;
+    admin_action(&caller, &name, async || {
         let unloaded = wharf.remove_backend(&name).await?;
         tracing::info!(backend = %name, unloaded, by = %caller.name, "unload requested");
         Ok(json!({ "name": name, "unloaded": unloaded }))
-    }
-    .await;
-    reply(&clock, &name, result)
+    })
+    .await
 }
 
 async fn approve(
@@ -144,15 +149,12 @@ async fn approve(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        caller.require(TokenScope::Admin)?;
+    admin_action(&caller, &name, async || {
         let backend = wharf.approve_backend(&name).await?;
         tracing::info!(backend = %name, version = %backend.version, by = %caller.name, "upgrade approved");
         Ok(backend_entry(&wharf, &backend))
-    }
-    .await;
-    reply(&clock, &name, result)
+    })
+    .await
 }
 
 async fn reject(
@@ -160,13 +162,10 @@ async fn reject(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        caller.require(TokenScope::Admin)?;
+    admin_action(&caller, &name, async || {
         let dropped = wharf.reject_upgrade(&name).await?;
         tracing::info!(backend = %name, version = %dropped.version, by = %caller.name, "upgrade rejected");
         Ok(json!({ "name": name, "rejected": dropped }))
-    }
-    .await;
-    reply(&clock, &name, result)
+    })
+    .await
 }

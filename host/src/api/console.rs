@@ -25,6 +25,7 @@ mod files_page;
 mod health_page;
 mod logins;
 mod pages;
+mod processes_page;
 mod sign_in;
 mod tenants_page;
 mod terminal_page;
@@ -100,6 +101,7 @@ pub fn router(wharf: &Arc<Wharf>, authenticator: &Arc<Authenticator>) -> Router<
         .route("/console/tenants", get(tenants_page::page))
         .route("/console/health", get(health_page::page))
         .route("/console/sessions/files", get(files_page::page))
+        .route("/console/sessions/processes", get(processes_page::page))
         .route(
             "/console/sessions/files/download",
             get(files_page::download),

@@ -1,11 +1,12 @@
-//! A directory of a session's sandbox, listed for the console's Files page: one `stat` run
-//! in the running container as its own user (so the sandbox's permissions hold), its
-//! output read as untrusted text. Bounded: [`MAX_ENTRIES`] entries, [`LIST_OUTPUT_BYTES`]
+//! What the console lists of a session's sandbox: its processes (the sandbox agent's table)
+//! and a directory, for the Files page: one `stat` run in the running container as its own
+//! user (so the sandbox's permissions hold), its output read as untrusted text. Bounded: [`MAX_ENTRIES`] entries, [`LIST_OUTPUT_BYTES`]
 //! of output, [`LIST_TIMEOUT_MS`] of run time; a name is whatever bytes the sandbox
 //! printed, shown escaped.
 
 use super::Wharf;
 use super::session_sandbox::Lookup;
+use crate::engines::container_types::ProcessInfo;
 use crate::engines::{Command, ExecRequest};
 use crate::error_code::{Code, WharfError};
 use crate::tenant::Tenant;
@@ -113,6 +114,37 @@ impl Wharf {
         let mut listing = parse_listing(&out.stdout);
         listing.left_off += usize::from(out.stdout_truncated);
         Ok(listing)
+    }
+}
+
+impl Wharf {
+    /// The processes the sandbox agent of `tenant`'s session `id` started (running, and
+    /// ended ones it still keeps), newest first. 4007, 4090 and 4002 as
+    /// [`Wharf::list_sandbox_dir`]; 4030 on an engine that places no agent.
+    pub async fn sandbox_processes(
+        &self,
+        tenant: &Tenant,
+        id: &str,
+    ) -> Result<Vec<ProcessInfo>, WharfError> {
+        let record = self.session(tenant, id).await?;
+        let (owner, container) = self
+            .running_sandbox(&record, Lookup::Remembered, "processes")
+            .await?;
+        match self
+            .services
+            .containers
+            .list_processes(&owner, &container)
+            .await
+        {
+            Ok(mut list) => {
+                list.sort_by_key(|p| std::cmp::Reverse(p.started_at_ms));
+                Ok(list)
+            }
+            Err(e) => {
+                self.sandbox_targets.forget(id);
+                Err(e.into())
+            }
+        }
     }
 }
 

@@ -27,8 +27,15 @@ pub struct FilesQuery {
     path: Option<String>,
 }
 
-/// The viewer, when it may open this session's files.
-async fn files_viewer(
+/// `?id=` of a session's page.
+#[derive(Deserialize)]
+pub struct SessionQuery {
+    #[serde(default)]
+    pub(super) id: String,
+}
+
+/// The viewer, when it may open this session's sandbox (files, processes).
+pub(super) async fn sandbox_viewer(
     console: &Console,
     headers: &HeaderMap,
     id: &str,
@@ -45,7 +52,8 @@ async fn files_viewer(
     }
 }
 
-fn failed(e: &WharfError) -> Response {
+/// A front-door error as a page.
+pub(super) fn failed(e: &WharfError) -> Response {
     let status = match e.code {
         Code::Forbidden => StatusCode::FORBIDDEN,
         Code::SessionNotFound => StatusCode::NOT_FOUND,
@@ -53,7 +61,7 @@ fn failed(e: &WharfError) -> Response {
         Code::InvalidRequest | Code::InvalidInput => StatusCode::BAD_REQUEST,
         _ => StatusCode::BAD_GATEWAY,
     };
-    refusal(status, "Files unavailable", &e.message)
+    refusal(status, "Sandbox unavailable", &e.message)
 }
 
 /// `GET /console/sessions/files?id=&path=` (`/` by default).
@@ -62,7 +70,7 @@ pub async fn page(
     headers: HeaderMap,
     Query(q): Query<FilesQuery>,
 ) -> Response {
-    let viewer = match files_viewer(&console, &headers, &q.id).await {
+    let viewer = match sandbox_viewer(&console, &headers, &q.id).await {
         Ok(v) => v,
         Err(refused) => return refused,
     };
@@ -175,7 +183,7 @@ pub async fn download(
     headers: HeaderMap,
     Query(q): Query<FilesQuery>,
 ) -> Response {
-    let viewer = match files_viewer(&console, &headers, &q.id).await {
+    let viewer = match sandbox_viewer(&console, &headers, &q.id).await {
         Ok(v) => v,
         Err(refused) => return refused,
     };

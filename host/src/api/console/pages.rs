@@ -210,6 +210,7 @@ async fn sessions_table(
                                 td {
                                     @if s.data.get("sandbox").is_some() {
                                         a.files href={ "/console/sessions/files?id=" (s.id) } { "Files" } " "
+                                        a.processes href={ "/console/sessions/processes?id=" (s.id) } { "Processes" } " "
                                         @if viewer.admin() {
                                             a.terminal href={ "/console/sessions/terminal?id=" (s.id) } { "Terminal" } " "
                                         }
