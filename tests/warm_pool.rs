@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use wharf::config::WarmPoolConfig;
 use wharf_integration_tests::processes::{WharfProcess, store_urls};
-use wharf_integration_tests::{TestHost, docker_provider, docker_ready, start_with};
+use wharf_integration_tests::{TestHost, docker_provider, docker_ready, eventually, start_with};
 
 /// How long a pool may take to fill on a loaded machine.
 const FILLED_WITHIN: Duration = Duration::from_secs(60);
@@ -118,6 +118,11 @@ async fn a_matching_shape_takes_a_warm_sandbox_and_another_shape_gets_a_fresh_on
     let node = h.wharf.node_id().to_string();
     let _leftovers = Leftovers(node.clone());
     let before = filled(backend, &node, 2).await;
+    // `/v1/backends` (and the console's Backends page) shows the pool's fill.
+    eventually(30, "the pool's fill was never 2 of 2", async || {
+        h.backend_info(backend).await["warm_pool"] == json!({"idle": 2, "size": 2})
+    })
+    .await;
 
     let (s, sandbox) = session(&h, backend, Value::Null).await;
     assert!(
@@ -212,6 +217,9 @@ async fn a_provider_that_does_not_declare_poolable_gets_no_pool() {
         .deploy("remote", std::sync::Arc::new(wasm), cfg)
         .await
         .expect("the same provider without a pool loads");
+    let listed = h.backend_info("remote").await;
+    assert_eq!(listed["name"], "remote", "{listed}");
+    assert!(listed["warm_pool"].is_null(), "no pool, no fill: {listed}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,7 +27,7 @@ mod terminals;
 mod tool_calls;
 mod uploads;
 
-pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool};
+pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool, WarmPoolFill};
 pub use console_views::GrantLine;
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
 pub use previews::{DEFAULT_PREVIEW_TTL_SECONDS, PreviewAccess, PreviewLink};

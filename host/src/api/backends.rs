@@ -26,6 +26,7 @@ pub fn backend_json(b: &BackendSummary) -> Value {
         "provider_features": b.provider_features,
         "isolation": b.isolation,
         "tools_listed_every_seconds": b.tools_listed_every_seconds,
+        "warm_pool": b.warm_pool,
         "config": b.config,
         "contract": b.contract,
         "instances": b.instances,

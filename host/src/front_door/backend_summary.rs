@@ -44,6 +44,18 @@ pub struct BackendSummary {
     /// Seconds between two listings of its tools, when it lists them while it runs
     /// (contract 0.3.0's `tool-listing`); `None` when its tools are fixed.
     pub tools_listed_every_seconds: Option<u64>,
+    /// Its warm pool: started sandboxes waiting now, and how many it keeps (per shape ×
+    /// shapes); `None` without a pool.
+    pub warm_pool: Option<WarmPoolFill>,
+}
+
+/// A warm pool's fill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct WarmPoolFill {
+    /// Started sandboxes waiting for a session now.
+    pub idle: usize,
+    /// How many it keeps when full.
+    pub size: usize,
 }
 
 /// A backend's pool and call limits.
@@ -79,6 +91,10 @@ impl BackendSummary {
             instances: serde_json::to_value(b.pool_status()).unwrap_or(Value::Null),
             isolation: b.isolation.iter().map(|l| l.name().to_string()).collect(),
             tools_listed_every_seconds: b.poll().map(|p| p.every().as_secs()),
+            warm_pool: b
+                .behaviour()
+                .warm_sandboxes()
+                .map(|(idle, size)| WarmPoolFill { idle, size }),
             limits: BackendLimits {
                 pool_min: settings.min,
                 pool_max: settings.max,

@@ -97,6 +97,11 @@ pub trait Backend: Send + Sync {
     fn suspendable(&self) -> bool {
         false
     }
+    /// Its warm pool, when it has one: started sandboxes waiting for a session now, and
+    /// how many it keeps when full.
+    fn warm_sandboxes(&self) -> Option<(usize, usize)> {
+        None
+    }
     /// Pauses a session's sandbox (memory and processes kept), or resumes it when
     /// `resume`; idempotent. A backend without a sandbox it can pause refuses (4030).
     async fn suspend(&self, session: &SessionView, resume: bool) -> Result<(), WharfError> {

@@ -191,6 +191,10 @@ impl Backend for ProviderBackend {
         self.provider.features().suspension
     }
 
+    fn warm_sandboxes(&self) -> Option<(usize, usize)> {
+        self.warm.as_ref().map(|w| (w.idle(), w.kept()))
+    }
+
     async fn suspend(&self, session: &SessionView, resume: bool) -> Result<(), WharfError> {
         if !self.suspendable() {
             return Err(no_suspension(Some(self.provider.name())));

@@ -186,6 +186,11 @@ impl WarmPool {
         self.inner.idle()
     }
 
+    /// Sandboxes it keeps when full (its size per shape, times the shapes).
+    pub fn kept(&self) -> usize {
+        self.inner.size.saturating_mul(self.inner.shapes.len())
+    }
+
     /// Stops refilling and destroys every idle sandbox (creates in flight destroy theirs
     /// when they end; this waits for them up to the provider's hook timeout).
     pub async fn drain(&self) {

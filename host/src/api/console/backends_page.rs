@@ -129,6 +129,9 @@ fn backend(wharf: &Wharf, viewer: &Viewer, b: &BackendSummary, now: u64) -> Mark
             } @else {
                 p.empty { "Shown to admins." }
             }
+            @if let Some(warm) = b.warm_pool {
+                p.warm-pool { "Warm pool: " (warm.idle) " of " (warm.size) " started sandboxes waiting for a session." }
+            }
             h3 { "Tools (" (b.tools.len()) ")" }
             @if let Some(every) = b.tools_listed_every_seconds {
                 p.listed { "Listed by the backend while it runs: asked again every " (every) " s." }
