@@ -78,15 +78,6 @@ async fn read_to_end(url: &str, backend: &str, id: &str, pid: u64, offset: u64) 
     }
 }
 
-fn host_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_go_through_the_agent_that_is_pid_1() {
     if !docker_ready() {
@@ -352,7 +343,7 @@ async fn background_processes_run_beside_commands_with_bounded_output() {
 
     // A flood: the ring buffer keeps the newest bytes and counts what it dropped; the agent
     // and the host stay small and responsive.
-    let host_before = host_rss_kib(std::process::id());
+    let host_before = wharf_integration_tests::processes::rss_kib(std::process::id());
     let flood = ok(
         &url,
         &tool("process_start"),
@@ -396,7 +387,7 @@ async fn background_processes_run_beside_commands_with_bounded_output() {
         "flood: {} bytes written, a command answered in {answered_in:?}; agent {}; host RSS {host_before} -> {} KiB",
         read["process"]["output_bytes"],
         rss["stdout"].as_str().unwrap().trim(),
-        host_rss_kib(std::process::id())
+        wharf_integration_tests::processes::rss_kib(std::process::id())
     );
     let agent_kib: u64 = rss["stdout"]
         .as_str()

@@ -132,7 +132,7 @@ pub async fn run_console_pages() -> Vec<(String, String)> {
 pub async fn run_live_soak(minutes: u64) -> Vec<(String, String)> {
     let dir = tempfile::tempdir().unwrap();
     let host = WharfProcess::start(&config(dir.path(), 0));
-    let idle = wharf_integration_tests::live_view::rss_kib(host.pid());
+    let idle = wharf_integration_tests::processes::rss_kib(host.pid());
     let report = live_view_soak(
         &host.url,
         ADMIN,

@@ -164,16 +164,6 @@ impl SoakReport {
     }
 }
 
-/// The resident memory of process `pid`, KiB.
-pub fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// `clients` callers each call `tool` (with `args`) at `url` as `token` for `duration`,
 /// pausing `pause` between calls, while a live view signed in as `token` watches; the
 /// host's (`pid`) memory is sampled once a minute after the first minute.
@@ -224,7 +214,7 @@ pub async fn live_view_soak(
     let mut next = Instant::now() + Duration::from_secs(60);
     while next <= until {
         tokio::time::sleep_until(next.into()).await;
-        rss.push(rss_kib(pid));
+        rss.push(crate::processes::rss_kib(pid));
         next += Duration::from_secs(60);
     }
     for caller in callers {

@@ -215,3 +215,13 @@ pub fn answers_http(port: u16) -> bool {
     let mut head = [0u8; 8];
     stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.")
 }
+
+/// The resident memory of process `pid`, KiB (0 when it cannot be read).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
