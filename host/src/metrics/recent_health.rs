@@ -139,32 +139,31 @@ impl RecentHealth {
     /// One call of `backend` that ended at `now_ms`, after `took`.
     pub fn record(&self, backend: &str, failed: bool, took: Duration, now_ms: u64) {
         let interval = now_ms / (INTERVAL_SECONDS * 1000);
-        let known = self
-            .rings
-            .read()
-            .ok()
-            .and_then(|rings| rings.get(backend).cloned());
-        let ring = match known {
-            Some(ring) => ring,
-            None => {
-                let Ok(mut rings) = self.rings.write() else {
-                    return;
-                };
-                if !rings.contains_key(backend) && rings.len() >= MAX_BACKENDS {
-                    let oldest = rings
-                        .iter()
-                        .min_by_key(|(_, r)| r.lock().map_or(0, |r| r.last_interval))
-                        .map(|(name, _)| name.clone());
-                    if let Some(oldest) = oldest {
-                        rings.remove(&oldest);
-                    }
-                }
-                rings
-                    .entry(backend.into())
-                    .or_insert_with(|| Arc::new(Mutex::new(Ring::new())))
-                    .clone()
+        // A known backend's ring is counted into under the read lock: no handle is cloned
+        // on a call's path.
+        if let Ok(rings) = self.rings.read()
+            && let Some(ring) = rings.get(backend)
+        {
+            if let Ok(mut ring) = ring.lock() {
+                ring.record(interval, failed, took);
             }
+            return;
+        }
+        let Ok(mut rings) = self.rings.write() else {
+            return;
         };
+        if !rings.contains_key(backend) && rings.len() >= MAX_BACKENDS {
+            let oldest = rings
+                .iter()
+                .min_by_key(|(_, r)| r.lock().map_or(0, |r| r.last_interval))
+                .map(|(name, _)| name.clone());
+            if let Some(oldest) = oldest {
+                rings.remove(&oldest);
+            }
+        }
+        let ring = rings
+            .entry(backend.into())
+            .or_insert_with(|| Arc::new(Mutex::new(Ring::new())));
         if let Ok(mut ring) = ring.lock() {
             ring.record(interval, failed, took);
         }

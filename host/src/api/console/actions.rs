@@ -4,11 +4,11 @@
 //! the same front-door methods as the admin and session routes; the answer is a redirect
 //! back to the page (an upload, sent by the page's script, gets a line of text).
 
-use super::pages::refusal;
+use super::pages::{failure, refusal, status_of};
 use super::{Console, Viewer, see_other};
 use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
-use crate::error_code::{Code, WharfError};
+use crate::error_code::WharfError;
 use crate::front_door::Deployment;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Form, Path, Query, Request, State};
@@ -65,18 +65,7 @@ async fn admin_viewer(
 
 /// An error of the front door as a page.
 fn failed(e: &WharfError) -> Response {
-    refusal(status_of(e), "The action failed", &e.message)
-}
-
-/// The HTTP status of a front-door error on the console.
-fn status_of(e: &WharfError) -> StatusCode {
-    match e.code {
-        Code::Forbidden => StatusCode::FORBIDDEN,
-        Code::InvalidRequest | Code::InvalidInput => StatusCode::BAD_REQUEST,
-        Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-        Code::SessionNotFound => StatusCode::NOT_FOUND,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+    failure("The action failed", e)
 }
 
 /// `POST /console/backends/{approve,reject,unload}` with `backend`.

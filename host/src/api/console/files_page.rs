@@ -5,11 +5,11 @@
 //! route) and whose allowlist names the session's backend. Every name is the sandbox's
 //! text, shown escaped; a download's file name is reduced to safe characters.
 
-use super::pages::{html, layout, refusal, span};
+use super::pages::{failure, html, layout, span};
 use super::{Console, Viewer};
 use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
-use crate::error_code::{Code, WharfError};
+use crate::error_code::WharfError;
 use crate::front_door::{EntryKind, SandboxEntry, SandboxListing};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -54,14 +54,7 @@ pub(super) async fn sandbox_viewer(
 
 /// A front-door error as a page.
 pub(super) fn failed(e: &WharfError) -> Response {
-    let status = match e.code {
-        Code::Forbidden => StatusCode::FORBIDDEN,
-        Code::SessionNotFound => StatusCode::NOT_FOUND,
-        Code::Conflict => StatusCode::CONFLICT,
-        Code::InvalidRequest | Code::InvalidInput => StatusCode::BAD_REQUEST,
-        _ => StatusCode::BAD_GATEWAY,
-    };
-    refusal(status, "Sandbox unavailable", &e.message)
+    failure("Sandbox unavailable", e)
 }
 
 /// `GET /console/sessions/files?id=&path=` (`/` by default).

@@ -42,6 +42,16 @@ pub fn refusal(status: StatusCode, title: &str, message: &str) -> Response {
     )
 }
 
+/// The HTTP status of a front-door error: the code table's (`Code::http_status`).
+pub fn status_of(e: &crate::error_code::WharfError) -> StatusCode {
+    StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// A front-door error as a page titled `title`, with the code table's status.
+pub fn failure(title: &str, e: &crate::error_code::WharfError) -> Response {
+    refusal(status_of(e), title, &e.message)
+}
+
 /// The page around `body`: the stylesheet, the script, and for a viewer the navigation,
 /// who is signed in and the logout form.
 pub fn layout(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {

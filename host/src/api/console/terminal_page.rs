@@ -122,11 +122,7 @@ pub async fn ticket(
             "path": format!("/v1/sessions/{}/terminal?ticket={}", form.id, minted.ticket),
         }))
         .into_response(),
-        Err(e) => {
-            let status = StatusCode::from_u16(e.code.http_status())
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            json_refusal(status, &e)
-        }
+        Err(e) => json_refusal(super::pages::status_of(&e), &e),
     }
 }
 
