@@ -4,18 +4,27 @@
 //! sandbox agent. The session's tenant token and a signed URL let a person in; another
 //! tenant's token, no token, a port the session does not expose, a tampered, expired or
 //! revoked signature are refused; the API refuses a request from the preview's origin.
+//! In a real headless Chromium: the signed URL opens the page and its cookie the page's
+//! next request; the preview's page reads nothing of the API or the console (signed in);
+//! another site's page reads nothing of the preview, with the cookie or a token.
+
+#[allow(dead_code)]
+#[path = "console/browser.rs"]
+mod browser;
 
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use wharf::config::TokenScope::{Call, Read};
+use wharf::config::TokenScope::{Admin, Call, Read};
 use wharf_integration_tests::{
     TestHost, docker_provider, docker_ready, remove_backend_containers, start_with, token,
 };
 
 const ALICE: &str = "alice-token";
 const BOB: &str = "bob-token";
+/// An admin's token kept to another backend: it sees every session, opens none of `web`'s.
+const OPS: &str = "ops-token";
 
 /// The RFC 6455 example handshake: this key's accept value.
 const WS_KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
@@ -35,6 +44,10 @@ async fn host(backend: &str, domain: Option<&str>) -> TestHost {
         s.auth.tokens = vec![
             token("alice", ALICE, &[Call, Read]),
             token("bob", BOB, &[Call, Read]),
+            wharf::config::TokenConfig {
+                backends: Some(vec!["elsewhere".into()]),
+                ..token("ops", OPS, &[Call, Read, Admin])
+            },
         ];
     })
     .await
@@ -168,8 +181,24 @@ async fn a_preview_serves_the_sandbox_to_its_tenant_and_signed_urls_only() {
 
     let (status, body, _) = get(&format!("{base}/8080/"), Some(ALICE), None).await;
     assert_eq!((status, body.as_str()), (200, "hello-preview\n"));
+    // Previews trust a session record checked within the last second; a pause on this
+    // node is seen at once all the same, and a resume too.
+    for (action, want) in [("pause", 409), ("resume", 200)] {
+        let done = api(
+            &h,
+            reqwest::Method::POST,
+            &format!("/v1/sessions/{session}/{action}"),
+            None,
+        )
+        .await;
+        assert_eq!(done["code"], 0, "{action}: {done}");
+        let (status, body, _) = get(&format!("{base}/8080/"), Some(ALICE), None).await;
+        assert_eq!(status, want, "after {action}: {body}");
+    }
     let (status, body, _) = get(&format!("{base}/8080/"), Some(BOB), None).await;
     assert_eq!(status, 404, "another tenant's token: {body}");
+    let (status, body, _) = get(&format!("{base}/8080/"), Some(OPS), None).await;
+    assert_eq!(status, 403, "a token kept to other backends: {body}");
     let (status, _, _) = get(&format!("{base}/8080/"), None, None).await;
     assert_eq!(status, 401, "no token");
     let (status, body, _) = get(&format!("{base}/8081/"), Some(ALICE), None).await;
@@ -218,6 +247,37 @@ async fn a_preview_serves_the_sandbox_to_its_tenant_and_signed_urls_only() {
         4030,
         "minting for an unexposed port"
     );
+
+    // The toolset's `preview_url` tool mints the same kind of URL for the agent.
+    let minted = call(
+        &h,
+        &session,
+        "web:preview_url",
+        json!({"port": 8080, "ttl_seconds": 600}),
+    )
+    .await;
+    let tool_url = minted["url"].as_str().expect("a URL").to_string();
+    assert!(tool_url.starts_with(&format!("{base}/8080/?")), "{minted}");
+    assert_eq!(minted["port"], 8080);
+    let (status, body, _) = get(&tool_url, None, None).await;
+    assert_eq!((status, body.as_str()), (200, "hello-preview\n"));
+    // A port not exposed is 4030; arguments outside the schema are the 400x of any tool.
+    for (args, codes) in [
+        (json!({"port": 8081}), 4030..=4030),
+        (json!({"port": 8080, "ttl_seconds": 0}), 4000..=4004),
+        (json!({"port": 70000}), 4000..=4004),
+        (json!({"port": 8080, "extra": 1}), 4000..=4004),
+    ] {
+        let refused = api(
+            &h,
+            reqwest::Method::POST,
+            "/v1/call",
+            Some(json!({"tool": "web:preview_url", "args": args, "session_id": session})),
+        )
+        .await;
+        let code = refused["code"].as_u64().unwrap_or_default();
+        assert!(codes.contains(&code), "{args}: {refused}");
+    }
 
     let short = mint(&h, &session, 8080, 1).await;
     let short = short["data"]["url"].as_str().unwrap().to_string();
@@ -340,4 +400,114 @@ async fn with_a_preview_domain_each_preview_is_an_origin_of_its_own() {
         .unwrap();
     assert_eq!(plain.status().as_u16(), 400);
     remove_backend_containers("webdomain");
+}
+
+/// What a script of the page the browser shows gets from `fetch(url)` with the browser's
+/// cookies (and `bearer` as a token, when given): `read:STATUS:BODY` or `blocked:ERROR`.
+async fn fetch_from_page(b: &browser::Browser, url: &str, bearer: Option<&str>) -> String {
+    let script = "const [url, bearer, done] = arguments;
+        const init = {credentials: 'include'};
+        if (bearer) { init.headers = {'Authorization': 'Bearer ' + bearer}; }
+        fetch(url, init)
+          .then(r => r.text().then(t => done('read:' + r.status + ':' + t.slice(0, 300))))
+          .catch(e => done('blocked:' + e.name));";
+    let got = b
+        .client
+        .execute_async(script, vec![json!(url), json!(bearer)])
+        .await
+        .expect("the script ran");
+    got.as_str().unwrap_or_default().to_string()
+}
+
+/// The text of the page the browser shows, once it has some.
+async fn page_text(b: &browser::Browser) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = b
+            .client
+            .execute(
+                "return document.body ? document.body.innerText : ''",
+                vec![],
+            )
+            .await
+            .expect("the script ran");
+        let text = text.as_str().unwrap_or_default().to_string();
+        if !text.is_empty() || Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_real_browser_a_preview_reads_nothing_of_the_api_and_no_other_site_reads_it() {
+    if !docker_ready() {
+        return;
+    }
+    let Some((chromium, chromedriver)) = browser::installed() else {
+        return;
+    };
+    remove_backend_containers("webpage");
+    let h = host("webpage", None).await;
+    let session = serving_session(&h, "webpage").await;
+    let base = format!("http://{}/{session}", preview_addr(&h));
+    // The server inside is up before the browser looks.
+    let (status, _, _) = get(&format!("{base}/8080/"), Some(ALICE), None).await;
+    assert_eq!(status, 200);
+    let link = mint(&h, &session, 8080, 600).await;
+    let url = link["data"]["url"].as_str().expect("a URL").to_string();
+    let b = browser::Browser::start(&chromium, &chromedriver).await;
+
+    // The person is signed in to the console, on the API's origin.
+    assert_eq!(
+        b.open(&format!("{}/console", h.url)).await,
+        "/console/login"
+    );
+    b.submit("#token", ALICE, "#sign-in").await;
+    b.wait_for_path("/console").await;
+    // The control: a script on the API's own origin reads the console and the API, so
+    // the refusals below are the origins', not a broken script's.
+    let own = fetch_from_page(&b, &format!("{}/console/sessions", h.url), None).await;
+    assert!(own.starts_with("read:200:"), "{own}");
+    let own = fetch_from_page(&b, &format!("{}/v1/sessions", h.url), Some(ALICE)).await;
+    assert!(own.starts_with("read:200:"), "{own}");
+
+    // The signed URL opens the sandbox's page, and its cookie the page's next request.
+    b.open(&url).await;
+    assert_eq!(page_text(&b).await.trim(), "hello-preview");
+    b.open(&format!("{base}/8080/index.html")).await;
+    assert_eq!(page_text(&b).await.trim(), "hello-preview");
+    let same_preview = fetch_from_page(&b, &format!("{base}/8080/index.html"), None).await;
+    assert!(
+        same_preview.starts_with("read:200:hello-preview"),
+        "{same_preview}"
+    );
+    // The sandbox's page is another origin than the API: with the browser's console
+    // cookie, and even holding the token, it reads neither the console nor the API.
+    for (target, bearer) in [
+        (format!("{}/console/sessions", h.url), None),
+        (format!("{}/console", h.url), None),
+        (format!("{}/v1/sessions", h.url), None),
+        (format!("{}/v1/sessions", h.url), Some(ALICE)),
+    ] {
+        let got = fetch_from_page(&b, &target, bearer).await;
+        assert!(
+            got.starts_with("blocked:"),
+            "the preview's page read {target}: {got}"
+        );
+    }
+
+    // Another site's page (`localhost`, not `127.0.0.1`) reads nothing of the preview:
+    // not with the preview's cookie, not with the tenant's token.
+    let attacker = browser::attacker_site("<html><body>elsewhere</body></html>".into());
+    b.open(&format!("http://localhost:{attacker}/")).await;
+    for bearer in [None, Some(ALICE)] {
+        let got = fetch_from_page(&b, &format!("{base}/8080/index.html"), bearer).await;
+        assert!(
+            got.starts_with("blocked:"),
+            "another site read the preview: {got}"
+        );
+    }
+    b.close().await;
+    remove_backend_containers("webpage");
 }

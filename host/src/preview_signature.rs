@@ -22,6 +22,15 @@ pub const SIGNATURE_PARAM: &str = "wharf_preview_signature";
 /// The longest a signed URL may live.
 pub const MAX_TTL_SECONDS: u64 = 7 * 24 * 3600;
 
+/// A signed preview URL.
+#[derive(Debug, Clone)]
+pub struct PreviewLink {
+    /// The URL, its signature in the query.
+    pub url: String,
+    /// When it stops working, Unix seconds.
+    pub expires_at_s: u64,
+}
+
 type HmacSha256 = Hmac<Sha256>;
 
 fn mac(key: &[u8], session: &str, port: u16, expires_at_s: u64, epoch: u64) -> HmacSha256 {

@@ -5,10 +5,12 @@
 //! `run-command` with quoted paths, content through stdin or ≤ 100 KiB chunks, 4 MiB slices
 //! for export, a sentinel byte to detect "too large", and exit codes for missing, directory
 //! and not-a-regular-file. A provider with the `processes` feature (contract 0.3.0) also
-//! gets `start_process`, `process_output`, `send_input`, `kill_process`, `list_processes`.
+//! gets `start_process`, `process_output`, `send_input`, `kill_process`, `list_processes`,
+//! and `preview_url` (a signed URL to a port the session exposes).
 
 pub mod dispatch;
 pub mod file_ops;
+pub mod preview_tool;
 pub mod process_tools;
 pub mod provider_backend;
 pub mod session_spec;

@@ -199,10 +199,10 @@ async fn proxied(state: &PreviewState, mut request: Request) -> Result<Response,
                 .and_then(|v| v.to_str().ok());
             let caller = state.authenticator.authenticate(header).await?;
             caller.require(TokenScope::Call)?;
-            let tenant = caller.session_tenant();
+            let access = PreviewAccess::Caller(caller.principal());
             state
                 .wharf
-                .open_preview(PreviewAccess::Tenant(tenant), &target.session, target.port)
+                .open_preview(access, &target.session, target.port)
                 .await?
         }
     };

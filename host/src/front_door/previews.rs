@@ -8,30 +8,32 @@ use super::session_sandbox::Lookup;
 use crate::engines::KvScope;
 use crate::engines::container_types::PortStream;
 use crate::error_code::{Code, WharfError};
+pub use crate::preview_signature::PreviewLink;
 use crate::preview_signature::{
     self as signature, EXPIRES_PARAM, MAX_TTL_SECONDS, PREVIEW_EPOCH, PREVIEW_KEY,
     PREVIEW_KV_OWNER, SIGNATURE_PARAM,
 };
+use crate::principal::Principal;
+use crate::runtime::backend::PreviewMinter;
+use crate::runtime::guest_types::SessionView;
 use crate::tenant::Tenant;
 use rand_core::{OsRng, RngCore as _};
 
 /// How long a signed URL lives when the caller does not say.
 pub const DEFAULT_PREVIEW_TTL_SECONDS: u64 = 3600;
 
-/// A signed preview URL.
-#[derive(Debug, Clone)]
-pub struct PreviewLink {
-    /// The URL, its signature in the query.
-    pub url: String,
-    /// When it stops working, Unix seconds.
-    pub expires_at_s: u64,
-}
+/// How old a session record a preview request may trust (this node checked it against the
+/// store no longer ago): a page's many small requests then cost no read of the store each.
+/// Another node's pause or release reaches this node's previews at most this late (its
+/// sandbox is gone or frozen by then, so nothing more is reached).
+const PREVIEW_SESSION_FRESHNESS: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How a preview request proves it may open a port.
 #[derive(Debug, Clone, Copy)]
 pub enum PreviewAccess<'a> {
-    /// A bearer token: its tenant's own sessions (an admin's: every one).
-    Tenant(&'a Tenant),
+    /// A bearer token: its tenant's own sessions (an admin's: every one), of the backends
+    /// its allowlists let it use.
+    Caller(&'a Principal),
     /// A signed URL's expiry (Unix seconds) and signature.
     Signed {
         /// `wharf_preview_expires`.
@@ -82,9 +84,9 @@ impl Wharf {
             .map_or(0, u64::from_be_bytes))
     }
 
-    /// The ports a session exposes.
-    fn exposed(record: &crate::sessions::SessionRecord) -> Vec<u16> {
-        record.data["expose_ports"]
+    /// The ports a session exposes (host-owned session data).
+    fn exposed(data: &serde_json::Value) -> Vec<u16> {
+        data["expose_ports"]
             .as_array()
             .map(|ports| {
                 ports
@@ -117,6 +119,19 @@ impl Wharf {
         port: u16,
         ttl_seconds: Option<u64>,
     ) -> Result<PreviewLink, WharfError> {
+        let record = self.sessions.get(tenant, session_id).await?;
+        self.mint(session_id, &record.data, port, ttl_seconds).await
+    }
+
+    /// A signed URL for `port` of a session the caller was already let into, whose data
+    /// is `data`.
+    async fn mint(
+        &self,
+        session_id: &str,
+        data: &serde_json::Value,
+        port: u16,
+        ttl_seconds: Option<u64>,
+    ) -> Result<PreviewLink, WharfError> {
         let Some(listen) = self.preview_addr() else {
             return Err(WharfError::new(
                 Code::Forbidden,
@@ -130,10 +145,8 @@ impl Wharf {
                 format!("ttl_seconds must be 1 to {MAX_TTL_SECONDS}"),
             ));
         }
-        let record = self.sessions.get(tenant, session_id).await?;
-        let ports = Self::exposed(&record);
-        Self::require_exposed(&ports, port, session_id)?;
-        let expires_at_s = now_s() + ttl;
+        Self::require_exposed(&Self::exposed(data), port, session_id)?;
+        let expires_at_s = now_s().saturating_add(ttl);
         let epoch = self.preview_epoch(session_id).await?;
         let sig = signature::sign(
             self.preview_key().await?,
@@ -187,7 +200,19 @@ impl Wharf {
         port: u16,
     ) -> Result<PortStream, WharfError> {
         let record = match access {
-            PreviewAccess::Tenant(tenant) => self.sessions.get(tenant, session_id).await?,
+            PreviewAccess::Caller(caller) => {
+                let record = self
+                    .sessions
+                    .get_recent(
+                        caller.session_tenant(),
+                        session_id,
+                        PREVIEW_SESSION_FRESHNESS,
+                    )
+                    .await?;
+                // As every session route: a token kept to some backends opens only theirs.
+                caller.require_tool(&record.backend, None)?;
+                record
+            }
             PreviewAccess::Signed {
                 expires_at_s,
                 signature: sig,
@@ -196,11 +221,12 @@ impl Wharf {
                 let epoch = self.preview_epoch(session_id).await?;
                 signature::verify(key, (session_id, port), expires_at_s, epoch, sig, now_s())
                     .map_err(|e| WharfError::new(Code::Forbidden, e.to_string()))?;
-                self.sessions.get(&Tenant::Every, session_id).await?
+                self.sessions
+                    .get_recent(&Tenant::Every, session_id, PREVIEW_SESSION_FRESHNESS)
+                    .await?
             }
         };
-        let ports = Self::exposed(&record);
-        Self::require_exposed(&ports, port, session_id)?;
+        Self::require_exposed(&Self::exposed(&record.data), port, session_id)?;
         let engine = &self.services.containers;
         for lookup in [Lookup::Remembered, Lookup::Fresh] {
             let (owner, container) = self.running_sandbox(&record, lookup, "ports").await?;
@@ -218,5 +244,20 @@ impl Wharf {
         Err(WharfError::internal(
             "a preview's sandbox lookup ended without an answer",
         ))
+    }
+}
+
+/// The toolset's `preview_url` tool mints through this: the session is one the front door
+/// handed the call, so it is not looked up again.
+#[async_trait::async_trait]
+impl PreviewMinter for Wharf {
+    async fn preview_url(
+        &self,
+        session: &SessionView,
+        port: u16,
+        ttl_seconds: Option<u64>,
+    ) -> Result<PreviewLink, WharfError> {
+        self.mint(&session.id, &session.data, port, ttl_seconds)
+            .await
     }
 }

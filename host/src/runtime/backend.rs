@@ -31,6 +31,33 @@ pub struct ToolCall {
     pub output: Option<crate::call_output::OutputSink>,
     /// Fired when the caller gives up on the call, if the protocol can tell.
     pub cancel: Option<tokio_util::sync::CancellationToken>,
+    /// Where a call in a session mints preview URLs (the host's previews), if anywhere.
+    pub previews: Option<Previews>,
+}
+
+/// Mints the URLs a person opens to a port of a session's sandbox (the front door's
+/// previews), for a tool that hands one to an agent.
+#[async_trait]
+pub trait PreviewMinter: Send + Sync {
+    /// A signed URL for `port` of `session` (the session the front door handed the call),
+    /// valid `ttl_seconds` (the host's default when `None`). 4030 when the session does not
+    /// expose the port or the host serves no previews.
+    async fn preview_url(
+        &self,
+        session: &SessionView,
+        port: u16,
+        ttl_seconds: Option<u64>,
+    ) -> Result<crate::preview_signature::PreviewLink, WharfError>;
+}
+
+/// The host's preview minter, as a call carries it.
+#[derive(Clone)]
+pub struct Previews(pub std::sync::Arc<dyn PreviewMinter>);
+
+impl std::fmt::Debug for Previews {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Previews")
+    }
 }
 
 /// A session being created: what the backend needs to make its resources.

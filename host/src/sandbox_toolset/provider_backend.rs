@@ -60,14 +60,17 @@ impl ProviderBackend {
     }
 
     /// Adds what the toolset declares to a provider's description: the six tools (and the
-    /// process tools when the provider runs background processes) and the sandbox config
-    /// schema.
+    /// process tools and `preview_url` when the provider runs background processes) and the
+    /// sandbox config schema.
     pub fn describe(description: &mut BackendDescription) {
         description.tools = tool_descriptions();
         if description.features.processes {
             description
                 .tools
                 .extend(super::process_tools::tool_descriptions());
+            description
+                .tools
+                .push(super::preview_tool::tool_description());
         }
         description.session_config_schema = Some(session_spec::schema());
     }
@@ -94,6 +97,9 @@ impl Backend for ProviderBackend {
                 call.action
             )));
         };
+        if call.action == super::preview_tool::PREVIEW_URL {
+            return super::preview_tool::call(session, call.args, call.previews.as_ref()).await;
+        }
         dispatch::call(
             &self.provider,
             &call.tenant,
