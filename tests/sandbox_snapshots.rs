@@ -458,6 +458,35 @@ async fn a_fork_of_ten_has_the_tree_in_each_and_a_failed_fork_leaves_nothing() {
         .post(&format!("/v1/sessions/{origin}/fork"), json!({"count": 33}))
         .await;
     assert_eq!(too_many["code"], 4004, "{too_many}");
+
+    // Without a `config`, a fork gets its origin's: the same user and environment. The
+    // kept config is never shown (an `env` may carry secrets).
+    let configured = alice
+        .post(
+            "/v1/sessions",
+            json!({"backend": backend, "key": "configured",
+                   "config": {"user": "sandbox", "env": {"FORK_MARK": "kept-7f3a"}}}),
+        )
+        .await;
+    assert_eq!(configured["code"], 0, "{configured}");
+    let configured_id = configured["data"]["id"].as_str().unwrap().to_string();
+    let shown = alice.get(&format!("/v1/sessions/{configured_id}")).await;
+    assert!(!shown.to_string().contains("kept-7f3a"), "{shown}");
+    let fork = alice
+        .post(
+            &format!("/v1/sessions/{configured_id}/fork"),
+            json!({"count": 1}),
+        )
+        .await;
+    assert_eq!(fork["code"], 0, "{fork}");
+    let forked = fork["data"]["sessions"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let who = alice
+        .run(backend, &forked, "echo \"$(id -u) $FORK_MARK\"")
+        .await;
+    assert_eq!(who["stdout"], "1000 kept-7f3a\n", "{who}");
     drop(host);
     remove_backend_containers(backend);
 }

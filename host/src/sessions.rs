@@ -10,6 +10,7 @@ mod ended;
 mod expiry;
 mod heartbeat;
 mod hooks;
+mod kept_config;
 mod pauses;
 mod reaper;
 mod recovery;

@@ -38,8 +38,8 @@ pub struct ForkRequest {
     /// Their keys (`count` different ones); random when absent.
     #[serde(default)]
     pub keys: Option<Vec<String>>,
-    /// The session config each new session gets (isolation, user, network...): a fork does
-    /// not copy its origin's, so give the same one for the same sandbox.
+    /// The session config each new session gets (isolation, user, network...); by default
+    /// the one the origin session was created with.
     #[serde(default)]
     pub config: Option<Value>,
 }

@@ -64,7 +64,7 @@ pub enum SessionsCommand {
         /// How many sessions (1 to 32).
         #[arg(long, default_value_t = 1)]
         count: u32,
-        /// The session config each gets, a JSON object (a fork does not copy its origin's).
+        /// The session config each gets, a JSON object (by default its origin's).
         #[arg(long)]
         config: Option<String>,
     },

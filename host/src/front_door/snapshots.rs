@@ -266,7 +266,7 @@ pub const MAX_FORK: u32 = 32;
 impl Wharf {
     /// Forks session `id`: a snapshot of it, then `count` new sessions of the caller's
     /// tenant started from it at once (each with its own sandbox, `keys` naming them, the
-    /// session `config` given to each). A fork that cannot make them all removes what it
+    /// session `config` given to each, by default the origin's). A fork that cannot make them all removes what it
     /// made, the snapshot included.
     pub async fn fork_session(
         &self,
@@ -302,6 +302,12 @@ impl Wharf {
         let snapshot = self
             .snapshot_session(view, id, Some(format!("fork of {id}")))
             .await?;
+        // Unless the caller gives one, each fork gets its origin's config: the same
+        // sandbox (isolation, user, network), never a weaker one.
+        let config = match config {
+            Some(config) => Some(config),
+            None => self.sessions.kept_config(id).await?,
+        };
         let requests = (0..count as usize).map(|i| super::SessionRequest {
             backend: snapshot.backend.clone(),
             key: keys.as_ref().map(|k| k[i].clone()),

@@ -235,6 +235,14 @@ impl SessionManager {
                 return Err(e);
             }
         };
+        // Before the row is ready: a fork must never find a session without its config.
+        if let Err(e) = self.keep_config(backend, &row.id, &request.config).await {
+            let mut made = row.clone();
+            made.data = data;
+            let _ = hooks::cleanup(backend, &made).await;
+            self.store.delete_session(&row.id).await?;
+            return Err(e);
+        }
         if !self
             .store
             .mark_ready(&row.id, &self.node, &data, now_ms() as i64)

@@ -94,10 +94,13 @@ impl SessionManager {
     pub(super) async fn forget(&self, row: &SessionRecord) -> Result<(), WharfError> {
         self.store.delete_session(&row.id).await?;
         self.store.kv_drop_session(&row.backend, &row.id).await?;
-        // The host's own rows of the session (its preview epoch).
-        self.store
-            .kv_drop_session(crate::preview_signature::PREVIEW_KV_OWNER, &row.id)
-            .await?;
+        // The host's own rows of the session (its preview epoch, its kept config).
+        for owner in [
+            crate::preview_signature::PREVIEW_KV_OWNER,
+            super::kept_config::SESSION_KV_OWNER,
+        ] {
+            self.store.kv_drop_session(owner, &row.id).await?;
+        }
         self.cache_drop(&row.id);
         if let Ok(mut locks) = self.call_locks.lock() {
             locks.remove(&row.id);
