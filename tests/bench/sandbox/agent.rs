@@ -23,7 +23,7 @@ async fn execs(
     client: &Client,
     engine_path: &Client,
     cleanup: &mut Cleanup,
-) -> (f64, f64, f64, f64, f64) {
+) -> (f64, f64, f64, f64, f64, f64) {
     let session = client.create_session("bench-exec").await;
     let plain = engine_path.create_session("bench-exec-plain").await;
     cleanup.sessions.extend([session.clone(), plain.clone()]);
@@ -52,6 +52,7 @@ async fn execs(
     }
     let floor = spawn_floor_ms(client, &session).await;
     let first_line = first_streamed_line_ms(client, &session).await;
+    let first_progress = first_mcp_progress_ms(client, "bench-exec").await;
     client.delete_all(&[session], cleanup).await;
     engine_path.delete_all(&[plain], cleanup).await;
     cleanup.remove_cli();
@@ -61,6 +62,7 @@ async fn execs(
         p50(&mut cli),
         floor,
         first_line,
+        first_progress,
     )
 }
 
@@ -91,6 +93,54 @@ async fn first_streamed_line_ms(client: &Client, session: &str) -> f64 {
             samples.push(first.expect("an output line before the envelope"));
         }
     }
+    p50(&mut samples)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// How long the first output of a streamed command takes to reach an MCP client: the
+/// `notifications/progress` carrying `x` on the call's SSE stream, for the same
+/// `echo x; sleep 0.2` in the same session (found by its key), p50 of [`STREAMS`], in ms.
+async fn first_mcp_progress_ms(client: &Client, key: &str) -> f64 {
+    use futures::StreamExt;
+    let mcp =
+        wharf_integration_tests::raw_mcp::RawMcpSession::open(&format!("{}/mcp", client.url)).await;
+    let mut samples = Vec::new();
+    for i in 0..=STREAMS {
+        let body = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {
+            "name": "docker_run_command",
+            "arguments": {"command": "echo x; sleep 0.2"},
+            "_meta": {"progressToken": i, "wharf/session_key": key}}});
+        let t = Instant::now();
+        let response = mcp
+            .request(&body)
+            .send()
+            .await
+            .expect("the MCP endpoint answers");
+        let mut stream = response.bytes_stream();
+        let mut seen = Vec::new();
+        let mut first = None;
+        while let Some(chunk) = stream.next().await {
+            seen.extend_from_slice(&chunk.expect("the SSE stream"));
+            if first.is_none()
+                && contains(&seen, b"notifications/progress")
+                && contains(&seen, b"\"message\":\"x")
+            {
+                first = Some(ms(t.elapsed()));
+            }
+        }
+        if i > 0 {
+            samples.push(first.unwrap_or_else(|| {
+                panic!(
+                    "no progress with the output: {}",
+                    String::from_utf8_lossy(&seen)
+                )
+            }));
+        }
+    }
+    mcp.end().await;
     p50(&mut samples)
 }
 
@@ -218,7 +268,7 @@ pub(super) async fn rows(seconds: u32, cleanup: &mut Cleanup) -> Figures {
         s.sandbox_agent = false;
     })
     .await;
-    let (agent, engine, cli, floor, first_line) =
+    let (agent, engine, cli, floor, first_line, first_progress) =
         execs(&client, &Client::new(&engine_host), cleanup).await;
     drop(engine_host);
     let exec_ratio = agent / cli;
@@ -241,6 +291,10 @@ pub(super) async fn rows(seconds: u32, cleanup: &mut Cleanup) -> Figures {
     rows.push((
         format!("streamed `echo x; sleep 0.2`: first NDJSON output line at the REST client, p50 of {STREAMS}"),
         format!("{first_line:.2} ms"),
+    ));
+    rows.push((
+        format!("the same: first `notifications/progress` with the output at an MCP client (raw streamable HTTP), p50 of {STREAMS}"),
+        format!("{first_progress:.2} ms"),
     ));
     rows.push((
         "ratio agent / CLI, agent / engine exec, exec".into(),
