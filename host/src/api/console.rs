@@ -26,6 +26,7 @@ mod health_page;
 mod logins;
 mod pages;
 mod processes_page;
+mod sandbox_access;
 mod sign_in;
 mod tenants_page;
 mod terminal_page;

@@ -251,7 +251,7 @@ impl Wharf {
 /// handed the call, so it is not looked up again.
 #[async_trait::async_trait]
 impl PreviewMinter for Wharf {
-    async fn preview_url(
+    async fn signed_url(
         &self,
         session: &SessionView,
         port: u16,

@@ -1,8 +1,8 @@
 //! What the console lists of a session's sandbox: its processes (the sandbox agent's table)
 //! and a directory, for the Files page: one `stat` run in the running container as its own
-//! user (so the sandbox's permissions hold), its output read as untrusted text. Bounded: [`MAX_ENTRIES`] entries, [`LIST_OUTPUT_BYTES`]
-//! of output, [`LIST_TIMEOUT_MS`] of run time; a name is whatever bytes the sandbox
-//! printed, shown escaped.
+//! user (so the sandbox's permissions hold), its output read as untrusted text. Bounded:
+//! [`MAX_ENTRIES`] entries, [`LIST_OUTPUT_BYTES`] of output, [`LIST_TIMEOUT_MS`] of run
+//! time; a name is whatever bytes the sandbox printed, shown escaped.
 
 use super::Wharf;
 use super::session_sandbox::Lookup;
@@ -115,9 +115,7 @@ impl Wharf {
         listing.left_off += usize::from(out.stdout_truncated);
         Ok(listing)
     }
-}
 
-impl Wharf {
     /// The processes the sandbox agent of `tenant`'s session `id` started (running, and
     /// ended ones it still keeps), newest first. 4007, 4090 and 4002 as
     /// [`Wharf::list_sandbox_dir`]; 4030 on an engine that places no agent.

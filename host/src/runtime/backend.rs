@@ -42,7 +42,7 @@ pub trait PreviewMinter: Send + Sync {
     /// A signed URL for `port` of `session` (the session the front door handed the call),
     /// valid `ttl_seconds` (the host's default when `None`). 4030 when the session does not
     /// expose the port or the host serves no previews.
-    async fn preview_url(
+    async fn signed_url(
         &self,
         session: &SessionView,
         port: u16,

@@ -55,7 +55,7 @@ pub async fn call(
         ));
     };
     let link = minter
-        .preview_url(session, ask.port, ask.ttl_seconds)
+        .signed_url(session, ask.port, ask.ttl_seconds)
         .await?;
     Ok(ToolResult::json(json!({
         "url": link.url,

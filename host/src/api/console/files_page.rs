@@ -5,11 +5,9 @@
 //! route) and whose allowlist names the session's backend. Every name is the sandbox's
 //! text, shown escaped; a download's file name is reduced to safe characters.
 
-use super::pages::{failure, html, layout, span};
-use super::{Console, Viewer};
-use crate::api::session_access::permitted_session;
-use crate::config::TokenScope;
-use crate::error_code::WharfError;
+use super::Console;
+use super::pages::{html, layout, span};
+use super::sandbox_access::{failed, sandbox_viewer};
 use crate::front_door::{EntryKind, SandboxEntry, SandboxListing};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -25,36 +23,6 @@ pub struct FilesQuery {
     id: String,
     #[serde(default)]
     path: Option<String>,
-}
-
-/// `?id=` of a session's page.
-#[derive(Deserialize)]
-pub struct SessionQuery {
-    #[serde(default)]
-    pub(super) id: String,
-}
-
-/// The viewer, when it may open this session's sandbox (files, processes).
-pub(super) async fn sandbox_viewer(
-    console: &Console,
-    headers: &HeaderMap,
-    id: &str,
-) -> Result<Viewer, Response> {
-    let viewer = console.page_viewer(headers).await?;
-    let allowed = async {
-        viewer.caller.require(TokenScope::Call)?;
-        permitted_session(&console.wharf, &viewer.caller, id).await
-    }
-    .await;
-    match allowed {
-        Ok(_) => Ok(viewer),
-        Err(e) => Err(failed(&e)),
-    }
-}
-
-/// A front-door error as a page.
-pub(super) fn failed(e: &WharfError) -> Response {
-    failure("Sandbox unavailable", e)
 }
 
 /// `GET /console/sessions/files?id=&path=` (`/` by default).

@@ -4,8 +4,8 @@
 //! Files page; the commands are the sandbox's text, shown escaped.
 
 use super::Console;
-use super::files_page::{SessionQuery, failed, sandbox_viewer};
 use super::pages::{html, layout, span};
+use super::sandbox_access::{SessionQuery, failed, sandbox_viewer};
 use crate::clock::now_ms;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};

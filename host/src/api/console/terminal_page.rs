@@ -6,6 +6,7 @@
 //! a line at a time, or Ctrl-C.
 
 use super::pages::{html, layout, refusal};
+use super::sandbox_access::SessionQuery;
 use super::{Console, Viewer};
 use crate::api::session_access::permitted_session;
 use crate::error_code::WharfError;
@@ -18,12 +19,6 @@ use maud::html;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
-
-/// Which session.
-#[derive(Deserialize)]
-pub struct SessionQuery {
-    id: String,
-}
 
 /// The ticket form: the session and the console session's CSRF token.
 #[derive(Deserialize)]
@@ -52,7 +47,7 @@ pub async fn page(
         Ok(v) => v,
         Err(to) => return to,
     };
-    let Ok(Query(query)) = query else {
+    let Some(query) = query.ok().map(|Query(q)| q).filter(|q| !q.id.is_empty()) else {
         return refusal(
             StatusCode::BAD_REQUEST,
             "Bad request",
