@@ -6,16 +6,23 @@
 //! cannot be named in a session's config to get around `grants.images`; a host killed while
 //! a snapshot is being made leaves no row and no image behind once it is back.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wharf_integration_tests::processes::WharfProcess;
+use wharf_integration_tests::tenant_client::TenantClient;
 use wharf_integration_tests::{docker_ready, eventually, remove_backend_containers};
 
 const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-0123456789";
 
 fn write_config(dir: &Path, backend: &str) -> PathBuf {
+    write_config_with(dir, backend, "", "")
+}
+
+/// The config with `server_tables` (tables under `[server]`) and `grants` (more lines of
+/// the backend's grants).
+fn write_config_with(dir: &Path, backend: &str, server_tables: &str, grants: &str) -> PathBuf {
     let path = dir.join("wharf.toml");
     std::fs::write(
         &path,
@@ -23,6 +30,7 @@ fn write_config(dir: &Path, backend: &str) -> PathBuf {
             r#"[server]
 data_dir = "{}"
 sweep_interval_seconds = 1
+{server_tables}
 
 [[auth.tokens]]
 name = "alice"
@@ -38,60 +46,13 @@ scopes = ["read", "call"]
 path = "bundled:docker-provider"
 [backends.{backend}.grants]
 images = ["wharf-sandbox:test"]
+{grants}
 "#,
             dir.join("data").display()
         ),
     )
     .unwrap();
     path
-}
-
-struct As<'a> {
-    url: &'a str,
-    token: &'a str,
-}
-
-impl As<'_> {
-    async fn send(&self, request: reqwest::RequestBuilder) -> Value {
-        request
-            .bearer_auth(self.token)
-            .send()
-            .await
-            .expect("the host answers")
-            .json()
-            .await
-            .expect("JSON")
-    }
-
-    async fn post(&self, path: &str, body: Value) -> Value {
-        self.send(
-            reqwest::Client::new()
-                .post(format!("{}{path}", self.url))
-                .json(&body),
-        )
-        .await
-    }
-
-    async fn get(&self, path: &str) -> Value {
-        self.send(reqwest::Client::new().get(format!("{}{path}", self.url)))
-            .await
-    }
-
-    async fn delete(&self, path: &str) -> Value {
-        self.send(reqwest::Client::new().delete(format!("{}{path}", self.url)))
-            .await
-    }
-
-    async fn run(&self, backend: &str, session: &str, command: &str) -> Value {
-        let reply = self
-            .post(
-                "/v1/call",
-                json!({"tool": format!("{backend}:run_command"), "args": {"command": command}, "session_id": session}),
-            )
-            .await;
-        assert_eq!(reply["code"], 0, "{command}: {reply}");
-        reply["data"]["result"].clone()
-    }
 }
 
 fn images_labelled(key: &str, value: &str) -> Vec<String> {
@@ -114,11 +75,11 @@ async fn a_snapshot_keeps_the_sandboxs_files_for_its_tenant_only() {
     remove_backend_containers(backend);
     let dir = tempfile::tempdir().unwrap();
     let host = WharfProcess::start(&write_config(dir.path(), backend));
-    let alice = As {
+    let alice = TenantClient {
         url: &host.url,
         token: ALICE,
     };
-    let bob = As {
+    let bob = TenantClient {
         url: &host.url,
         token: BOB,
     };
@@ -304,7 +265,7 @@ async fn a_host_killed_while_a_snapshot_is_made_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), backend);
     let first = WharfProcess::start(&config);
-    let alice = As {
+    let alice = TenantClient {
         url: &first.url,
         token: ALICE,
     };
@@ -348,7 +309,7 @@ async fn a_host_killed_while_a_snapshot_is_made_leaves_nothing_behind() {
     request.abort();
 
     let second = WharfProcess::start(&config);
-    let alice = As {
+    let alice = TenantClient {
         url: &second.url,
         token: ALICE,
     };
@@ -376,7 +337,7 @@ async fn a_fork_of_ten_has_the_tree_in_each_and_a_failed_fork_leaves_nothing() {
     remove_backend_containers(backend);
     let dir = tempfile::tempdir().unwrap();
     let host = WharfProcess::start(&write_config(dir.path(), backend));
-    let alice = As {
+    let alice = TenantClient {
         url: &host.url,
         token: ALICE,
     };
@@ -487,6 +448,85 @@ async fn a_fork_of_ten_has_the_tree_in_each_and_a_failed_fork_leaves_nothing() {
         .run(backend, &forked, "echo \"$(id -u) $FORK_MARK\"")
         .await;
     assert_eq!(who["stdout"], "1000 kept-7f3a\n", "{who}");
+    drop(host);
+    remove_backend_containers(backend);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_gvisor_a_snapshot_keeps_the_work_dir_and_the_root_but_not_tmp() {
+    if !docker_ready() || !wharf_integration_tests::gvisor_ready() {
+        return;
+    }
+    let backend = "snapgvisor";
+    remove_backend_containers(backend);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config_with(
+        dir.path(),
+        backend,
+        &format!(
+            "[server.runtimes]\ngvisor = \"{}\"",
+            wharf_integration_tests::GVISOR_RUNTIME
+        ),
+        "isolation = [\"gvisor\"]",
+    );
+    let host = WharfProcess::start(&config);
+    let alice = TenantClient {
+        url: &host.url,
+        token: ALICE,
+    };
+    let gvisor = json!({"isolation": "gvisor"});
+    let made = alice
+        .post(
+            "/v1/sessions",
+            json!({"backend": backend, "key": "origin", "config": gvisor}),
+        )
+        .await;
+    assert_eq!(made["code"], 0, "{made}");
+    let origin = made["data"]["id"].as_str().unwrap().to_string();
+    // Under gVisor: its own kernel answers.
+    let kernel = alice
+        .run(backend, &origin, "dmesg 2>/dev/null | head -1")
+        .await;
+    assert!(
+        kernel["stdout"].as_str().unwrap().contains("gVisor"),
+        "{kernel}"
+    );
+    alice
+        .run(
+            backend,
+            &origin,
+            "echo work > note && mkdir -p /root/kept && echo root > /root/kept/f && echo gone > /tmp/t",
+        )
+        .await;
+    let snapshot = alice
+        .post(&format!("/v1/sessions/{origin}/snapshots"), json!({}))
+        .await;
+    assert_eq!(snapshot["code"], 0, "{snapshot}");
+    let snap = snapshot["data"]["id"].as_str().unwrap().to_string();
+    let copy = alice
+        .post(
+            "/v1/sessions",
+            json!({"backend": backend, "key": "copy", "from_snapshot": snap, "config": gvisor}),
+        )
+        .await;
+    assert_eq!(copy["code"], 0, "{copy}");
+    let copy = copy["data"]["id"].as_str().unwrap().to_string();
+    let seen = alice
+        .run(
+            backend,
+            &copy,
+            "cat note /root/kept/f; cat /tmp/t 2>/dev/null || echo no-tmp",
+        )
+        .await;
+    assert_eq!(seen["stdout"], "work\nroot\nno-tmp\n", "{seen}");
+    assert_eq!(
+        alice.delete(&format!("/v1/sessions/{copy}")).await["code"],
+        0
+    );
+    assert_eq!(
+        alice.delete(&format!("/v1/snapshots/{snap}")).await["code"],
+        0
+    );
     drop(host);
     remove_backend_containers(backend);
 }

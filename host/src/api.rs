@@ -23,5 +23,6 @@ pub mod session_pauses;
 pub mod session_reply;
 pub mod snapshots;
 pub mod terminal;
+pub mod volumes;
 
 pub use rest::router;

@@ -5,6 +5,7 @@ mod dev;
 mod oci;
 mod progress;
 mod sessions;
+mod volumes;
 
 use progress::with_progress;
 
@@ -80,6 +81,23 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         command: sessions::SessionsCommand,
+        /// The server.
+        #[arg(
+            long,
+            env = "WHARF_URL",
+            default_value = "http://127.0.0.1:7420",
+            global = true
+        )]
+        url: String,
+        /// Bearer token.
+        #[arg(long, env = "WHARF_TOKEN", hide_env_values = true, global = true)]
+        token: Option<String>,
+    },
+    /// Create, list or delete the caller's named volumes on a running server.
+    Volumes {
+        /// What to do.
+        #[command(subcommand)]
+        command: volumes::VolumesCommand,
         /// The server.
         #[arg(
             long,
@@ -303,6 +321,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             url,
             token,
         } => sessions::run(command, &url, token).await,
+        Command::Volumes {
+            command,
+            url,
+            token,
+        } => volumes::run(command, &url, token).await,
         Command::Dev { dir, listen } => dev::run(dir, listen).await,
         Command::Pull(args) => oci::pull(args).await,
         Command::Push(args) => oci::push(args).await,

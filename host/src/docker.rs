@@ -47,6 +47,7 @@ mod shell_line;
 mod shell_pool;
 mod snapshots;
 pub mod types;
+mod volumes;
 
 pub use client::{DEFAULT_DOCKER_HOST, Docker};
 pub use error::DockerError;

@@ -15,7 +15,7 @@ pub mod kv;
 pub use container::{ContainerEngine, DisabledEngine};
 pub use container_types::{
     Command, ContainerInfo, ContainerSpec, ContainerState, ExecOutput, ExecRequest, Mount, Network,
-    Owner,
+    Owner, VolumeMount,
 };
 pub use create_ledger::CreateLedger;
 pub use error::EngineError;

@@ -26,6 +26,7 @@ mod temporary;
 mod terminals;
 mod tool_calls;
 mod uploads;
+mod volumes;
 
 pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool, WarmPoolFill};
 pub use console_views::GrantLine;

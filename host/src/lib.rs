@@ -50,6 +50,7 @@ pub mod terminal_ticket;
 pub mod tool;
 pub mod tool_filter;
 pub mod tool_names;
+pub mod volume_record;
 
 pub use error_code::{Code, WharfError};
 pub use front_door::Wharf;

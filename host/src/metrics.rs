@@ -356,6 +356,10 @@ impl Metrics {
             self.tenants
                 .set_snapshots(snapshots.iter().map(|(t, n, b)| (t.as_str(), *n, *b)));
         }
+        if let Some(volumes) = &scrape.tenant_volumes {
+            self.tenants
+                .set_volumes(volumes.iter().map(|(t, n, b)| (t.as_str(), *n, *b)));
+        }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)

@@ -13,7 +13,9 @@ mod secrets;
 pub use containers::{ContainerRequest, EffectiveLimits, NetworkRequest};
 pub use egress::{EgressAsk, EgressRefusal, EgressRule, HostPattern, MAX_EGRESS_ENTRIES};
 pub use grants_growth::{GrantsAdded, grants_beyond};
-pub use isolation::{Isolation, MAX_USER_BYTES, SandboxProfile, check_user, granted_levels};
+pub use isolation::{
+    Isolation, MAX_USER_BYTES, SandboxProfile, SandboxVolume, check_user, granted_levels,
+};
 pub use mounts::{MountAsk, MountGrant, check_mount_path};
 pub use outbound_http::normalize;
 pub use secrets::{
@@ -78,6 +80,9 @@ pub struct Grants {
     /// Address ranges a session may ask for (`network.allow_egress_to_cidrs`): reachable
     /// by address, and where a listed name may resolve to a private or loopback address.
     pub egress_cidrs: Vec<String>,
+    /// Whether the backend's sandboxes may mount their tenant's named volumes (a session
+    /// config's `volumes`, issue 37). Off by default.
+    pub volumes: bool,
     /// Bytes (both ways) one session's sandboxes may move through the egress proxy.
     pub max_egress_bytes_per_session: u64,
     /// Connections one sandbox may have open through the egress proxy at once (at most 31).
@@ -119,6 +124,7 @@ impl Default for Grants {
             isolation: vec!["container".to_string()],
             egress_to: Vec::new(),
             egress_cidrs: Vec::new(),
+            volumes: false,
             max_egress_bytes_per_session: 1 << 30,
             max_egress_connections: 16,
             granted_by: GrantedBy::Operator,

@@ -13,12 +13,14 @@ mod session_leases;
 mod session_pauses;
 mod session_rows;
 mod snapshot_rows;
+mod volume_rows;
 mod warm_rows;
 
 pub use crate::engines::kv::KvScope;
 pub use crate::session_record::{SessionRecord, SessionState};
 pub use quota_rows::RowQuota;
 pub use session_rows::BadSessionRow;
+pub use volume_rows::VolumeInsert;
 pub use warm_rows::WarmRow;
 
 use crate::error_code::{Code, WharfError};

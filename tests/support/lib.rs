@@ -10,6 +10,7 @@ pub mod provisioner;
 pub mod python;
 pub mod raw_mcp;
 pub mod registry;
+pub mod tenant_client;
 pub mod wrk;
 
 use serde_json::{Value, json};

@@ -80,6 +80,14 @@ pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
             get(crate::api::snapshots::get).delete(crate::api::snapshots::delete),
         )
         .route(
+            "/v1/volumes",
+            get(crate::api::volumes::list).post(crate::api::volumes::create),
+        )
+        .route(
+            "/v1/volumes/{volume}",
+            get(crate::api::volumes::get).delete(crate::api::volumes::delete),
+        )
+        .route(
             "/v1/sessions/{id}/previews",
             post(crate::api::preview_links::create).delete(crate::api::preview_links::revoke),
         )

@@ -204,7 +204,7 @@ pub async fn run(command: SessionsCommand, url: &str, token: Option<String>) -> 
 }
 
 /// The `data` of a successful reply, or the server's message and code as the error.
-fn ok_data(reply: &Value) -> Result<&Value> {
+pub(super) fn ok_data(reply: &Value) -> Result<&Value> {
     if reply["code"].as_u64() != Some(0) {
         bail!(
             "{} ({})",

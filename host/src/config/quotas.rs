@@ -42,6 +42,11 @@ pub struct QuotaLimits {
     pub snapshots: Option<i64>,
     /// Bytes the tenant's snapshots may add to their base images, together (default 16 GiB).
     pub snapshot_bytes: Option<i64>,
+    /// Named volumes the tenant may keep (default 16).
+    pub volumes: Option<i64>,
+    /// Bytes the tenant's volumes may hold, together, as the host measures them (default
+    /// 16 GiB).
+    pub volume_bytes: Option<i64>,
     /// Shortest idle TTL a caller may ask for, in s.
     pub min_ttl_seconds: Option<i64>,
     /// Longest idle TTL a caller may ask for, in s (also what `ttl_seconds: 0` becomes).
@@ -69,6 +74,8 @@ impl QuotaLimits {
             containers: self.containers.or(fallback.containers),
             snapshots: self.snapshots.or(fallback.snapshots),
             snapshot_bytes: self.snapshot_bytes.or(fallback.snapshot_bytes),
+            volumes: self.volumes.or(fallback.volumes),
+            volume_bytes: self.volume_bytes.or(fallback.volume_bytes),
             min_ttl_seconds: self.min_ttl_seconds.or(fallback.min_ttl_seconds),
             max_ttl_seconds: self.max_ttl_seconds.or(fallback.max_ttl_seconds),
             max_lifetime_seconds: self.max_lifetime_seconds.or(fallback.max_lifetime_seconds),
@@ -87,6 +94,8 @@ impl QuotaLimits {
             ("containers", self.containers, 0),
             ("snapshots", self.snapshots, 0),
             ("snapshot_bytes", self.snapshot_bytes, 0),
+            ("volumes", self.volumes, 0),
+            ("volume_bytes", self.volume_bytes, 0),
             ("min_ttl_seconds", self.min_ttl_seconds, 0),
             ("max_ttl_seconds", self.max_ttl_seconds, 1),
             ("max_lifetime_seconds", self.max_lifetime_seconds, 1),

@@ -171,6 +171,12 @@ impl Docker {
         self.runtimes().levels()
     }
 
+    /// Whether the engine runs on this machine (reached over a Unix socket): its volumes'
+    /// files are then in this host's filesystem.
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(self.inner.endpoint, Endpoint::Unix(_))
+    }
+
     pub(crate) fn runtimes(&self) -> &IsolationRuntimes {
         self.inner.runtimes.get().unwrap_or(&DEFAULT_RUNTIMES)
     }

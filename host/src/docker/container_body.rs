@@ -159,6 +159,22 @@ pub(crate) fn create_body(
             ..Default::default()
         });
     }
+    for v in &spec.volumes {
+        check_abs_path("volume container path", &v.container_path)?;
+        if v.volume.is_empty() || v.volume.chars().any(|c| c.is_control() || c == '/') {
+            return Err(DockerError::Invalid(format!(
+                "bad volume name {:?}",
+                shorten(&v.volume)
+            )));
+        }
+        mounts.push(DockerMount {
+            target: Some(v.container_path.clone()),
+            source: Some(v.volume.clone()),
+            typ: Some(MountType::VOLUME),
+            read_only: Some(v.read_only),
+            ..Default::default()
+        });
+    }
     if let Some(vol) = &spec.work_volume {
         check_abs_path("work volume", vol)?;
         if vol.trim_end_matches('/').is_empty() {

@@ -6,8 +6,8 @@ use super::error::DockerError;
 use super::types::{ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, Owner};
 use crate::engines::ContainerEngine;
 use crate::engines::container_types::{
-    OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal, SnapshotImage, SnapshotTarget,
-    TerminalSize,
+    EngineVolume, OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal, SnapshotImage,
+    SnapshotTarget, TerminalSize, VolumeUser,
 };
 use async_trait::async_trait;
 
@@ -64,6 +64,30 @@ impl ContainerEngine for Docker {
 
     async fn snapshot_images(&self) -> Result<Vec<SnapshotImage>, DockerError> {
         Docker::snapshot_images(self).await
+    }
+
+    async fn create_volume(
+        &self,
+        name: &str,
+        labels: &[(String, String)],
+    ) -> Result<(), DockerError> {
+        Docker::create_volume(self, name, labels).await
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), DockerError> {
+        Docker::remove_volume(self, name).await
+    }
+
+    async fn volume_bytes(&self, name: &str) -> Result<u64, DockerError> {
+        Docker::volume_bytes(self, name).await
+    }
+
+    async fn volume_users(&self, name: &str) -> Result<Vec<VolumeUser>, DockerError> {
+        Docker::volume_users(self, name).await
+    }
+
+    async fn engine_volumes(&self) -> Result<Vec<EngineVolume>, DockerError> {
+        Docker::engine_volumes(self).await
     }
 
     async fn remove_unloaded(&self, backend: &str) -> Result<Vec<String>, DockerError> {

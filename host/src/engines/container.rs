@@ -5,8 +5,9 @@
 //! engine.
 
 use super::container_types::{
-    ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, OutputChunk, OutputRead, Owner,
-    PortStream, ProcessInfo, ProcessStart, Signal, SnapshotImage, SnapshotTarget, TerminalSize,
+    ContainerInfo, ContainerSpec, EngineVolume, ExecOutput, ExecRequest, OutputChunk, OutputRead,
+    Owner, PortStream, ProcessInfo, ProcessStart, Signal, SnapshotImage, SnapshotTarget,
+    TerminalSize, VolumeUser,
 };
 use super::error::EngineError;
 use crate::call_output::OutputSink;
@@ -197,6 +198,37 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Creates an engine volume named `name` with the host's `labels` (an existing one of
+    /// that name is refused).
+    async fn create_volume(
+        &self,
+        _name: &str,
+        _labels: &[(String, String)],
+    ) -> Result<(), EngineError> {
+        Err(no_volumes())
+    }
+
+    /// Removes an engine volume the host made; one a container still uses (running or
+    /// not) is refused with a message saying it is in use; a missing one is `Ok`.
+    async fn remove_volume(&self, _name: &str) -> Result<(), EngineError> {
+        Err(no_volumes())
+    }
+
+    /// The bytes an engine volume's files hold now.
+    async fn volume_bytes(&self, _name: &str) -> Result<u64, EngineError> {
+        Err(no_volumes())
+    }
+
+    /// The containers (running or not) that mount an engine volume.
+    async fn volume_users(&self, _name: &str) -> Result<Vec<VolumeUser>, EngineError> {
+        Ok(Vec::new())
+    }
+
+    /// Every engine volume the host made (the sweep's view).
+    async fn engine_volumes(&self) -> Result<Vec<EngineVolume>, EngineError> {
+        Ok(Vec::new())
+    }
+
     /// Removes the containers an unloaded backend made on this node outside any session
     /// (a stdio server its bridge ran, warm sandboxes); its ids. Sessions' containers stay
     /// with their sessions, and other nodes' with theirs.
@@ -217,6 +249,10 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
                 .into(),
         ))
     }
+}
+
+fn no_volumes() -> EngineError {
+    EngineError::Refused("this container engine keeps no volumes".into())
 }
 
 fn no_agent() -> EngineError {

@@ -27,6 +27,10 @@ pub const LABEL_EGRESS: &str = "wharf.egress";
 pub const POOL_SESSION_PREFIX: &str = "wharf-pool-";
 /// The prefix reserved to the host.
 pub const RESERVED_PREFIX: &str = "wharf.";
+/// Label with the volume id on an engine volume the host made for a tenant (issue 37).
+pub const LABEL_VOLUME: &str = "wharf.volume";
+/// Label with the creation time (ms since the Unix epoch) on an engine volume the host made.
+pub const LABEL_VOLUME_CREATED: &str = "wharf.volume.created";
 
 /// Who is calling: the operator's name of the backend, and its current session if any.
 /// The host derives both from the call context; a guest never names them.
@@ -68,6 +72,43 @@ pub struct Mount {
     pub read_only: bool,
 }
 
+/// A named volume mounted into a container: an engine volume the host resolved from a
+/// tenant's volume name (a guest never names engine volumes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeMount {
+    /// The engine's volume name.
+    pub volume: String,
+    /// Absolute path in the container.
+    pub container_path: String,
+    /// Mount read-only.
+    pub read_only: bool,
+}
+
+/// A container that uses an engine volume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeUser {
+    /// The container's id.
+    pub container: String,
+    /// The session of its `wharf.session` label, when it has one.
+    pub session: Option<String>,
+    /// Whether it mounts the volume read-only (everywhere it mounts it).
+    pub read_only: bool,
+}
+
+/// An engine volume the host made, as the sweep sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineVolume {
+    /// The engine's volume name.
+    pub name: String,
+    /// The volume id of its `wharf.volume` label.
+    pub volume: String,
+    /// The node that made it (its `wharf.node` label).
+    pub node: Option<String>,
+    /// Creation time, ms since the Unix epoch (its `wharf.volume.created` label; 0 when
+    /// absent).
+    pub created_at_ms: u64,
+}
+
 /// The network a container joins. Defaults to [`Network::None`]: no network at all.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Network {
@@ -95,6 +136,8 @@ pub struct ContainerSpec {
     pub labels: Vec<(String, String)>,
     /// Host bind mounts.
     pub mounts: Vec<Mount>,
+    /// Named engine volumes (the host resolved them; never a guest's choice).
+    pub volumes: Vec<VolumeMount>,
     /// Network; `None` by default.
     pub network: Network,
     /// CPU limit in thousandths of a CPU (1500 = 1.5 CPUs).

@@ -40,6 +40,12 @@ impl Wharf {
                 });
             }
         }
+        if g.volumes {
+            lines.push(GrantLine {
+                what: "volumes",
+                values: vec!["the tenant's named volumes".to_string()],
+            });
+        }
         let secrets: Vec<String> = g.secrets.names().map(str::to_string).collect();
         if !secrets.is_empty() {
             lines.push(GrantLine {

@@ -64,6 +64,7 @@ impl Wharf {
         });
         let containers = listed.map(|list| list.into_iter().map(|c| c.backend).collect());
         let tenant_snapshots = self.sessions.store().snapshot_usage(None).await.ok();
+        let tenant_volumes = self.volume_usage().await.ok();
         self.metrics.render(Scrape {
             contracts,
             pools,
@@ -72,6 +73,7 @@ impl Wharf {
             tenant_sessions,
             tenant_containers,
             tenant_snapshots,
+            tenant_volumes,
         })
     }
 }

@@ -84,6 +84,7 @@ impl Wharf {
             ),
             None => None,
         };
+        let volumes = self.session_volumes(tenant, &backend, &config).await?;
         let acquire = AcquireRequest {
             tenant: tenant.to_string(),
             key: request
@@ -98,7 +99,10 @@ impl Wharf {
                 backend: (scope == crate::quotas::Scope::Backend).then(|| backend.name.to_string()),
             }),
             warm_allowed: quota.containers.is_none(),
-            from_image,
+            sandbox: crate::runtime::backend::SandboxGrant {
+                from_image,
+                volumes,
+            },
             owner: request.owner.clone(),
             holder: request.holder.clone(),
             claim_ttl: CLAIM_TTL,
@@ -293,6 +297,10 @@ impl Wharf {
             match self.sweep_snapshots().await {
                 Ok(snapshots) => swept.extend(snapshots),
                 Err(e) => tracing::debug!("sweeping snapshots skipped: {}", e.message),
+            }
+            match self.sweep_volumes().await {
+                Ok(volumes) => swept.extend(volumes),
+                Err(e) => tracing::debug!("sweeping volumes skipped: {}", e.message),
             }
         }
         // After the sessions: a warm sandbox whose taker was just swept is stale now.

@@ -3,6 +3,7 @@
 //! by the host from the call context, visible only to their backend.
 
 mod v0_1_adapter;
+mod volume_mounts;
 
 use super::container_turns::CreateTurns;
 use super::host_mounts::{self, ResolvedMount};
@@ -249,6 +250,7 @@ impl ContainerView<'_> {
             .map(|ask| self.ctx.grants.egress_rule(ask))
             .transpose()
             .map_err(|d| guest_error(Code::Forbidden, d.0))?;
+        let volumes = self.checked_volumes(engine, profile.as_deref()).await?;
         let work_volume = spec
             .workdir
             .clone()
@@ -268,6 +270,7 @@ impl ContainerView<'_> {
                     read_only: m.read_only,
                 })
                 .collect(),
+            volumes,
             network: match network {
                 NetworkRequest::None => engine::Network::None,
                 NetworkRequest::Bridge => engine::Network::Bridge,

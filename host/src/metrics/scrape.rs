@@ -32,4 +32,7 @@ pub struct Scrape {
     /// Each tenant's ready snapshots (tenant, count, bytes); `None` when the store did not
     /// answer.
     pub tenant_snapshots: Option<Vec<(String, u64, u64)>>,
+    /// Each tenant's named volumes (tenant, count, bytes last measured); `None` when the
+    /// store did not answer.
+    pub tenant_volumes: Option<Vec<(String, u64, u64)>>,
 }

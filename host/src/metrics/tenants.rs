@@ -37,6 +37,8 @@ pub struct TenantMetrics {
     containers: Family<TenantLabels, Gauge>,
     snapshots: Family<TenantLabels, Gauge>,
     snapshot_bytes: Family<TenantLabels, Gauge>,
+    volumes: Family<TenantLabels, Gauge>,
+    volume_bytes: Family<TenantLabels, Gauge>,
     recent_refusals: super::recent_refusals::RecentRefusals,
 }
 
@@ -53,6 +55,8 @@ impl TenantMetrics {
             containers: Family::default(),
             snapshots: Family::default(),
             snapshot_bytes: Family::default(),
+            volumes: Family::default(),
+            volume_bytes: Family::default(),
             recent_refusals: Default::default(),
         };
         registry.register(
@@ -89,6 +93,16 @@ impl TenantMetrics {
             "wharf_tenant_snapshot_bytes",
             "Bytes the tenant's snapshots add to their base images",
             me.snapshot_bytes.clone(),
+        );
+        registry.register(
+            "wharf_tenant_volumes",
+            "Named volumes kept by tenant",
+            me.volumes.clone(),
+        );
+        registry.register(
+            "wharf_tenant_volume_bytes",
+            "Bytes the tenant's named volumes held when the host last measured them",
+            me.volume_bytes.clone(),
         );
         me
     }
@@ -148,16 +162,27 @@ impl TenantMetrics {
 
     /// Sets the snapshot gauges from each tenant's (tenant, count, bytes).
     pub fn set_snapshots<'a>(&self, usage: impl Iterator<Item = (&'a str, u64, u64)>) {
-        self.snapshots.clear();
-        self.snapshot_bytes.clear();
+        Self::set_usage(&self.snapshots, &self.snapshot_bytes, usage);
+    }
+
+    /// Sets the volume gauges from each tenant's (tenant, count, bytes).
+    pub fn set_volumes<'a>(&self, usage: impl Iterator<Item = (&'a str, u64, u64)>) {
+        Self::set_usage(&self.volumes, &self.volume_bytes, usage);
+    }
+
+    fn set_usage<'a>(
+        counts: &Family<TenantLabels, Gauge>,
+        sizes: &Family<TenantLabels, Gauge>,
+        usage: impl Iterator<Item = (&'a str, u64, u64)>,
+    ) {
+        counts.clear();
+        sizes.clear();
         let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         for (tenant, count, bytes) in usage {
-            self.snapshots
+            counts
                 .get_or_create(&Self::labels(tenant))
                 .set(gauge(count));
-            self.snapshot_bytes
-                .get_or_create(&Self::labels(tenant))
-                .set(gauge(bytes));
+            sizes.get_or_create(&Self::labels(tenant)).set(gauge(bytes));
         }
     }
 

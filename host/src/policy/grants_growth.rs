@@ -2,7 +2,8 @@
 //! when a hot load or upgrade widens `[backends.NAME.grants]` (a sidecar pointing a bridge
 //! at a new server, say). Pure: list entries compared like `requires_beyond` (an entry of
 //! the new list the old one lacks is added), raised ceilings, new secrets or secrets read
-//! from elsewhere, and a weaker default isolation level. Narrowing grows nothing.
+//! from elsewhere, a weaker default isolation level, and volumes newly allowed. Narrowing
+//! grows nothing.
 
 use super::{Grants, Isolation};
 use std::collections::BTreeMap;
@@ -43,6 +44,9 @@ pub fn grants_beyond(new: &Grants, old: &Grants) -> GrantsAdded {
             .entry("isolation".to_string())
             .or_default()
             .push(weaker);
+    }
+    if new.volumes && !old.volumes {
+        note(&mut added, "volumes", vec!["true".to_string()]);
     }
     for ((field, n), (_, o)) in ceilings(new).into_iter().zip(ceilings(old)) {
         if n > o {
@@ -210,6 +214,20 @@ mod tests {
         );
         assert!(grants_beyond(&gvisor, &both).is_empty());
         assert!(grants_beyond(&both, &container_first).is_empty());
+    }
+
+    #[test]
+    fn volumes_newly_allowed_are_growth() {
+        let on = Grants {
+            volumes: true,
+            ..Grants::default()
+        };
+        assert_eq!(
+            grants_beyond(&on, &Grants::default())["volumes"],
+            list(&["true"])
+        );
+        assert!(grants_beyond(&Grants::default(), &on).is_empty());
+        assert!(grants_beyond(&on, &on).is_empty());
     }
 
     #[test]

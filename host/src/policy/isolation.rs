@@ -126,7 +126,35 @@ pub struct SandboxProfile {
     /// The image the sandbox starts from when it is a snapshot of the tenant's: granted
     /// for this call whatever `grants.images` say.
     pub granted_image: Option<String>,
+    /// The tenant's named volumes its sandbox mounts (resolved by the host).
+    pub volumes: Vec<SandboxVolume>,
     applied: AtomicU32,
+}
+
+/// One of a tenant's named volumes, as a session's sandbox mounts it: the engine volume
+/// the host resolved from the tenant's name (never a guest's or a caller's choice).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxVolume {
+    /// The tenant's name for it (for refusals).
+    pub name: String,
+    /// The engine's volume.
+    pub engine_volume: String,
+    /// Absolute path in the sandbox.
+    pub path: String,
+    /// Mounted read-only.
+    pub read_only: bool,
+    /// Mounted by one sandbox at a time (the volume is not `shared`).
+    pub exclusive: bool,
+}
+
+impl SandboxVolume {
+    /// The refusal of a volume that is not shared and that `session`'s sandbox mounts.
+    pub fn held_by(name: &str, session: Option<&str>) -> String {
+        format!(
+            "volume `{name}` is mounted by the sandbox of session {}; it is not shared, so one sandbox mounts it at a time",
+            session.unwrap_or("(none)")
+        )
+    }
 }
 
 impl SandboxProfile {
@@ -138,6 +166,7 @@ impl SandboxProfile {
             read_only_root,
             egress: None,
             granted_image: None,
+            volumes: Vec::new(),
             applied: AtomicU32::new(0),
         }
     }
@@ -155,6 +184,12 @@ impl SandboxProfile {
         self
     }
 
+    /// The same profile, its sandbox mounting `volumes`.
+    pub fn with_volumes(mut self, volumes: Vec<SandboxVolume>) -> Self {
+        self.volumes = volumes;
+        self
+    }
+
     /// Whether `image` is the one this profile grants.
     pub fn grants_image(&self, image: &str) -> bool {
         self.granted_image.as_deref() == Some(image)
@@ -167,6 +202,7 @@ impl SandboxProfile {
             || self.read_only_root
             || self.egress.is_some()
             || self.granted_image.is_some()
+            || !self.volumes.is_empty()
     }
 
     /// Records one container created with it.
@@ -196,6 +232,9 @@ impl SandboxProfile {
         }
         if let Some(image) = &self.granted_image {
             asks.push(format!("a sandbox from snapshot {image:?}"));
+        }
+        for volume in &self.volumes {
+            asks.push(format!("volume {:?} at {:?}", volume.name, volume.path));
         }
         asks.join(", ")
     }

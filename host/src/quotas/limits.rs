@@ -41,6 +41,13 @@ pub const DEFAULT_SNAPSHOTS: u64 = 32;
 /// `snapshot_bytes` (16 GiB).
 pub const DEFAULT_SNAPSHOT_BYTES: u64 = 16 << 30;
 
+/// The named volumes a tenant may keep when `[quotas]` sets no `volumes`.
+pub const DEFAULT_VOLUMES: u64 = 16;
+
+/// The bytes a tenant's volumes may hold, together, when `[quotas]` sets no
+/// `volume_bytes` (16 GiB).
+pub const DEFAULT_VOLUME_BYTES: u64 = 16 << 30;
+
 /// Resolved limits; `None` is no limit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Effective {
@@ -56,6 +63,10 @@ pub struct Effective {
     pub snapshots: u64,
     /// Bytes the snapshots add, together ([`DEFAULT_SNAPSHOT_BYTES`] unless set).
     pub snapshot_bytes: u64,
+    /// Named volumes kept (always bounded: [`DEFAULT_VOLUMES`] unless set).
+    pub volumes: u64,
+    /// Bytes the volumes hold, together ([`DEFAULT_VOLUME_BYTES`] unless set).
+    pub volume_bytes: u64,
     /// Shortest idle TTL a caller may ask for, s.
     pub min_ttl_seconds: Option<u64>,
     /// Longest idle TTL, s.
@@ -112,6 +123,8 @@ pub fn resolve(config: &QuotaConfig, tenant: &str, backend: Option<&str>) -> Eff
             .map(|n| (n, scope(token.containers, of_backend.containers))),
         snapshots: count(merged.snapshots).unwrap_or(DEFAULT_SNAPSHOTS),
         snapshot_bytes: count(merged.snapshot_bytes).unwrap_or(DEFAULT_SNAPSHOT_BYTES),
+        volumes: count(merged.volumes).unwrap_or(DEFAULT_VOLUMES),
+        volume_bytes: count(merged.volume_bytes).unwrap_or(DEFAULT_VOLUME_BYTES),
         min_ttl_seconds: count(merged.min_ttl_seconds),
         max_ttl_seconds: count(merged.max_ttl_seconds).or(Some(DEFAULT_MAX_TTL_SECONDS)),
         max_lifetime_seconds: count(merged.max_lifetime_seconds)

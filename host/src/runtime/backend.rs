@@ -80,9 +80,27 @@ pub struct SessionStart {
     /// containers are counted by a quota: the sandbox is then created in the provider's
     /// create turn, where the count is checked.
     pub warm: bool,
+    /// What the host checked and resolved for its sandbox beyond its config.
+    pub sandbox: SandboxGrant,
+}
+
+/// What the host checked and resolved for a new session's sandbox beyond its config, and
+/// applies to the containers its provider creates.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxGrant {
     /// The snapshot image it starts from (the tenant's own, checked by the host), granted
     /// for this session whatever `grants.images` say.
     pub from_image: Option<String>,
+    /// The tenant's named volumes it mounts (resolved within the tenant by the host).
+    pub volumes: Vec<crate::policy::SandboxVolume>,
+}
+
+impl SandboxGrant {
+    /// Whether a sandbox made for nobody (a warm one) is the same: no snapshot image, no
+    /// volume.
+    pub fn is_plain(&self) -> bool {
+        self.from_image.is_none() && self.volumes.is_empty()
+    }
 }
 
 /// A loaded backend's behaviour.

@@ -81,14 +81,15 @@ impl ProviderComponent {
     }
 
     /// Provisions a sandbox for `session_id`; returns its handle. What the spec asks beyond
-    /// the contract (isolation, user, read-only root, an egress allowlist) the host applies to every container
+    /// the contract (isolation, user, read-only root, an egress allowlist) and what `grant`
+    /// resolved (a snapshot image, volumes) the host applies to every container
     /// the provider creates in this call; a provider that created none could not have
     /// honoured it, so its sandbox is destroyed and the ask refused (4030).
     pub async fn create(
         &self,
         site: CallSite<'_>,
         spec: SandboxSpec,
-        granted_image: Option<String>,
+        grant: crate::runtime::backend::SandboxGrant,
     ) -> Result<String, WharfError> {
         let egress = if spec.network.block_network {
             EgressAsk::default()
@@ -101,7 +102,8 @@ impl ProviderComponent {
         let profile = Arc::new(
             SandboxProfile::new(spec.isolation, spec.user.clone(), spec.read_only_root)
                 .with_egress(egress)
-                .with_granted_image(granted_image),
+                .with_granted_image(grant.from_image)
+                .with_volumes(grant.volumes),
         );
         let asked = CallSite {
             sandbox: Some(&profile),

@@ -114,7 +114,7 @@ impl Backend for ProviderBackend {
 
     async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {
         let mut spec = sandbox_spec(&start.config, start.owner, start.max_lifetime_seconds)?;
-        if let Some(image) = &start.from_image {
+        if let Some(image) = &start.sandbox.from_image {
             spec.image = Some(image.clone());
         }
         // Host-owned, like the handle: the preview listener reads what a session exposes.
@@ -131,7 +131,7 @@ impl Backend for ProviderBackend {
             .create(
                 CallSite::in_session(&start.tenant, &start.id, timeout),
                 spec,
-                start.from_image.clone(),
+                start.sandbox.clone(),
             )
             .await?;
         Ok(json!({ "sandbox": handle, "expose_ports": ports }))

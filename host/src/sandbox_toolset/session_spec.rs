@@ -26,6 +26,93 @@ struct SpecConfig {
     read_only_root: bool,
     #[serde(default)]
     expose_ports: Vec<u16>,
+    #[serde(default)]
+    volumes: Vec<VolumeAsk>,
+}
+
+/// One of the tenant's named volumes a session config mounts (`volumes: [{name, path,
+/// read_only}]`); the host resolves the name within the caller's tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeAsk {
+    /// The tenant's name for the volume.
+    pub name: String,
+    /// Absolute path in the sandbox.
+    pub path: String,
+    /// Mount it read-only.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// The most volumes one session mounts.
+pub const MAX_SESSION_VOLUMES: usize = 8;
+
+/// The longest mount path of a volume.
+const MAX_VOLUME_PATH_BYTES: usize = 256;
+
+/// Paths a volume never covers: the kernel's and the engine's (the sandbox agent lives
+/// under `/.wharf*`).
+const RESERVED_PATHS: &[&str] = &["/proc", "/sys", "/dev", "/etc", "/.wharf"];
+
+/// The volumes a session config mounts, checked (at most [`MAX_SESSION_VOLUMES`], valid
+/// names, plain absolute paths outside the reserved ones, no path twice, no volume twice).
+pub fn volume_asks(config: &Value) -> Result<Vec<VolumeAsk>, WharfError> {
+    let invalid =
+        |m: String| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {m}"));
+    let Some(volumes) = config.get("volumes") else {
+        return Ok(Vec::new());
+    };
+    let asks: Vec<VolumeAsk> =
+        serde_json::from_value(volumes.clone()).map_err(|e| invalid(format!("volumes: {e}")))?;
+    check_volumes(&asks)?;
+    Ok(asks)
+}
+
+fn check_volumes(asks: &[VolumeAsk]) -> Result<(), WharfError> {
+    let invalid =
+        |m: String| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {m}"));
+    if asks.len() > MAX_SESSION_VOLUMES {
+        return Err(invalid(format!(
+            "volumes: at most {MAX_SESSION_VOLUMES} per session"
+        )));
+    }
+    let mut names = std::collections::BTreeSet::new();
+    let mut paths = std::collections::BTreeSet::new();
+    for ask in asks {
+        if !crate::volume_record::is_volume_name(&ask.name) {
+            return Err(invalid(format!(
+                "volumes: {:?} is not a volume name",
+                ask.name.chars().take(80).collect::<String>()
+            )));
+        }
+        let path = ask.path.trim_end_matches('/');
+        let plain = path.starts_with('/')
+            && path.len() <= MAX_VOLUME_PATH_BYTES
+            && path
+                .split('/')
+                .skip(1)
+                .all(|part| !part.is_empty() && part != "." && part != "..")
+            && !path.chars().any(|c| c.is_control() || c == ':' || c == ',');
+        // `/.wharf` covers every `/.wharf…` name; the others, themselves and what is below.
+        let reserved = path.starts_with("/.wharf")
+            || RESERVED_PATHS
+                .iter()
+                .any(|r| path == *r || path.starts_with(&format!("{r}/")));
+        if !plain || reserved {
+            return Err(invalid(format!(
+                "volumes: mount path {:?} must be a plain absolute path (no `.`, `..` or `//`), not `/` and not under {}",
+                ask.path.chars().take(80).collect::<String>(),
+                RESERVED_PATHS.join(", ")
+            )));
+        }
+        if !names.insert(ask.name.as_str()) || !paths.insert(path) {
+            return Err(invalid(format!(
+                "volumes: `{}` or its path is given twice",
+                ask.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Deserialize)]
@@ -105,7 +192,16 @@ pub fn schema() -> Value {
                 "description": "Mount the root filesystem read-only; the work dir and /tmp stay writable."},
             "expose_ports": {"type": "array", "maxItems": MAX_EXPOSED_PORTS, "uniqueItems": true,
                 "items": {"type": "integer", "minimum": 1, "maximum": 65535},
-                "description": "Ports of the sandbox a person may open through the host's preview listener (by the session's tenant token, or a signed preview URL)."}
+                "description": "Ports of the sandbox a person may open through the host's preview listener (by the session's tenant token, or a signed preview URL)."},
+            "volumes": {"type": "array", "maxItems": MAX_SESSION_VOLUMES,
+                "items": {"type": "object", "additionalProperties": false, "required": ["name", "path"], "properties": {
+                    "name": {"type": "string", "maxLength": crate::volume_record::MAX_VOLUME_NAME_BYTES,
+                        "description": "One of the tenant's volumes (`POST /v1/volumes`)."},
+                    "path": {"type": "string", "maxLength": MAX_VOLUME_PATH_BYTES,
+                        "description": "Absolute path in the sandbox."},
+                    "read_only": {"type": "boolean", "default": false}
+                }},
+                "description": "The tenant's named volumes to mount (the backend needs `grants.volumes`); a volume that is not `shared` is mounted by one sandbox at a time."}
         }
     })
 }
@@ -132,6 +228,7 @@ pub fn sandbox_spec(
         .block_network
         .unwrap_or(network.allow_egress_to.is_empty() && network.allow_egress_to_cidrs.is_empty());
     check_ports(&c.expose_ports)?;
+    check_volumes(&c.volumes)?;
     let isolation = c
         .isolation
         .map(|name| {
@@ -242,5 +339,51 @@ mod tests {
                 Code::InvalidType
             );
         }
+    }
+
+    #[test]
+    fn volumes_mount_plain_absolute_paths_once_each() {
+        let asks = volume_asks(&json!({"volumes": [
+            {"name": "data", "path": "/data/"},
+            {"name": "cache", "path": "/home/u/.cache", "read_only": true}
+        ]}))
+        .unwrap();
+        assert_eq!(asks.len(), 2);
+        assert!(asks[1].read_only && !asks[0].read_only);
+        assert!(volume_asks(&json!({})).unwrap().is_empty());
+        for bad in [
+            json!([{"name": "d", "path": "rel"}]),
+            json!([{"name": "d", "path": "/"}]),
+            json!([{"name": "d", "path": "/a/../b"}]),
+            json!([{"name": "d", "path": "/a//b"}]),
+            json!([{"name": "d", "path": "/a/./b"}]),
+            json!([{"name": "d", "path": "/proc"}]),
+            json!([{"name": "d", "path": "/sys/fs"}]),
+            json!([{"name": "d", "path": "/.wharf-snapshot-work"}]),
+            json!([{"name": "d", "path": "/a,b"}]),
+            json!([{"name": "d", "path": "/a\nb"}]),
+            json!([{"name": "d", "path": "/a"}, {"name": "e", "path": "/a/"}]),
+            json!([{"name": "d", "path": "/a"}, {"name": "d", "path": "/b"}]),
+            json!([{"name": "../d", "path": "/a"}]),
+            json!([{"name": "d", "path": "/a", "size": 1}]),
+            json!([{"name": "d"}]),
+            json!("d"),
+        ] {
+            let e = volume_asks(&json!({ "volumes": bad })).unwrap_err();
+            assert_eq!(e.code, Code::InvalidType, "{bad}");
+        }
+        let many: Vec<Value> = (0..=MAX_SESSION_VOLUMES)
+            .map(|i| json!({"name": format!("v{i}"), "path": format!("/v{i}")}))
+            .collect();
+        assert!(volume_asks(&json!({ "volumes": many })).is_err());
+        // The whole config is checked the same way.
+        assert!(
+            sandbox_spec(
+                &json!({"volumes": [{"name": "d", "path": "/dev/x"}]}),
+                None,
+                0
+            )
+            .is_err()
+        );
     }
 }

@@ -298,7 +298,7 @@ impl Inner {
             .create(
                 CallSite::in_session(host_tenant(), &id, timeout),
                 spec.clone(),
-                None,
+                crate::runtime::backend::SandboxGrant::default(),
             )
             .await
         {

@@ -36,9 +36,9 @@ pub struct AcquireRequest {
     pub session_quota: Option<crate::store::RowQuota>,
     /// Whether a warm sandbox may serve the session (not when containers are counted).
     pub warm_allowed: bool,
-    /// The snapshot image the session starts from (checked by the front door: the
-    /// tenant's own, of this backend).
-    pub from_image: Option<String>,
+    /// What the front door checked and resolved for the session's sandbox (its snapshot
+    /// image, its volumes: the tenant's own).
+    pub sandbox: crate::runtime::backend::SandboxGrant,
 }
 
 impl SessionManager {
@@ -222,9 +222,10 @@ impl SessionManager {
                     &row,
                     &request.config,
                     request.max_lifetime_seconds,
-                    // A sandbox from a snapshot is made from its image, never a warm one.
-                    request.warm_allowed && request.from_image.is_none(),
-                    request.from_image.clone(),
+                    // A sandbox from a snapshot or with volumes is made for its session,
+                    // never taken warm.
+                    request.warm_allowed && request.sandbox.is_plain(),
+                    request.sandbox.clone(),
                 ),
             )
             .await

@@ -34,7 +34,7 @@ pub async fn initialize(
     config: &Value,
     max_lifetime_seconds: u64,
     warm: bool,
-    from_image: Option<String>,
+    sandbox: crate::runtime::backend::SandboxGrant,
 ) -> Result<Value, WharfError> {
     let start = SessionStart {
         tenant: std::sync::Arc::from(record.tenant.as_str()),
@@ -44,7 +44,7 @@ pub async fn initialize(
         config: config.clone(),
         max_lifetime_seconds,
         warm,
-        from_image,
+        sandbox,
     };
     let data = backend.behaviour().initialize(start).await?;
     if let Some(len) = oversized(&data) {

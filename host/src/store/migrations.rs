@@ -81,6 +81,23 @@ const STEPS: &[(&str, &str)] = &[
             created_at BIGINT NOT NULL
         )",
     ),
+    (
+        "0006_volumes",
+        "CREATE TABLE IF NOT EXISTS wharf_volumes (
+            id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            name TEXT NOT NULL,
+            shared BIGINT NOT NULL,
+            engine_volume TEXT NOT NULL,
+            bytes BIGINT NOT NULL,
+            measured_at BIGINT NOT NULL,
+            state TEXT NOT NULL,
+            node TEXT NOT NULL,
+            boot TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            UNIQUE (tenant, name)
+        )",
+    ),
 ];
 
 /// Any fixed number that is Wharf's own: the PostgreSQL advisory lock of the migration.

@@ -12,10 +12,12 @@ use crate::api::preview_links::{PreviewReply, PreviewRequest, PreviewsRevoked};
 use crate::api::session_reply::{SessionList, SessionReply};
 use crate::api::snapshots::{ForkReply, ForkRequest, SnapshotList, SnapshotRequest};
 use crate::api::terminal::TicketReply;
+use crate::api::volumes::{VolumeList, VolumeRequest};
 use crate::config::TokenScope::{Admin, Call, Read};
 use crate::error_code::Code::*;
 use crate::front_door::SessionRequest;
 use crate::snapshot_record::SnapshotRecord;
+use crate::volume_record::VolumeRecord;
 
 /// Every route.
 pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
@@ -126,6 +128,31 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
     delete(
         "/v1/snapshots/{id}",
         "Delete a snapshot (refused with 4090 while a sandbox runs from it)",
+    )
+    .scope(Call)
+    .codes(SUSPEND),
+    post(
+        "/v1/volumes",
+        "Create a named volume of the caller's tenant (4090 when the name is taken; the `volumes` quota counts them)",
+    )
+    .scope(Call)
+    .body(body::<VolumeRequest>(true))
+    .data::<VolumeRecord>()
+    .codes(SUSPEND),
+    get("/v1/volumes", "The caller's volumes (an admin: every tenant's)")
+        .scope(Read)
+        .data::<VolumeList>()
+        .codes(SESSION_ROWS),
+    get(
+        "/v1/volumes/{volume}",
+        "One volume, by id or by a name of the caller's tenant",
+    )
+    .scope(Read)
+    .data::<VolumeRecord>()
+    .codes(SESSION_ROWS),
+    delete(
+        "/v1/volumes/{volume}",
+        "Delete a volume and its files (refused with 4090 while a sandbox mounts it)",
     )
     .scope(Call)
     .codes(SUSPEND),

@@ -1,0 +1,270 @@
+//! Volume rows: one per named volume, `making` while the engine creates it (written before,
+//! so a crash leaves a row the sweep finishes: its engine volume, if any, removed), then
+//! `ready`, with the bytes the host last measured. A tenant's count and the uniqueness of
+//! its names are checked in the insert itself, so they hold across nodes.
+
+use super::{StateStore, unavailable};
+use crate::bounded::{from_column, to_column};
+use crate::error_code::WharfError;
+use crate::volume_record::{VolumeRecord, VolumeState};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+const COLUMNS: &str =
+    "id, tenant, name, shared, engine_volume, bytes, measured_at, state, created_at";
+
+/// What an insert did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeInsert {
+    /// The row is written.
+    Inserted,
+    /// The tenant has a volume of that name already.
+    NameTaken,
+    /// The tenant has its quota of volumes already.
+    AtQuota,
+}
+
+fn record(row: &AnyRow) -> Result<VolumeRecord, WharfError> {
+    let get_s = |c: &str| row.try_get::<String, _>(c).map_err(unavailable);
+    let get_u = |c: &str| -> Result<u64, WharfError> {
+        let v = row.try_get::<i64, _>(c).map_err(unavailable)?;
+        from_column(v, i64::MAX as u64)
+            .ok_or_else(|| WharfError::internal(format!("a volume's `{c}` is {v}")))
+    };
+    Ok(VolumeRecord {
+        id: get_s("id")?,
+        tenant: get_s("tenant")?,
+        name: get_s("name")?,
+        shared: get_u("shared")? != 0,
+        engine_volume: get_s("engine_volume")?,
+        bytes: get_u("bytes")?,
+        measured_at_ms: get_u("measured_at")?,
+        state: {
+            let word = get_s("state")?;
+            VolumeState::parse(&word)
+                .ok_or_else(|| WharfError::internal(format!("a volume's state is {word:?}")))?
+        },
+        created_at_ms: get_u("created_at")?,
+    })
+}
+
+impl StateStore {
+    /// Records a volume about to be made (`making`, held by this node's incarnation),
+    /// unless its tenant already has `max_count` or one of its name.
+    #[tracing::instrument(name = "store.insert_volume", level = "debug", skip_all)]
+    pub async fn insert_volume(
+        &self,
+        v: &VolumeRecord,
+        node: &str,
+        max_count: u64,
+    ) -> Result<VolumeInsert, WharfError> {
+        if self.volume_named(&v.tenant, &v.name).await?.is_some() {
+            return Ok(VolumeInsert::NameTaken);
+        }
+        let done = sqlx::query(
+            "INSERT INTO wharf_volumes (id, tenant, name, shared, engine_volume, bytes, measured_at, state, node, boot, created_at)
+             SELECT $1, $2, $3, $4, $5, 0, 0, 'making', $6, $7, $8
+             WHERE (SELECT COUNT(*) FROM wharf_volumes WHERE tenant = $9) < $10",
+        )
+        .bind(&v.id)
+        .bind(&v.tenant)
+        .bind(&v.name)
+        .bind(i64::from(v.shared))
+        .bind(&v.engine_volume)
+        .bind(node)
+        .bind(self.boot())
+        .bind(to_column(v.created_at_ms))
+        .bind(&v.tenant)
+        .bind(to_column(max_count))
+        .execute(self.pool())
+        .await;
+        match done {
+            Ok(done) if done.rows_affected() == 1 => Ok(VolumeInsert::Inserted),
+            Ok(_) => Ok(VolumeInsert::AtQuota),
+            // The name's uniqueness, raced by another insert of the same name.
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(VolumeInsert::NameTaken),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    /// `making` → `ready`.
+    pub async fn mark_volume_ready(&self, id: &str) -> Result<bool, WharfError> {
+        let done = sqlx::query(
+            "UPDATE wharf_volumes SET state = 'ready' WHERE id = $1 AND state = 'making'",
+        )
+        .bind(id)
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Records what a volume's files held at `at_ms`.
+    pub async fn set_volume_bytes(
+        &self,
+        id: &str,
+        bytes: u64,
+        at_ms: u64,
+    ) -> Result<(), WharfError> {
+        sqlx::query("UPDATE wharf_volumes SET bytes = $1, measured_at = $2 WHERE id = $3")
+            .bind(to_column(bytes))
+            .bind(to_column(at_ms))
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// One volume.
+    pub async fn get_volume(&self, id: &str) -> Result<Option<VolumeRecord>, WharfError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_volumes WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(unavailable)?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// `tenant`'s volume called `name`.
+    pub async fn volume_named(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Option<VolumeRecord>, WharfError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_volumes WHERE tenant = $1 AND name = $2"
+        ))
+        .bind(tenant)
+        .bind(name)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(unavailable)?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// The volumes of `tenant` (every tenant's with `None`), oldest first.
+    pub async fn list_volumes(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<VolumeRecord>, WharfError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_volumes WHERE ($1 = '' OR tenant = $2)
+             ORDER BY created_at, id"
+        ))
+        .bind(if tenant.is_some() { "t" } else { "" })
+        .bind(tenant.unwrap_or_default())
+        .fetch_all(self.pool())
+        .await
+        .map_err(unavailable)?;
+        rows.iter().map(record).collect()
+    }
+
+    /// Forgets a volume.
+    pub async fn delete_volume(&self, id: &str) -> Result<(), WharfError> {
+        sqlx::query("DELETE FROM wharf_volumes WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// `making` rows nobody finishes: made by an earlier incarnation of `node`, or started
+    /// before `stuck_before` (ms).
+    pub async fn abandoned_volumes(
+        &self,
+        node: &str,
+        stuck_before: u64,
+    ) -> Result<Vec<VolumeRecord>, WharfError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_volumes
+             WHERE state = 'making' AND ((node = $1 AND boot <> $2) OR created_at < $3)"
+        ))
+        .bind(node)
+        .bind(self.boot())
+        .bind(to_column(stuck_before))
+        .fetch_all(self.pool())
+        .await
+        .map_err(unavailable)?;
+        rows.iter().map(record).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn volume(id: &str, tenant: &str, name: &str) -> VolumeRecord {
+        VolumeRecord {
+            id: id.into(),
+            tenant: tenant.into(),
+            name: name.into(),
+            shared: false,
+            engine_volume: format!("wharf-vol-{id}"),
+            bytes: 0,
+            measured_at_ms: 0,
+            state: VolumeState::Making,
+            created_at_ms: 1_000,
+        }
+    }
+
+    #[tokio::test]
+    async fn names_are_per_tenant_counts_hold_and_dead_makings_are_abandoned() -> anyhow::Result<()>
+    {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("s.db");
+        let store = StateStore::open_sqlite(&path).await?;
+        let insert = |v: VolumeRecord| {
+            let store = store.clone();
+            async move { store.insert_volume(&v, "n1", 2).await }
+        };
+        assert_eq!(
+            insert(volume("a", "t1", "data")).await?,
+            VolumeInsert::Inserted
+        );
+        assert_eq!(
+            insert(volume("b", "t1", "data")).await?,
+            VolumeInsert::NameTaken
+        );
+        assert_eq!(
+            insert(volume("c", "t2", "data")).await?,
+            VolumeInsert::Inserted,
+            "another tenant's name is its own"
+        );
+        assert_eq!(
+            insert(volume("d", "t1", "cache")).await?,
+            VolumeInsert::Inserted
+        );
+        assert_eq!(
+            insert(volume("e", "t1", "more")).await?,
+            VolumeInsert::AtQuota
+        );
+        assert!(store.mark_volume_ready("a").await?);
+        store.set_volume_bytes("a", 4096, 5_000).await?;
+        let a = store
+            .volume_named("t1", "data")
+            .await?
+            .map(|v| (v.id, v.bytes, v.state));
+        assert_eq!(a, Some(("a".into(), 4096, VolumeState::Ready)));
+        assert!(store.volume_named("t2", "cache").await?.is_none());
+        assert_eq!(store.list_volumes(Some("t1")).await?.len(), 2);
+        assert_eq!(store.list_volumes(None).await?.len(), 3);
+
+        assert!(store.abandoned_volumes("n1", 0).await?.is_empty());
+        let restarted = StateStore::open_sqlite(&path).await?;
+        let mut found: Vec<String> = restarted
+            .abandoned_volumes("n1", 0)
+            .await?
+            .into_iter()
+            .map(|v| v.id)
+            .collect();
+        found.sort();
+        assert_eq!(found, vec!["c".to_string(), "d".to_string()]);
+        restarted.delete_volume("c").await?;
+        assert!(restarted.get_volume("c").await?.is_none());
+        Ok(())
+    }
+}
