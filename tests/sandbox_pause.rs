@@ -292,6 +292,89 @@ async fn a_gvisor_sandbox_pauses_and_continues_too() {
     remove_backend_containers(backend);
 }
 
+/// Paused sessions count against their own caps — the backend's `max_paused`, the tenant's
+/// `paused_sessions` — and not against the tenant's `containers`, which a resume is then
+/// checked against as a create is (else pausing would be a way around it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_sessions_have_their_own_caps_and_not_the_running_containers_quota() {
+    if !docker_ready() {
+        return;
+    }
+    let (one, other) = ("pausecap", "pausecap2");
+    remove_backend_containers(one);
+    remove_backend_containers(other);
+    let mut capped = docker_provider();
+    capped.sessions.max_paused = 1;
+    let h: TestHost = start_with(vec![(one, capped), (other, docker_provider())], |s| {
+        s.quotas = toml::from_str::<wharf::config::QuotaConfig>(
+            "[default]\ncontainers = 1\npaused_sessions = 2\n",
+        )
+        .unwrap();
+    })
+    .await;
+    let url = h.url.clone();
+    let pause = async |id: &str| post(&url, &format!("/v1/sessions/{id}/pause"), json!({})).await;
+    let resume = async |id: &str| post(&url, &format!("/v1/sessions/{id}/resume"), json!({})).await;
+    let delete = async |id: &str| {
+        reqwest::Client::new()
+            .delete(format!("{url}/v1/sessions/{id}"))
+            .send()
+            .await
+            .expect("the host answers");
+    };
+
+    let s1 = new_session(&url, one, "s1").await;
+    assert_eq!(pause(&s1).await["code"], 0);
+    // Paused, it runs no container: a second session is within `containers = 1`.
+    let s2 = new_session(&url, one, "s2").await;
+    let past_backend = pause(&s2).await;
+    assert_eq!(past_backend["code"], 4030, "{past_backend}");
+    assert_eq!(
+        past_backend["data"]["quota"], "paused_sessions",
+        "{past_backend}"
+    );
+    // A resume would run two: refused, by a call's auto-resume too.
+    let refused = resume(&s1).await;
+    assert_eq!(refused["code"], 4030, "{refused}");
+    assert_eq!(refused["data"]["quota"], "containers", "{refused}");
+    let by_call = call(
+        &url,
+        &s1,
+        &format!("{one}:run_command"),
+        json!({"command": "true"}),
+    )
+    .await;
+    assert_eq!(by_call["code"], 4030, "{by_call}");
+    assert_eq!(
+        get(&url, &format!("/v1/sessions/{s1}")).await["data"]["state"],
+        "paused"
+    );
+    delete(&s2).await;
+
+    // The tenant's cap holds across backends: two paused at most.
+    let s3 = new_session(&url, other, "s3").await;
+    assert_eq!(pause(&s3).await["code"], 0);
+    let s4 = new_session(&url, other, "s4").await;
+    let past_tenant = pause(&s4).await;
+    assert_eq!(past_tenant["code"], 4030, "{past_tenant}");
+    assert_eq!(past_tenant["data"]["tenant_limit"], 2, "{past_tenant}");
+    delete(&s4).await;
+
+    // Nothing else runs now: the resume goes through, and the session works.
+    assert_eq!(resume(&s1).await["code"], 0);
+    ok(
+        &url,
+        &s1,
+        &format!("{one}:run_command"),
+        json!({"command": "true"}),
+    )
+    .await;
+    delete(&s1).await;
+    delete(&s3).await;
+    remove_backend_containers(one);
+    remove_backend_containers(other);
+}
+
 fn idle_pausing() -> wharf::config::BackendConfig {
     let mut cfg = docker_provider();
     cfg.sessions.idle_ttl_seconds = 2;

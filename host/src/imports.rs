@@ -14,7 +14,7 @@
 
 pub mod cancellation;
 pub mod container;
-mod container_quota;
+pub(crate) mod container_quota;
 pub mod container_turns;
 pub mod egress;
 pub mod exec;

@@ -20,7 +20,7 @@ mod sweep;
 pub use crate::clock::now_ms;
 pub use crate::store::SessionRecord;
 pub use acquire::AcquireRequest;
-pub use expiry::{BackendOf, IdlePolicyOf};
+pub use expiry::{BackendOf, IdlePolicy, IdlePolicyOf};
 pub use pauses::PauseAsk;
 pub use recovery::RecoveryReport;
 

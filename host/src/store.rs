@@ -19,6 +19,7 @@ mod warm_rows;
 pub use crate::engines::kv::KvScope;
 pub use crate::session_record::{SessionRecord, SessionState};
 pub use quota_rows::RowQuota;
+pub use session_pauses::PauseCap;
 pub use session_rows::BadSessionRow;
 pub use volume_rows::VolumeInsert;
 pub use warm_rows::WarmRow;

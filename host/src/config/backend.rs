@@ -255,6 +255,10 @@ pub struct SessionLimits {
     /// How long a paused session is kept before it is destroyed, in s (default one day);
     /// 0 means until it is resumed or deleted.
     pub paused_ttl_seconds: u64,
+    /// Sessions of the backend that may be paused at once, across nodes (default 64; 0
+    /// means none may be). A pause past it is refused (4030), and an idle session past
+    /// it is released as under `on_idle = "destroy"`.
+    pub max_paused: u64,
 }
 
 impl Default for SessionLimits {
@@ -264,6 +268,7 @@ impl Default for SessionLimits {
             max_lifetime_seconds: 0,
             on_idle: OnIdle::Destroy,
             paused_ttl_seconds: 86_400,
+            max_paused: 64,
         }
     }
 }

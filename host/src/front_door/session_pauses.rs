@@ -18,14 +18,30 @@ impl Wharf {
     ) -> Result<SessionRecord, WharfError> {
         let record = self.sessions.get(tenant, id).await?;
         let backend = self.backend(&record.backend)?;
-        let ttl = self
+        let limits = self
             .backend_config(&record.backend)
-            .map(|c| c.sessions.paused_ttl_seconds)
+            .map(|c| c.sessions)
             .unwrap_or_default();
+        let cap = pause_cap(&self.services.quotas, &limits, &record);
         let paused = self
             .sessions
-            .pause(&backend, tenant, id, ttl, PauseAsk::Now)
-            .await?;
+            .pause(
+                &backend,
+                tenant,
+                id,
+                limits.paused_ttl_seconds,
+                PauseAsk::Now,
+                cap,
+            )
+            .await
+            .inspect_err(|e| {
+                if e.code == crate::error_code::Code::Forbidden {
+                    let quota_tenant = quota_tenant(&record);
+                    self.metrics
+                        .tenants
+                        .record_refusal(quota_tenant, "paused_sessions");
+                }
+            })?;
         tracing::info!(target: "wharf::audit", event = "session_pause", tenant = tenant.only().unwrap_or("-"), backend = %record.backend, session = %id);
         Ok(paused)
     }
@@ -38,6 +54,9 @@ impl Wharf {
     ) -> Result<(SessionRecord, bool), WharfError> {
         let record = self.sessions.get(tenant, id).await?;
         let backend = self.backend(&record.backend)?;
+        if record.state == crate::session_record::SessionState::Paused {
+            self.check_running_quota(&record).await?;
+        }
         let (record, resumed) = self.sessions.resume(&backend, tenant, id).await?;
         if resumed {
             tracing::info!(target: "wharf::audit", event = "session_resume", tenant = tenant.only().unwrap_or("-"), backend = %record.backend, session = %id);
@@ -67,10 +86,75 @@ impl Wharf {
                 &owned
             }
         };
+        self.check_running_quota(&record).await?;
         let (record, resumed) = self.sessions.resume_held(backend, record).await?;
         if resumed {
             tracing::info!(target: "wharf::audit", event = "session_resume", tenant = tenant.only().unwrap_or("-"), backend = %record.backend, session = %id, by = "call");
         }
         Ok((record, turn, resumed))
+    }
+}
+
+impl Wharf {
+    /// 4030 when resuming `record` would take its tenant past its `containers` quota: a
+    /// paused container does not count against it, so a resume is checked as a create is.
+    async fn check_running_quota(&self, record: &SessionRecord) -> Result<(), WharfError> {
+        let tenant = quota_tenant(record);
+        let limits = self.services.quotas.limits(tenant, Some(&record.backend));
+        let (Some((limit, scope)), Some(ledger)) =
+            (limits.containers, self.services.create_turns.ledger())
+        else {
+            return Ok(());
+        };
+        let Some(engine) = self.services.container_engine() else {
+            return Ok(());
+        };
+        let backend = (scope == crate::quotas::Scope::Backend).then_some(record.backend.as_str());
+        let running = crate::imports::container_quota::running_containers(
+            engine,
+            ledger,
+            tenant,
+            backend,
+            Some(&record.id),
+        )
+        .await?;
+        if running < limit {
+            return Ok(());
+        }
+        self.metrics.tenants.record_refusal(tenant, "containers");
+        let mut e = WharfError::new(
+            crate::error_code::Code::Forbidden,
+            format!(
+                "session `{}` cannot be resumed: tenant `{tenant}` runs {running} containers, its quota; pause or release a session first",
+                record.id
+            ),
+        );
+        e.data =
+            Some(serde_json::json!({"quota": "containers", "limit": limit, "in_use": running}));
+        Err(e)
+    }
+}
+
+/// The tenant whose quotas a session counts against.
+fn quota_tenant(record: &SessionRecord) -> &str {
+    if record.tenant.is_empty() {
+        crate::quotas::ADMIN_TENANT
+    } else {
+        &record.tenant
+    }
+}
+
+/// The cap a pause of `record` is under: its backend's `max_paused` and its tenant's
+/// `paused_sessions`.
+pub(super) fn pause_cap(
+    quotas: &crate::quotas::Quotas,
+    limits: &crate::config::SessionLimits,
+    record: &SessionRecord,
+) -> crate::store::PauseCap {
+    crate::store::PauseCap {
+        backend: Some(limits.max_paused),
+        tenant: quotas
+            .limits(quota_tenant(record), Some(&record.backend))
+            .paused_sessions,
     }
 }

@@ -232,15 +232,18 @@ impl Wharf {
     pub(super) fn watch_expiry(&self, id: String) {
         let registry = Arc::downgrade(&self.registry);
         let configs = registry.clone();
+        let quotas = self.services.quotas.clone();
         self.sessions.watch_expiry(
             id,
             Arc::new(move |name: &str| registry.upgrade()?.backend(name).ok()),
-            Arc::new(move |name: &str| {
-                configs
+            Arc::new(move |record: &SessionRecord| {
+                let limits = configs
                     .upgrade()
-                    .and_then(|r| r.backend_config(name))
+                    .and_then(|r| r.backend_config(&record.backend))
                     .map(|c| c.sessions)
-                    .unwrap_or_default()
+                    .unwrap_or_default();
+                let pause_cap = super::session_pauses::pause_cap(&quotas, &limits, record);
+                crate::sessions::IdlePolicy { limits, pause_cap }
             }),
         );
     }

@@ -3,7 +3,6 @@
 //! quota is the tenant's own), counted on the container engine against the sessions in the
 //! shared ledger (`engines::CreateLedger`). The tenant is the one whose request the call serves (the call's context).
 
-use super::container::engine_error;
 use super::guest_error;
 use crate::error_code::Code;
 use crate::quotas::Scope;
@@ -28,18 +27,9 @@ impl super::container::ContainerView<'_> {
             return Ok(());
         };
         let backend = (scope == Scope::Backend).then_some(self.counter.backend());
-        let sessions = ledger
-            .tenant_sessions(&tenant, backend)
+        let in_use = running_containers(engine, ledger, &tenant, backend, None)
             .await
             .map_err(super::wharf_error)?;
-        let in_use = engine
-            .list_all()
-            .await
-            .map_err(engine_error)?
-            .iter()
-            .filter(|c| backend.is_none_or(|b| c.backend == b))
-            .filter(|c| c.session.as_ref().is_some_and(|s| sessions.contains(s)))
-            .count() as u64;
         if in_use < limit {
             return Ok(());
         }
@@ -65,4 +55,30 @@ impl super::container::ContainerView<'_> {
         );
         Err(e)
     }
+}
+
+/// The running containers of `tenant`'s sessions (of `backend` only, when given), `except`
+/// one session's: what the tenant's `containers` quota counts. A paused container is not
+/// running: paused sessions are counted by their own cap (`max_paused`,
+/// `paused_sessions`), and a resume is checked against this count.
+pub(crate) async fn running_containers(
+    engine: &dyn crate::engines::ContainerEngine,
+    ledger: &dyn crate::engines::CreateLedger,
+    tenant: &str,
+    backend: Option<&str>,
+    except: Option<&str>,
+) -> Result<u64, crate::error_code::WharfError> {
+    let sessions = ledger.tenant_sessions(tenant, backend).await?;
+    Ok(engine
+        .list_all()
+        .await?
+        .iter()
+        .filter(|c| backend.is_none_or(|b| c.backend == b))
+        .filter(|c| c.state != crate::engines::ContainerState::Paused)
+        .filter(|c| {
+            c.session
+                .as_ref()
+                .is_some_and(|s| sessions.contains(s) && Some(s.as_str()) != except)
+        })
+        .count() as u64)
 }

@@ -18,8 +18,18 @@ const EXPIRY_RECHECK: Duration = Duration::from_secs(24 * 3600);
 /// through its backend's cleanup.
 pub type BackendOf = Arc<dyn Fn(&str) -> Option<Arc<LoadedBackend>> + Send + Sync>;
 
-/// The session settings of a backend by name (its `[backends.NAME.sessions]`).
-pub type IdlePolicyOf = Arc<dyn Fn(&str) -> SessionLimits + Send + Sync>;
+/// What expiry does with a session: its backend's `[backends.NAME.sessions]`, and the cap
+/// a pause of it is under (its backend's and its tenant's).
+#[derive(Debug, Clone, Default)]
+pub struct IdlePolicy {
+    /// The backend's session settings.
+    pub limits: SessionLimits,
+    /// The most paused sessions of its backend and of its tenant.
+    pub pause_cap: crate::store::PauseCap,
+}
+
+/// The idle policy of a session.
+pub type IdlePolicyOf = Arc<dyn Fn(&super::SessionRecord) -> IdlePolicy + Send + Sync>;
 
 impl SessionManager {
     /// Arms the idle-expiry timer of session `id`; it lives as long as the manager and
@@ -51,7 +61,10 @@ impl SessionManager {
                 let now = now_ms();
                 if now >= expires {
                     let backend = backend_of(&record.backend);
-                    let policy = policy_of(&record.backend);
+                    let IdlePolicy {
+                        limits: policy,
+                        pause_cap,
+                    } = policy_of(&record);
                     // The running lifetime's end is a release, whatever `on_idle` says.
                     let lifetime_over = record.max_expires_at_ms.is_some_and(|end| now >= end);
                     if record.state == SessionState::Ready
@@ -60,14 +73,22 @@ impl SessionManager {
                         && let Some(backend) = &backend
                         && backend.behaviour().suspendable()
                     {
-                        let paused = sessions.pause(backend, &Tenant::Every, &id, policy.paused_ttl_seconds, PauseAsk::IdleSince(record.last_activity_ms)).await;
-                        drop(sessions);
+                        let paused = sessions.pause(backend, &Tenant::Every, &id, policy.paused_ttl_seconds, PauseAsk::IdleSince(record.last_activity_ms), pause_cap).await;
                         match paused {
                             Ok(_) => tracing::info!(session = %id, "session went idle and was paused"),
+                            // Past the paused cap: released, as `on_idle = "destroy"` would.
+                            Err(e) if e.code == crate::error_code::Code::Forbidden => {
+                                tracing::info!(session = %id, "an idle session past the paused cap is released: {}", e.message);
+                                match sessions.release(Some(backend), &record, Some(record.last_activity_ms)).await {
+                                    Ok(true) | Err(_) => return,
+                                    Ok(false) => continue,
+                                }
+                            }
                             Err(e) => {
                                 // Used meanwhile, or the engine did not answer: read it
                                 // again after a pause of our own.
                                 tracing::debug!(session = %id, "pausing an idle session: {}", e.message);
+                                drop(sessions);
                                 tokio::time::sleep(Duration::from_secs(5)).await;
                             }
                         }

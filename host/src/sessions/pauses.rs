@@ -12,7 +12,7 @@ use super::{SessionManager, SessionRecord, not_found, now_ms};
 use crate::error_code::{Code, WharfError};
 use crate::runtime::backend::no_suspension;
 use crate::runtime::loaded_backend::LoadedBackend;
-use crate::store::SessionState;
+use crate::store::{PauseCap, SessionState};
 use crate::tenant::Tenant;
 
 /// How a pause decides which session may be paused.
@@ -24,10 +24,34 @@ pub enum PauseAsk {
     IdleSince(u64),
 }
 
+/// The refusal of a pause past a cap (4030, `data.quota = "paused_sessions"`).
+fn paused_cap_reached(record: &SessionRecord, cap: PauseCap) -> WharfError {
+    let mut e = WharfError::new(
+        Code::Forbidden,
+        format!(
+            "session `{}` cannot be paused: backend `{}` keeps at most {} paused sessions and tenant `{}` at most {}; resume or delete a paused session first",
+            record.id,
+            record.backend,
+            cap.backend
+                .map_or("any number of".to_string(), |n| n.to_string()),
+            record.tenant,
+            cap.tenant
+                .map_or("any number".to_string(), |n| n.to_string()),
+        ),
+    );
+    e.data = Some(serde_json::json!({
+        "quota": "paused_sessions",
+        "backend_limit": cap.backend,
+        "tenant_limit": cap.tenant,
+    }));
+    e
+}
+
 impl SessionManager {
     /// Pauses a session of `tenant` (a paused one is returned as it is); it ends
     /// `paused_ttl_seconds` after the pause unless resumed (0: never). Refused with 4030
-    /// when its backend cannot pause, 4090 when another node changed it meanwhile.
+    /// when its backend cannot pause or `cap` is reached (`data.quota =
+    /// "paused_sessions"`), 4090 when another node changed it meanwhile.
     pub async fn pause(
         &self,
         backend: &LoadedBackend,
@@ -35,6 +59,7 @@ impl SessionManager {
         id: &str,
         paused_ttl_seconds: u64,
         ask: PauseAsk,
+        cap: PauseCap,
     ) -> Result<SessionRecord, WharfError> {
         let (record, _turn) = self.begin_call(tenant, id).await?;
         check_backend(backend, &record)?;
@@ -55,12 +80,12 @@ impl SessionManager {
         let now = now_ms();
         let until = (paused_ttl_seconds > 0)
             .then(|| crate::bounded::after_seconds(now, paused_ttl_seconds));
-        let Some(generation) = self
-            .store
-            .mark_paused(id, record.generation, now, until)
-            .await?
-        else {
+        let Some(generation) = self.store.mark_paused(&record, now, until, cap).await? else {
             self.cache_drop(id);
+            let now_stored = self.store.get_session(id).await?;
+            if now_stored.is_some_and(|r| r.generation == record.generation) {
+                return Err(paused_cap_reached(&record, cap));
+            }
             return Err(changed(id));
         };
         let mut paused = record.clone();

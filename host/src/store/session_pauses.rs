@@ -7,30 +7,48 @@ use super::{StateStore, unavailable};
 use crate::bounded::to_column;
 use crate::error_code::WharfError;
 
+/// The most sessions that may be paused at once when one more is paused: of the
+/// session's backend, and of its tenant (`None`: no cap).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PauseCap {
+    /// Of the backend (`[backends.X.sessions] max_paused`).
+    pub backend: Option<u64>,
+    /// Of the tenant (`[quotas] paused_sessions`).
+    pub tenant: Option<u64>,
+}
+
 impl StateStore {
-    /// `ready` → `paused` at `now`, ending at `paused_until` unless resumed; the new
-    /// generation, or `None` when the row changed since `generation` was read.
+    /// `ready` → `paused` at `now`, ending at `paused_until` unless resumed, while fewer
+    /// than `cap.backend` sessions of its backend and `cap.tenant` of its tenant are paused
+    /// (counted in the update itself, so across nodes); the new generation, or `None` when
+    /// the row changed since `generation` was read or a cap is reached.
     #[tracing::instrument(name = "store.mark_paused", level = "debug", skip_all)]
     pub async fn mark_paused(
         &self,
-        id: &str,
-        generation: u64,
+        record: &crate::session_record::SessionRecord,
         now: u64,
         paused_until: Option<u64>,
+        cap: PauseCap,
     ) -> Result<Option<u64>, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET state = 'paused', last_activity = $1, paused_until = $2,
                     generation = generation + 1
-             WHERE id = $3 AND state = 'ready' AND generation = $4",
+             WHERE id = $3 AND state = 'ready' AND generation = $4
+               AND (SELECT COUNT(*) FROM wharf_sessions WHERE backend = $5 AND state = 'paused') < $6
+               AND (SELECT COUNT(*) FROM wharf_sessions WHERE tenant = $7 AND state = 'paused') < $8",
         )
         .bind(to_column(now))
         .bind(paused_until.map(to_column))
-        .bind(id)
-        .bind(to_column(generation))
+        .bind(&record.id)
+        .bind(to_column(record.generation))
+        .bind(&record.backend)
+        .bind(to_column(cap.backend.unwrap_or(u64::MAX)))
+        .bind(&record.tenant)
+        .bind(to_column(cap.tenant.unwrap_or(u64::MAX)))
         .execute(self.pool())
         .await
         .map_err(unavailable)?;
-        Ok((done.rows_affected() == 1).then_some(generation + 1))
+        Ok((done.rows_affected() == 1).then_some(record.generation + 1))
     }
 
     /// `paused` → `ready` at `now`, its running lifetime ending at `max_expires_at`; the
@@ -62,7 +80,7 @@ impl StateStore {
 #[cfg(test)]
 mod tests {
     use crate::store::session_leases::tests::creating;
-    use crate::store::{SessionState, StateStore};
+    use crate::store::{PauseCap, SessionState, StateStore};
     use serde_json::Value;
 
     #[tokio::test]
@@ -77,9 +95,17 @@ mod tests {
         assert!(store.mark_ready("s", "n1", &Value::Null, 1_000).await?);
         let ready = store.get_session("s").await?.expect("row");
         let g = ready.generation;
+        let at = |generation: u64| {
+            let mut record = ready.clone();
+            record.generation = generation;
+            record
+        };
+        let free = PauseCap::default();
 
         assert_eq!(
-            store.mark_paused("s", g + 5, 2_000, Some(9_000)).await?,
+            store
+                .mark_paused(&at(g + 5), 2_000, Some(9_000), free)
+                .await?,
             None
         );
         assert_eq!(
@@ -87,7 +113,7 @@ mod tests {
             None,
             "not paused"
         );
-        let paused_g = store.mark_paused("s", g, 2_000, Some(9_000)).await?;
+        let paused_g = store.mark_paused(&at(g), 2_000, Some(9_000), free).await?;
         assert_eq!(paused_g, Some(g + 1));
         let paused = store.get_session("s").await?.expect("row");
         assert_eq!(paused.state, SessionState::Paused);
@@ -99,7 +125,7 @@ mod tests {
             "the paused TTL, not the idle one"
         );
         assert_eq!(
-            store.mark_paused("s", g + 1, 2_500, None).await?,
+            store.mark_paused(&at(g + 1), 2_500, None, free).await?,
             None,
             "a paused row is not paused twice"
         );
@@ -111,7 +137,33 @@ mod tests {
         assert_eq!(ready.paused_until_ms, None);
         assert_eq!(ready.max_expires_at_ms, Some(13_000));
 
-        store.mark_paused("s", g + 2, 6_000, None).await?;
+        // A cap holds: with one session of its backend paused, a cap of one refuses more.
+        assert!(
+            store
+                .insert_creating(&creating("t", "n1", u64::MAX >> 12))
+                .await?
+        );
+        assert!(store.mark_ready("t", "n1", &Value::Null, 1_000).await?);
+        let other = store.get_session("t").await?.expect("row");
+        store.mark_paused(&at(g + 2), 6_000, None, free).await?;
+        let one = PauseCap {
+            backend: Some(1),
+            tenant: None,
+        };
+        assert_eq!(store.mark_paused(&other, 6_000, None, one).await?, None);
+        let one_each = PauseCap {
+            backend: None,
+            tenant: Some(1),
+        };
+        assert_eq!(
+            store.mark_paused(&other, 6_000, None, one_each).await?,
+            None
+        );
+        let two = PauseCap {
+            backend: Some(2),
+            tenant: Some(2),
+        };
+        assert!(store.mark_paused(&other, 6_000, None, two).await?.is_some());
         assert!(
             store.begin_release("s", "n1", 99_000, Some(6_000)).await?,
             "a paused row is released like a ready one"
