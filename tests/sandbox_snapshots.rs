@@ -237,6 +237,27 @@ async fn a_snapshot_keeps_the_sandboxs_files_for_its_tenant_only() {
         0
     );
 
+    // The agent's own tool: a snapshot of the session its call runs in (the call holds
+    // the session's turn, so the snapshot must not wait for it).
+    let by_tool = alice
+        .post(
+            "/v1/call",
+            json!({"tool": format!("{backend}:snapshot_sandbox"), "args": {"name": "by-tool"}, "session_id": copy}),
+        )
+        .await;
+    assert_eq!(by_tool["code"], 0, "{by_tool}");
+    let tool_snap = by_tool["data"]["result"]["snapshot"]
+        .as_str()
+        .expect("a snapshot id")
+        .to_string();
+    let shown = alice.get(&format!("/v1/snapshots/{tool_snap}")).await;
+    assert_eq!(shown["data"]["name"], "by-tool", "{shown}");
+    assert_eq!(shown["data"]["origin_session"], copy.as_str(), "{shown}");
+    assert_eq!(
+        alice.delete(&format!("/v1/snapshots/{tool_snap}")).await["code"],
+        0
+    );
+
     // In use: not deleted. Unused: deleted, image and all.
     let busy = alice.delete(&format!("/v1/snapshots/{snap}")).await;
     assert_eq!(busy["code"], 4090, "{busy}");

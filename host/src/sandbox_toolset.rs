@@ -15,6 +15,7 @@ pub mod process_tools;
 pub mod provider_backend;
 pub mod session_spec;
 pub mod shell;
+pub mod snapshot_tool;
 pub mod tools;
 pub mod warm_pool;
 pub mod warm_sweep;

@@ -165,7 +165,7 @@ async fn ping_percentiles(
         trace_id: None,
         output: None,
         cancel: None,
-        previews: None,
+        host: None,
     };
     for b in backends {
         for _ in 0..2_000 {
@@ -232,7 +232,7 @@ async fn in_process() -> (f64, f64, f64) {
         trace_id: None,
         output: None,
         cancel: None,
-        previews: None,
+        host: None,
     };
     for _ in 0..2_000 {
         echo.call_tool(call()).await.unwrap();

@@ -160,7 +160,7 @@ async fn an_instance_checked_in_after_the_drain_is_not_kept() {
             trace_id: None,
             output: None,
             cancel: None,
-            previews: None,
+            host: None,
         })
         .await;
     assert!(refused.is_err(), "no new checkouts");

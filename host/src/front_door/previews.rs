@@ -14,7 +14,7 @@ use crate::preview_signature::{
     PREVIEW_KV_OWNER, SIGNATURE_PARAM,
 };
 use crate::principal::Principal;
-use crate::runtime::backend::PreviewMinter;
+use crate::runtime::backend::SessionHost;
 use crate::runtime::guest_types::SessionView;
 use crate::tenant::Tenant;
 use rand_core::{OsRng, RngCore as _};
@@ -250,7 +250,7 @@ impl Wharf {
 /// The toolset's `preview_url` tool mints through this: the session is one the front door
 /// handed the call, so it is not looked up again.
 #[async_trait::async_trait]
-impl PreviewMinter for Wharf {
+impl SessionHost for Wharf {
     async fn signed_url(
         &self,
         session: &SessionView,
@@ -259,5 +259,13 @@ impl PreviewMinter for Wharf {
     ) -> Result<PreviewLink, WharfError> {
         self.mint(&session.id, &session.data, port, ttl_seconds)
             .await
+    }
+
+    async fn snapshot(
+        &self,
+        session: &SessionView,
+        name: Option<String>,
+    ) -> Result<crate::snapshot_record::SnapshotRecord, WharfError> {
+        self.snapshot_in_call(session, name).await
     }
 }

@@ -63,6 +63,35 @@ impl Wharf {
         }
         // A frozen sandbox cannot copy its work dir: a paused session is resumed first.
         let (record, _turn, _) = self.begin_live_call(tenant, id, None).await?;
+        self.snapshot_held(&record, name).await
+    }
+
+    /// Snapshots the session of a tool call in progress (the `snapshot_sandbox` tool):
+    /// the call holds its turn, and its session is running.
+    pub(super) async fn snapshot_in_call(
+        &self,
+        session: &crate::runtime::guest_types::SessionView,
+        name: Option<String>,
+    ) -> Result<SnapshotRecord, WharfError> {
+        if let Some(name) = &name {
+            check_name(name)?;
+        }
+        let record = self
+            .sessions
+            .store()
+            .get_session(&session.id)
+            .await?
+            .ok_or_else(|| WharfError::session_not_found(format!("no session `{}`", session.id)))?;
+        self.snapshot_held(&record, name).await
+    }
+
+    /// Snapshots `record`'s sandbox for a caller that holds the session's turn.
+    async fn snapshot_held(
+        &self,
+        record: &crate::session_record::SessionRecord,
+        name: Option<String>,
+    ) -> Result<SnapshotRecord, WharfError> {
+        let id = record.id.as_str();
         let backend = self.backend(&record.backend)?;
         if !backend.behaviour().suspendable() {
             return Err(crate::runtime::backend::no_suspension(Some(

@@ -306,7 +306,7 @@ impl Wharf {
                     trace_id,
                     output: call.output,
                     cancel: call.cancel,
-                    previews: None,
+                    host: None,
                 })
                 .await
                 .map_err(|e| match undeclared_session {
@@ -346,10 +346,10 @@ impl Wharf {
                 trace_id,
                 output: call.output,
                 cancel: call.cancel,
-                previews: self
+                host: self
                     .myself
                     .upgrade()
-                    .map(|wharf| crate::runtime::backend::Previews(wharf)),
+                    .map(|wharf| crate::runtime::backend::SessionHostRef(wharf)),
             })
             .await;
         let new_data = result.as_ref().ok().and_then(|r| r.session_data.clone());

@@ -31,14 +31,16 @@ pub struct ToolCall {
     pub output: Option<crate::call_output::OutputSink>,
     /// Fired when the caller gives up on the call, if the protocol can tell.
     pub cancel: Option<tokio_util::sync::CancellationToken>,
-    /// Where a call in a session mints preview URLs (the host's previews), if anywhere.
-    pub previews: Option<Previews>,
+    /// What the host does for a call in a session beyond its backend (previews,
+    /// snapshots), if anything.
+    pub host: Option<SessionHostRef>,
 }
 
-/// Mints the URLs a person opens to a port of a session's sandbox (the front door's
-/// previews), for a tool that hands one to an agent.
+/// What the front door does for a toolset tool beyond the provider: mint the URLs a
+/// person opens to a port of a session's sandbox (its previews), and snapshot the
+/// session's sandbox (its snapshots), for tools that hand them to an agent.
 #[async_trait]
-pub trait PreviewMinter: Send + Sync {
+pub trait SessionHost: Send + Sync {
     /// A signed URL for `port` of `session` (the session the front door handed the call),
     /// valid `ttl_seconds` (the host's default when `None`). 4030 when the session does not
     /// expose the port or the host serves no previews.
@@ -48,15 +50,23 @@ pub trait PreviewMinter: Send + Sync {
         port: u16,
         ttl_seconds: Option<u64>,
     ) -> Result<crate::preview_signature::PreviewLink, WharfError>;
+
+    /// Snapshots the sandbox of `session` (the session the front door handed the call, its
+    /// turn held by that call) under `name`, as `POST /v1/sessions/{id}/snapshots` does.
+    async fn snapshot(
+        &self,
+        session: &SessionView,
+        name: Option<String>,
+    ) -> Result<crate::snapshot_record::SnapshotRecord, WharfError>;
 }
 
-/// The host's preview minter, as a call carries it.
+/// The front door's [`SessionHost`], as a call carries it.
 #[derive(Clone)]
-pub struct Previews(pub std::sync::Arc<dyn PreviewMinter>);
+pub struct SessionHostRef(pub std::sync::Arc<dyn SessionHost>);
 
-impl std::fmt::Debug for Previews {
+impl std::fmt::Debug for SessionHostRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Previews")
+        f.write_str("SessionHostRef")
     }
 }
 

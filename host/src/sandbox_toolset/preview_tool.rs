@@ -6,7 +6,7 @@
 use super::tools::tool;
 use crate::error_code::{Code, WharfError};
 use crate::preview_signature::MAX_TTL_SECONDS;
-use crate::runtime::backend::Previews;
+use crate::runtime::backend::SessionHostRef;
 use crate::runtime::guest_types::SessionView;
 use crate::tool::{ToolAnnotations, ToolDescription, ToolResult};
 use serde::Deserialize;
@@ -44,19 +44,17 @@ pub fn tool_description() -> ToolDescription {
 pub async fn call(
     session: &SessionView,
     args: Value,
-    previews: Option<&Previews>,
+    host: Option<&SessionHostRef>,
 ) -> Result<ToolResult, WharfError> {
     let ask: Ask = serde_json::from_value(args)
         .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))?;
-    let Some(Previews(minter)) = previews else {
+    let Some(SessionHostRef(host)) = host else {
         return Err(WharfError::new(
             Code::Forbidden,
             "this call carries no preview minter: previews are minted by the host's front door",
         ));
     };
-    let link = minter
-        .signed_url(session, ask.port, ask.ttl_seconds)
-        .await?;
+    let link = host.signed_url(session, ask.port, ask.ttl_seconds).await?;
     Ok(ToolResult::json(json!({
         "url": link.url,
         "port": ask.port,

@@ -60,8 +60,8 @@ impl ProviderBackend {
     }
 
     /// Adds what the toolset declares to a provider's description: the six tools (and the
-    /// process tools and `preview_url` when the provider runs background processes) and the
-    /// sandbox config schema.
+    /// process tools and `preview_url` when the provider runs background processes,
+    /// `snapshot_sandbox` when it can snapshot) and the sandbox config schema.
     pub fn describe(description: &mut BackendDescription) {
         description.tools = tool_descriptions();
         if description.features.processes {
@@ -71,6 +71,11 @@ impl ProviderBackend {
             description
                 .tools
                 .push(super::preview_tool::tool_description());
+        }
+        if description.features.suspension {
+            description
+                .tools
+                .push(super::snapshot_tool::tool_description());
         }
         description.session_config_schema = Some(session_spec::schema());
     }
@@ -98,7 +103,10 @@ impl Backend for ProviderBackend {
             )));
         };
         if call.action == super::preview_tool::PREVIEW_URL {
-            return super::preview_tool::call(session, call.args, call.previews.as_ref()).await;
+            return super::preview_tool::call(session, call.args, call.host.as_ref()).await;
+        }
+        if call.action == super::snapshot_tool::SNAPSHOT_SANDBOX {
+            return super::snapshot_tool::call(session, call.args, call.host.as_ref()).await;
         }
         dispatch::call(
             &self.provider,
