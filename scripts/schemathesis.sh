@@ -118,6 +118,13 @@ run() {
       left_behind="$left_behind $left"
       echo "$left" | xargs docker rm -f >/dev/null
     fi
+    # Named volumes are what the fuzzer asked for (`POST /v1/volumes`), not leftovers: they
+    # outlive the host by design, so the run removes its own.
+    local volumes
+    volumes="$(docker volume ls -q --filter "label=wharf.node=$(cat "$dir/data/node-id")")"
+    if [ -n "$volumes" ]; then
+      echo "$volumes" | xargs docker volume rm -f >/dev/null || true
+    fi
   fi
   return "$status"
 }
