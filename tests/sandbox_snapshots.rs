@@ -178,15 +178,7 @@ async fn a_snapshot_keeps_the_sandboxs_files_for_its_tenant_only() {
     );
 
     // The scrape counts the tenant's snapshots and their bytes.
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", host.url))
-        .bearer_auth(ALICE)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = alice.metrics().await;
     assert!(
         metrics
             .lines()

@@ -280,15 +280,7 @@ async fn a_volume_outlives_its_sessions_and_restarts_for_its_tenant_only() {
         let shown = alice.get("/v1/volumes/data").await;
         assert_eq!(shown["data"]["id"], data.as_str(), "by name: {shown}");
         assert!(shown["data"]["bytes"].as_u64().unwrap() > 0, "{shown}");
-        let metrics = reqwest::Client::new()
-            .get(format!("{}/metrics", host.url))
-            .bearer_auth(ALICE)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = alice.metrics().await;
         assert!(
             metrics
                 .lines()

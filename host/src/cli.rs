@@ -81,34 +81,18 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         command: sessions::SessionsCommand,
-        /// The server.
-        #[arg(
-            long,
-            env = "WHARF_URL",
-            default_value = "http://127.0.0.1:7420",
-            global = true
-        )]
-        url: String,
-        /// Bearer token.
-        #[arg(long, env = "WHARF_TOKEN", hide_env_values = true, global = true)]
-        token: Option<String>,
+        /// The server, and the token to reach it with.
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Create, list or delete the caller's named volumes on a running server.
     Volumes {
         /// What to do.
         #[command(subcommand)]
         command: volumes::VolumesCommand,
-        /// The server.
-        #[arg(
-            long,
-            env = "WHARF_URL",
-            default_value = "http://127.0.0.1:7420",
-            global = true
-        )]
-        url: String,
-        /// Bearer token.
-        #[arg(long, env = "WHARF_TOKEN", hide_env_values = true, global = true)]
-        token: Option<String>,
+        /// The server, and the token to reach it with.
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Show what a component is: world, WIT version, tools with schemas, capabilities.
     Inspect {
@@ -316,16 +300,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&description)?);
             Ok(())
         }
-        Command::Sessions {
-            command,
-            url,
-            token,
-        } => sessions::run(command, &url, token).await,
-        Command::Volumes {
-            command,
-            url,
-            token,
-        } => volumes::run(command, &url, token).await,
+        Command::Sessions { command, server } => {
+            sessions::run(command, &server.url, server.token).await
+        }
+        Command::Volumes { command, server } => {
+            volumes::run(command, &server.url, server.token).await
+        }
         Command::Dev { dir, listen } => dev::run(dir, listen).await,
         Command::Pull(args) => oci::pull(args).await,
         Command::Push(args) => oci::push(args).await,
@@ -383,6 +363,23 @@ fn refuse_duplicate_tools<'a>(names: impl Iterator<Item = &'a str>) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Where a running server is, and the token to reach it with (the options of every
+/// command group that talks to one).
+#[derive(Debug, clap::Args)]
+pub struct ServerArgs {
+    /// The server.
+    #[arg(
+        long,
+        env = "WHARF_URL",
+        default_value = "http://127.0.0.1:7420",
+        global = true
+    )]
+    pub url: String,
+    /// Bearer token.
+    #[arg(long, env = "WHARF_TOKEN", hide_env_values = true, global = true)]
+    pub token: Option<String>,
 }
 
 fn with_token(request: reqwest::RequestBuilder, token: Option<String>) -> reqwest::RequestBuilder {

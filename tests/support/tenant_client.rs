@@ -46,6 +46,19 @@ impl TenantClient<'_> {
             .await
     }
 
+    /// The host's `/metrics` text, as this tenant scrapes it.
+    pub async fn metrics(&self) -> String {
+        reqwest::Client::new()
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(self.token)
+            .send()
+            .await
+            .expect("the host answers")
+            .text()
+            .await
+            .expect("text")
+    }
+
     /// Runs `command` with `backend`'s `run_command` in `session`; its result (the call
     /// must succeed).
     pub async fn run(&self, backend: &str, session: &str, command: &str) -> Value {
