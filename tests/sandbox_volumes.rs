@@ -479,6 +479,32 @@ async fn a_tenant_past_its_volume_quota_is_stopped_and_mounts_read_only() {
     );
     alice.run(backend, &rw, "echo ok > /s/f").await;
     assert_eq!(alice.delete(&format!("/v1/sessions/{rw}")).await["code"], 0);
+
+    // A volume this engine does not hold (another node's engine, or removed behind the
+    // host's back) is refused, never replaced by the empty one Docker would make.
+    let names = engine_volumes_labelled(&small);
+    assert_eq!(names.len(), 1);
+    let docker_volume = |verb: &str| {
+        std::process::Command::new("docker")
+            .args(["volume", verb, &names[0]])
+            .output()
+            .expect("docker volume runs")
+            .status
+            .success()
+    };
+    assert!(docker_volume("rm"));
+    let elsewhere = session(
+        &alice,
+        backend,
+        "elsewhere",
+        json!([{"name": "small", "path": "/s"}]),
+    )
+    .await;
+    assert_eq!(elsewhere["code"], 4090, "{elsewhere}");
+    assert!(
+        !docker_volume("inspect"),
+        "no empty volume of its name was made"
+    );
     assert_eq!(
         alice.delete(&format!("/v1/volumes/{small}")).await["code"],
         0

@@ -77,6 +77,8 @@ pub struct Wharf {
     terminal_slots: Arc<tokio::sync::Semaphore>,
     /// The host's preview key, once read from the store.
     preview_key: tokio::sync::OnceCell<Vec<u8>>,
+    /// This node's volumes measured while no container mounted them (`volumes`).
+    idle_volumes: volumes::IdleVolumes,
 }
 
 /// This node's id: kept in the data dir, so a restarted process is the same node.
@@ -193,6 +195,7 @@ impl Wharf {
             live_calls: crate::live_calls::LiveCalls::default(),
             terminal_slots: Arc::new(tokio::sync::Semaphore::new(terminals::MAX_TERMINALS)),
             preview_key: tokio::sync::OnceCell::new(),
+            idle_volumes: volumes::IdleVolumes::default(),
         });
         wharf.sessions.start_heartbeat();
         crate::registry::start_tool_polls(&wharf.registry);

@@ -5,7 +5,9 @@
 //! neither sees, mounts nor deletes it (4007); an admin sees all. One that is not `shared`
 //! is mounted by one sandbox at a time.
 //!
-//! The engine keeps no size quota, so the host measures each volume every sweep and, when
+//! The engine keeps no size quota, so the host measures its volumes every sweep (one that
+//! no container mounts, and no session of this node has mounted since it was measured, at
+//! most every 5 minutes: its files have not changed) and, when
 //! a tenant's volumes hold more than its `volume_bytes`, stops the sessions that mount them
 //! read-write and refuses read-write mounts until it is under again (read-only mounts and
 //! deletes still work). A sandbox can pass the quota by what it writes within one sweep
@@ -25,6 +27,38 @@ use std::collections::BTreeMap;
 
 /// A `making` row older than this is taken as stuck (its node lost it) and swept, ms.
 const STUCK_AFTER_MS: u64 = 600_000;
+
+/// An idle volume (no container mounted it when it was last measured, and no session of
+/// this node has since) is measured again after this long anyway, ms: a sandbox of another
+/// node on the same engine may have mounted it in between.
+const IDLE_REMEASURE_MS: u64 = 300_000;
+
+/// The volumes of this node measured while no container mounted them, and not resolved
+/// for a session since: their files have not changed, so a sweep does not walk them again
+/// (for [`IDLE_REMEASURE_MS`]). At most one entry per volume of this node.
+#[derive(Debug, Default)]
+pub(super) struct IdleVolumes(std::sync::Mutex<std::collections::HashSet<String>>);
+
+impl IdleVolumes {
+    fn set(&self, volume: &str, idle: bool) {
+        let mut set = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if idle {
+            set.insert(volume.to_string());
+        } else {
+            set.remove(volume);
+        }
+    }
+
+    fn is_idle(&self, volume: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(volume)
+    }
+}
 
 /// An engine volume no row names (its create landed after a crash's row was swept) is
 /// removed once it is this old, ms: a row is always written before its create.
@@ -189,9 +223,30 @@ impl Wharf {
             return Ok(Vec::new());
         }
         let own = Tenant::own(tenant);
+        // Docker makes an empty volume of any name a mount asks for: a volume another
+        // engine holds (another node's) must be refused here, not replaced by an empty one.
+        let held: std::collections::HashSet<String> = self
+            .services
+            .containers
+            .engine_volumes()
+            .await?
+            .into_iter()
+            .map(|v| v.name)
+            .collect();
         let mut volumes = Vec::with_capacity(asks.len());
         for ask in asks {
             let found = self.volume(&own, tenant, &ask.name).await?;
+            if !held.contains(&found.engine_volume) {
+                return Err(WharfError::new(
+                    Code::Conflict,
+                    format!(
+                        "volume `{}` is not on this node's container engine (it lives where it was created); create the session on that node",
+                        found.name
+                    ),
+                ));
+            }
+            // Mounted now: the next sweep measures it.
+            self.idle_volumes.set(&found.id, false);
             // Checked here for its code (4090); `container.create` checks again under the
             // backend's create turn, where a race between two sessions is settled.
             if !found.shared
@@ -285,6 +340,16 @@ impl Wharf {
                     if row.state != VolumeState::Ready {
                         continue;
                     }
+                    let idle = engine
+                        .volume_users(&found.name)
+                        .await
+                        .is_ok_and(|users| users.is_empty());
+                    if idle
+                        && self.idle_volumes.is_idle(&row.id)
+                        && now.saturating_sub(row.measured_at_ms) < IDLE_REMEASURE_MS
+                    {
+                        continue;
+                    }
                     let bytes = match engine.volume_bytes(&found.name).await {
                         Ok(bytes) => bytes,
                         // More files than a measurement walks: past any quota.
@@ -295,6 +360,7 @@ impl Wharf {
                         }
                     };
                     store.set_volume_bytes(&row.id, bytes, now).await?;
+                    self.idle_volumes.set(&row.id, idle);
                     measured.insert(row.tenant);
                 }
                 Some(_) => {}
