@@ -7,11 +7,10 @@
 //!
 //! The engine keeps no size quota, so the host measures its volumes every sweep (one that
 //! no container mounts, and no session of this node has mounted since it was measured, at
-//! most every 5 minutes: its files have not changed) and, when
-//! a tenant's volumes hold more than its `volume_bytes`, stops the sessions that mount them
-//! read-write and refuses read-write mounts until it is under again (read-only mounts and
-//! deletes still work). A sandbox can pass the quota by what it writes within one sweep
-//! interval.
+//! most every 5 minutes: its files have not changed) and, when a tenant's volumes hold more
+//! than its `volume_bytes`, stops the sessions that mount them read-write and refuses
+//! read-write mounts until it is under again (read-only mounts and deletes still work). A
+//! sandbox can pass the quota by what it writes within one sweep interval.
 
 use super::Wharf;
 use crate::engines::EngineError;
@@ -35,7 +34,8 @@ const IDLE_REMEASURE_MS: u64 = 300_000;
 
 /// The volumes of this node measured while no container mounted them, and not resolved
 /// for a session since: their files have not changed, so a sweep does not walk them again
-/// (for [`IDLE_REMEASURE_MS`]). At most one entry per volume of this node.
+/// (for [`IDLE_REMEASURE_MS`]). At most one entry per volume this node's engine holds
+/// (each sweep forgets the others).
 #[derive(Debug, Default)]
 pub(super) struct IdleVolumes(std::sync::Mutex<std::collections::HashSet<String>>);
 
@@ -50,6 +50,14 @@ impl IdleVolumes {
         } else {
             set.remove(volume);
         }
+    }
+
+    /// Forgets every volume but `seen` (one deleted by another node, say).
+    fn keep_only(&self, seen: &std::collections::HashSet<String>) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|v| seen.contains(v));
     }
 
     fn is_idle(&self, volume: &str) -> bool {
@@ -201,6 +209,7 @@ impl Wharf {
             .await
             .map_err(engine_refusal)?;
         self.sessions.store().delete_volume(&found.id).await?;
+        self.idle_volumes.set(&found.id, false);
         tracing::info!(target: "wharf::audit", event = "volume_delete", tenant = %found.tenant, volume = %found.id, name = %found.name);
         Ok(found)
     }
@@ -331,10 +340,12 @@ impl Wharf {
             }
         }
         let mut measured = std::collections::BTreeSet::new();
+        let mut seen = std::collections::HashSet::new();
         for found in engine.engine_volumes().await? {
             if found.node.as_deref() != Some(self.node_id.as_str()) {
                 continue;
             }
+            seen.insert(found.volume.clone());
             match store.get_volume(&found.volume).await? {
                 Some(row) if row.engine_volume == found.name => {
                     if row.state != VolumeState::Ready {
@@ -373,6 +384,7 @@ impl Wharf {
                 }
             }
         }
+        self.idle_volumes.keep_only(&seen);
         for tenant in measured {
             self.stop_writers_past_quota(&tenant).await?;
         }
