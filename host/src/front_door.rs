@@ -26,6 +26,7 @@ mod temporary;
 mod terminals;
 mod tool_calls;
 mod uploads;
+mod volume_sweep;
 mod volumes;
 
 pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool, WarmPoolFill};
@@ -78,7 +79,17 @@ pub struct Wharf {
     /// The host's preview key, once read from the store.
     preview_key: tokio::sync::OnceCell<Vec<u8>>,
     /// This node's volumes measured while no container mounted them (`volumes`).
-    idle_volumes: volumes::IdleVolumes,
+    idle_volumes: volume_sweep::IdleVolumes,
+}
+
+/// The tenant whose quotas a session (or what it made) of `owner` counts against: the
+/// admin's for a session with no tenant.
+fn quota_tenant_of(owner: &str) -> &str {
+    if owner.is_empty() {
+        crate::quotas::ADMIN_TENANT
+    } else {
+        owner
+    }
 }
 
 /// This node's id: kept in the data dir, so a restarted process is the same node.
@@ -195,7 +206,7 @@ impl Wharf {
             live_calls: crate::live_calls::LiveCalls::default(),
             terminal_slots: Arc::new(tokio::sync::Semaphore::new(terminals::MAX_TERMINALS)),
             preview_key: tokio::sync::OnceCell::new(),
-            idle_volumes: volumes::IdleVolumes::default(),
+            idle_volumes: volume_sweep::IdleVolumes::default(),
         });
         wharf.sessions.start_heartbeat();
         crate::registry::start_tool_polls(&wharf.registry);

@@ -78,6 +78,10 @@ impl ContainerEngine for Docker {
         Docker::remove_volume(self, name).await
     }
 
+    async fn has_volume(&self, name: &str) -> Result<bool, DockerError> {
+        Docker::has_volume(self, name).await
+    }
+
     async fn volume_bytes(&self, name: &str) -> Result<u64, DockerError> {
         Docker::volume_bytes(self, name).await
     }

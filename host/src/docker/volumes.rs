@@ -160,6 +160,20 @@ impl Docker {
             .collect())
     }
 
+    /// Whether engine volume `name` exists.
+    pub async fn has_volume(&self, name: &str) -> Result<bool, DockerError> {
+        check_name(name)?;
+        let api = self.api().await?;
+        match self
+            .run("inspect volume", OP_TIMEOUT, api.inspect_volume(name))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(DockerError::NotFound(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The bytes engine volume `name`'s files hold now (see the module's note).
     pub async fn volume_bytes(&self, name: &str) -> Result<u64, DockerError> {
         check_name(name)?;

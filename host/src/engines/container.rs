@@ -214,6 +214,12 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         Err(no_volumes())
     }
 
+    /// Whether the engine holds the engine volume `name` (its create would otherwise make
+    /// an empty one of that name for a mount).
+    async fn has_volume(&self, _name: &str) -> Result<bool, EngineError> {
+        Ok(false)
+    }
+
     /// The bytes an engine volume's files hold now.
     async fn volume_bytes(&self, _name: &str) -> Result<u64, EngineError> {
         Err(no_volumes())

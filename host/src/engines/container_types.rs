@@ -29,6 +29,8 @@ pub const POOL_SESSION_PREFIX: &str = "wharf-pool-";
 pub const RESERVED_PREFIX: &str = "wharf.";
 /// Label with the volume id on an engine volume the host made for a tenant (issue 37).
 pub const LABEL_VOLUME: &str = "wharf.volume";
+/// Label with the tenant on an engine volume the host made.
+pub const LABEL_VOLUME_TENANT: &str = "wharf.volume.tenant";
 /// Label with the creation time (ms since the Unix epoch) on an engine volume the host made.
 pub const LABEL_VOLUME_CREATED: &str = "wharf.volume.created";
 

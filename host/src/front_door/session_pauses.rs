@@ -36,7 +36,7 @@ impl Wharf {
             .await
             .inspect_err(|e| {
                 if e.code == crate::error_code::Code::Forbidden {
-                    let quota_tenant = quota_tenant(&record);
+                    let quota_tenant = super::quota_tenant_of(&record.tenant);
                     self.metrics
                         .tenants
                         .record_refusal(quota_tenant, "paused_sessions");
@@ -99,7 +99,7 @@ impl Wharf {
     /// 4030 when resuming `record` would take its tenant past its `containers` quota: a
     /// paused container does not count against it, so a resume is checked as a create is.
     async fn check_running_quota(&self, record: &SessionRecord) -> Result<(), WharfError> {
-        let tenant = quota_tenant(record);
+        let tenant = super::quota_tenant_of(&record.tenant);
         let limits = self.services.quotas.limits(tenant, Some(&record.backend));
         let (Some((limit, scope)), Some(ledger)) =
             (limits.containers, self.services.create_turns.ledger())
@@ -135,15 +135,6 @@ impl Wharf {
     }
 }
 
-/// The tenant whose quotas a session counts against.
-fn quota_tenant(record: &SessionRecord) -> &str {
-    if record.tenant.is_empty() {
-        crate::quotas::ADMIN_TENANT
-    } else {
-        &record.tenant
-    }
-}
-
 /// The cap a pause of `record` is under: its backend's `max_paused` and its tenant's
 /// `paused_sessions`.
 pub(super) fn pause_cap(
@@ -154,7 +145,10 @@ pub(super) fn pause_cap(
     crate::store::PauseCap {
         backend: Some(limits.max_paused),
         tenant: quotas
-            .limits(quota_tenant(record), Some(&record.backend))
+            .limits(
+                super::quota_tenant_of(&record.tenant),
+                Some(&record.backend),
+            )
             .paused_sessions,
     }
 }

@@ -8,7 +8,6 @@
 use super::Wharf;
 use crate::engines::container_types::{LABEL_NODE, SnapshotTarget};
 use crate::error_code::{Code, WharfError};
-use crate::quotas::ADMIN_TENANT;
 use crate::snapshot_record::{MAX_SNAPSHOT_NAME_BYTES, SnapshotRecord, SnapshotState};
 use crate::tenant::Tenant;
 use serde_json::json;
@@ -99,11 +98,7 @@ impl Wharf {
             )));
         }
         let owner = record.tenant.clone();
-        let quota_tenant = if owner.is_empty() {
-            ADMIN_TENANT
-        } else {
-            &owner
-        };
+        let quota_tenant = super::quota_tenant_of(&owner);
         let limits = self
             .services
             .quotas

@@ -5,16 +5,16 @@
 //! neither sees, mounts nor deletes it (4007); an admin sees all. One that is not `shared`
 //! is mounted by one sandbox at a time.
 //!
-//! The engine keeps no size quota, so the host measures its volumes every sweep (one that
-//! no container mounts, and no session of this node has mounted since it was measured, at
-//! most every 5 minutes: its files have not changed) and, when a tenant's volumes hold more
-//! than its `volume_bytes`, stops the sessions that mount them read-write and refuses
-//! read-write mounts until it is under again (read-only mounts and deletes still work). A
-//! sandbox can pass the quota by what it writes within one sweep interval.
+//! The engine keeps no size quota, so the sweep measures the volumes (`volume_sweep`) and
+//! stops the sessions writing to those of a tenant past its `volume_bytes`; here,
+//! read-write mounts are refused while it is past it (read-only mounts and deletes still
+//! work). A sandbox can pass the quota by what it writes within one sweep interval.
 
 use super::Wharf;
 use crate::engines::EngineError;
-use crate::engines::container_types::{LABEL_NODE, LABEL_VOLUME, LABEL_VOLUME_CREATED};
+use crate::engines::container_types::{
+    LABEL_NODE, LABEL_VOLUME, LABEL_VOLUME_CREATED, LABEL_VOLUME_TENANT,
+};
 use crate::error_code::{Code, WharfError};
 use crate::policy::SandboxVolume;
 use crate::runtime::loaded_backend::LoadedBackend;
@@ -23,54 +23,6 @@ use crate::tenant::Tenant;
 use crate::volume_record::{MAX_VOLUME_NAME_BYTES, VolumeRecord, VolumeState, is_volume_name};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-
-/// A `making` row older than this is taken as stuck (its node lost it) and swept, ms.
-const STUCK_AFTER_MS: u64 = 600_000;
-
-/// An idle volume (no container mounted it when it was last measured, and no session of
-/// this node has since) is measured again after this long anyway, ms: a sandbox of another
-/// node on the same engine may have mounted it in between.
-const IDLE_REMEASURE_MS: u64 = 300_000;
-
-/// The volumes of this node measured while no container mounted them, and not resolved
-/// for a session since: their files have not changed, so a sweep does not walk them again
-/// (for [`IDLE_REMEASURE_MS`]). At most one entry per volume this node's engine holds
-/// (each sweep forgets the others).
-#[derive(Debug, Default)]
-pub(super) struct IdleVolumes(std::sync::Mutex<std::collections::HashSet<String>>);
-
-impl IdleVolumes {
-    fn set(&self, volume: &str, idle: bool) {
-        let mut set = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if idle {
-            set.insert(volume.to_string());
-        } else {
-            set.remove(volume);
-        }
-    }
-
-    /// Forgets every volume but `seen` (one deleted by another node, say).
-    fn keep_only(&self, seen: &std::collections::HashSet<String>) {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|v| seen.contains(v));
-    }
-
-    fn is_idle(&self, volume: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(volume)
-    }
-}
-
-/// An engine volume no row names (its create landed after a crash's row was swept) is
-/// removed once it is this old, ms: a row is always written before its create.
-const ORPHAN_AFTER_MS: u64 = 10_000;
 
 fn not_found(volume: &str) -> WharfError {
     WharfError::session_not_found(format!(
@@ -151,7 +103,7 @@ impl Wharf {
         }
         let labels = [
             (LABEL_VOLUME.to_string(), volume.id.clone()),
-            ("wharf.volume.tenant".to_string(), tenant.to_string()),
+            (LABEL_VOLUME_TENANT.to_string(), tenant.to_string()),
             (LABEL_VOLUME_CREATED.to_string(), now.to_string()),
             (LABEL_NODE.to_string(), self.node_id.clone()),
         ];
@@ -234,18 +186,15 @@ impl Wharf {
         let own = Tenant::own(tenant);
         // Docker makes an empty volume of any name a mount asks for: a volume another
         // engine holds (another node's) must be refused here, not replaced by an empty one.
-        let held: std::collections::HashSet<String> = self
-            .services
-            .containers
-            .engine_volumes()
-            .await?
-            .into_iter()
-            .map(|v| v.name)
-            .collect();
         let mut volumes = Vec::with_capacity(asks.len());
         for ask in asks {
             let found = self.volume(&own, tenant, &ask.name).await?;
-            if !held.contains(&found.engine_volume) {
+            if !self
+                .services
+                .containers
+                .has_volume(&found.engine_volume)
+                .await?
+            {
                 return Err(WharfError::new(
                     Code::Conflict,
                     format!(
@@ -319,109 +268,5 @@ impl Wharf {
             .into_iter()
             .map(|(tenant, (count, bytes))| (tenant, count, bytes))
             .collect())
-    }
-
-    /// Finishes what a crash left of volumes (`making` rows of a dead incarnation of this
-    /// node, or stuck, lose their engine volume and row; engine volumes this node made that
-    /// no row names are removed), then measures this node's volumes and stops what a
-    /// tenant over its `volume_bytes` writes with. Returns the volume ids removed.
-    pub(super) async fn sweep_volumes(&self) -> Result<Vec<String>, WharfError> {
-        let store = self.sessions.store();
-        let engine = self.services.containers.clone();
-        let now = crate::clock::now_ms();
-        let mut swept = Vec::new();
-        for row in store
-            .abandoned_volumes(&self.node_id, now.saturating_sub(STUCK_AFTER_MS))
-            .await?
-        {
-            if engine.remove_volume(&row.engine_volume).await.is_ok() {
-                store.delete_volume(&row.id).await?;
-                swept.push(row.id);
-            }
-        }
-        let mut measured = std::collections::BTreeSet::new();
-        let mut seen = std::collections::HashSet::new();
-        for found in engine.engine_volumes().await? {
-            if found.node.as_deref() != Some(self.node_id.as_str()) {
-                continue;
-            }
-            seen.insert(found.volume.clone());
-            match store.get_volume(&found.volume).await? {
-                Some(row) if row.engine_volume == found.name => {
-                    if row.state != VolumeState::Ready {
-                        continue;
-                    }
-                    let idle = engine
-                        .volume_users(&found.name)
-                        .await
-                        .is_ok_and(|users| users.is_empty());
-                    if idle
-                        && self.idle_volumes.is_idle(&row.id)
-                        && now.saturating_sub(row.measured_at_ms) < IDLE_REMEASURE_MS
-                    {
-                        continue;
-                    }
-                    let bytes = match engine.volume_bytes(&found.name).await {
-                        Ok(bytes) => bytes,
-                        // More files than a measurement walks: past any quota.
-                        Err(EngineError::TooLarge(_)) => u64::MAX,
-                        Err(e) => {
-                            tracing::debug!(volume = %row.id, "measuring a volume skipped: {e}");
-                            continue;
-                        }
-                    };
-                    store.set_volume_bytes(&row.id, bytes, now).await?;
-                    self.idle_volumes.set(&row.id, idle);
-                    measured.insert(row.tenant);
-                }
-                Some(_) => {}
-                None => {
-                    if now.saturating_sub(found.created_at_ms) >= ORPHAN_AFTER_MS
-                        && engine.remove_volume(&found.name).await.is_ok()
-                    {
-                        swept.push(found.volume);
-                    }
-                }
-            }
-        }
-        self.idle_volumes.keep_only(&seen);
-        for tenant in measured {
-            self.stop_writers_past_quota(&tenant).await?;
-        }
-        Ok(swept)
-    }
-
-    /// When `tenant`'s volumes hold more than its quota, stops every session whose
-    /// sandbox mounts one of them read-write (audited).
-    async fn stop_writers_past_quota(&self, tenant: &str) -> Result<(), WharfError> {
-        let limit = self.services.quotas.limits(tenant, None).volume_bytes;
-        let held = self.tenant_volume_bytes(tenant).await?;
-        if held <= limit {
-            return Ok(());
-        }
-        let engine = self.services.containers.clone();
-        let mut writers = std::collections::BTreeSet::new();
-        for volume in self.sessions.store().list_volumes(Some(tenant)).await? {
-            for user in engine
-                .volume_users(&volume.engine_volume)
-                .await
-                .unwrap_or_default()
-            {
-                if let (false, Some(session)) = (user.read_only, user.session) {
-                    writers.insert(session);
-                }
-            }
-        }
-        let mut stopped = Vec::new();
-        for session in writers {
-            match self.delete_session(&Tenant::Every, &session).await {
-                Ok(_) => stopped.push(session),
-                Err(e) => {
-                    tracing::warn!(session = %session, "stopping a session past its volume quota: {}", e.message)
-                }
-            }
-        }
-        tracing::warn!(target: "wharf::audit", event = "volume_quota_exceeded", tenant, bytes = held, limit, stopped = ?stopped);
-        Ok(())
     }
 }

@@ -58,9 +58,6 @@ impl StateStore {
         node: &str,
         max_count: u64,
     ) -> Result<VolumeInsert, WharfError> {
-        if self.volume_named(&v.tenant, &v.name).await?.is_some() {
-            return Ok(VolumeInsert::NameTaken);
-        }
         let done = sqlx::query(
             "INSERT INTO wharf_volumes (id, tenant, name, shared, engine_volume, bytes, measured_at, state, node, boot, created_at)
              SELECT $1, $2, $3, $4, $5, 0, 0, 'making', $6, $7, $8
@@ -80,8 +77,13 @@ impl StateStore {
         .await;
         match done {
             Ok(done) if done.rows_affected() == 1 => Ok(VolumeInsert::Inserted),
+            // Nothing written: a name taken answers before the count (one more read, on
+            // refusals only).
+            Ok(_) if self.volume_named(&v.tenant, &v.name).await?.is_some() => {
+                Ok(VolumeInsert::NameTaken)
+            }
             Ok(_) => Ok(VolumeInsert::AtQuota),
-            // The name's uniqueness, raced by another insert of the same name.
+            // The name's uniqueness: the table's `UNIQUE (tenant, name)`.
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(VolumeInsert::NameTaken),
             Err(e) => Err(unavailable(e)),
         }
