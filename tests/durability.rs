@@ -271,6 +271,7 @@ async fn a_container_whose_session_is_still_creating_is_never_reaped() {
             max_expires_at_ms: None,
             generation: 0,
             paused_until_ms: None,
+            archive: None,
         };
         let store_handle = wharf::store::StateStore::open(&store).await.unwrap();
         assert!(store_handle.insert_creating(&creating).await.unwrap());

@@ -18,7 +18,9 @@ mod oauth;
 mod oci;
 mod telemetry;
 pub use auth::{AuthConfig, RESERVED_TOKEN_NAMES, TokenConfig, TokenScope};
-pub use backend::{BackendConfig, Limits, OnIdle, SessionLimits, ToolSettings, WarmPoolConfig};
+pub use backend::{
+    BackendConfig, Limits, OnIdle, OnPausedTtl, SessionLimits, ToolSettings, WarmPoolConfig,
+};
 pub use connections::ConnectionLimits;
 use env_expansion::expand_env;
 pub use oauth::{MAX_TOKEN_BYTES, OAuthConfig, OAuthScopes, is_secure_or_loopback};

@@ -18,6 +18,7 @@ mod quota_routes;
 mod sandbox_listing;
 mod sandbox_transfer;
 mod scrape;
+mod session_archives;
 mod session_pauses;
 mod session_routes;
 mod session_sandbox;

@@ -43,17 +43,20 @@ pub struct SessionRecord {
     /// Hard end, ms. It bounds running time: a resume pushes it on by the time the
     /// session spent paused.
     pub max_expires_at_ms: Option<u64>,
-    /// While paused: when it ends unless resumed, ms (`None`: never).
+    /// While paused or archived: when it ends unless resumed, ms (`None`: never).
     pub paused_until_ms: Option<u64>,
+    /// The snapshot its sandbox was archived to (`on_idle = "snapshot"`): set while
+    /// archived, and kept after a restore while its sandbox runs from that image.
+    pub archive: Option<String>,
     /// Bumped on every change.
     pub generation: u64,
 }
 
 impl SessionRecord {
-    /// When the session expires if nothing touches it (a paused one, when its paused
-    /// lifetime runs out: its idle TTL and running lifetime do not run while paused).
+    /// When the session expires if nothing touches it (a paused or archived one, when
+    /// that lifetime runs out: its idle TTL and running lifetime do not run meanwhile).
     pub fn expires_at_ms(&self) -> Option<u64> {
-        if self.state == SessionState::Paused {
+        if matches!(self.state, SessionState::Paused | SessionState::Archived) {
             return self.paused_until_ms;
         }
         let idle = (self.idle_ttl_seconds > 0)
@@ -75,6 +78,9 @@ pub enum SessionState {
     Ready,
     /// Its sandbox is frozen (memory and processes kept); a call resumes it.
     Paused,
+    /// Its sandbox was snapshotted and destroyed (files kept, memory and processes not);
+    /// a call restores it from the snapshot.
+    Archived,
     /// Cleanup is running.
     Releasing,
 }
@@ -86,6 +92,7 @@ impl SessionState {
             SessionState::Creating => "creating",
             SessionState::Ready => "ready",
             SessionState::Paused => "paused",
+            SessionState::Archived => "archived",
             SessionState::Releasing => "releasing",
         }
     }
@@ -95,6 +102,7 @@ impl SessionState {
             "creating" => Some(SessionState::Creating),
             "ready" => Some(SessionState::Ready),
             "paused" => Some(SessionState::Paused),
+            "archived" => Some(SessionState::Archived),
             "releasing" => Some(SessionState::Releasing),
             _ => None,
         }

@@ -6,6 +6,7 @@
 //! (why an upgrade ended a session) are the session service's background duties.
 
 mod acquire;
+mod archives;
 mod ended;
 mod expiry;
 mod heartbeat;
@@ -20,7 +21,8 @@ mod sweep;
 pub use crate::clock::now_ms;
 pub use crate::store::SessionRecord;
 pub use acquire::AcquireRequest;
-pub use expiry::{BackendOf, IdlePolicy, IdlePolicyOf};
+pub use archives::RESTORE_GRACE_MS;
+pub use expiry::{ArchiveIdle, BackendOf, IdlePolicy, IdlePolicyOf};
 pub use pauses::PauseAsk;
 pub use recovery::RecoveryReport;
 
@@ -98,6 +100,8 @@ pub struct SessionManager {
     cache: Mutex<SessionCache>,
     call_locks: LockMap<String>,
     creation_locks: LockMap<SessionIdentity>,
+    /// Each watched session's expiry timer, woken when its expiry moves.
+    expiry_timers: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     ended: ended::EndedSessions,
 }
 
@@ -120,6 +124,7 @@ impl SessionManager {
             cache: Mutex::default(),
             call_locks: Mutex::default(),
             creation_locks: Mutex::default(),
+            expiry_timers: Mutex::default(),
             ended: Default::default(),
         }
     }
@@ -242,16 +247,17 @@ impl SessionManager {
         }
     }
 
-    /// A ready or paused session of `tenant`, fresh: the cached record when its generation
+    /// A ready, paused or archived session of `tenant`, fresh: the cached record when its generation
     /// is still the store's, else re-read. A caller that needs it running resumes it
     /// (`resume_held`) or refuses a paused one ([`SessionManager::get_running`]).
     pub async fn get(&self, tenant: &Tenant, id: &str) -> Result<SessionRecord, WharfError> {
         let visible = |r: &SessionRecord| tenant.sees(&r.tenant);
         if let Some(cached) = self.cache_get(id).filter(visible) {
             match self.store.session_generation(id).await? {
-                Some((generation, SessionState::Ready | SessionState::Paused))
-                    if generation == cached.generation =>
-                {
+                Some((
+                    generation,
+                    SessionState::Ready | SessionState::Paused | SessionState::Archived,
+                )) if generation == cached.generation => {
                     self.cache_mark_checked(id);
                     return Ok(cached);
                 }
@@ -269,7 +275,7 @@ impl SessionManager {
             .filter(visible)
             .ok_or_else(|| not_found(id))?;
         match record.state {
-            SessionState::Ready | SessionState::Paused => {
+            SessionState::Ready | SessionState::Paused | SessionState::Archived => {
                 self.cache_put(&record);
                 Ok(record)
             }
@@ -300,19 +306,20 @@ impl SessionManager {
         }
     }
 
-    /// A ready session of `tenant`: a paused one is refused (4090), for what cannot resume
-    /// it on the caller's behalf.
+    /// A ready session of `tenant`: a paused or archived one is refused (4090), for what
+    /// cannot resume it on the caller's behalf.
     pub async fn get_running(
         &self,
         tenant: &Tenant,
         id: &str,
     ) -> Result<SessionRecord, WharfError> {
         let record = self.get(tenant, id).await?;
-        if record.state == SessionState::Paused {
+        if matches!(record.state, SessionState::Paused | SessionState::Archived) {
             return Err(WharfError::new(
                 Code::Conflict,
                 format!(
-                    "session `{id}` is paused: resume it first (POST /v1/sessions/{id}/resume, or call one of its tools)"
+                    "session `{id}` is {}: resume it first (POST /v1/sessions/{id}/resume, or call one of its tools)",
+                    record.state.as_str()
                 ),
             ));
         }

@@ -26,6 +26,10 @@ pub struct SnapshotRecord {
     pub state: SnapshotState,
     /// Creation time, ms since the Unix epoch.
     pub created_at_ms: u64,
+    /// The session this snapshot archives (`on_idle = "snapshot"`): the host made it and
+    /// removes it with the session; it cannot be deleted while the session needs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_of: Option<String>,
 }
 
 /// Where a snapshot is in its making.

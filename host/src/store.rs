@@ -9,6 +9,7 @@ mod kv_rows;
 mod migrations;
 mod node_rows;
 mod quota_rows;
+mod session_archives;
 mod session_leases;
 mod session_pauses;
 mod session_rows;

@@ -114,7 +114,7 @@ fn require_worker(body: Option<&str>, headers: &HeaderMap) -> Result<String, Wha
     })
 }
 
-/// The ready and paused sessions of a worker (all its backends, or one).
+/// The ready, paused and archived sessions of a worker (all its backends, or one).
 async fn worker_sessions(
     wharf: &Wharf,
     tenant: &crate::tenant::Tenant,
@@ -125,7 +125,12 @@ async fn worker_sessions(
         .sessions(tenant, backend, Some(worker))
         .await?
         .into_iter()
-        .filter(|s| matches!(s.state, SessionState::Ready | SessionState::Paused))
+        .filter(|s| {
+            matches!(
+                s.state,
+                SessionState::Ready | SessionState::Paused | SessionState::Archived
+            )
+        })
         .collect())
 }
 
@@ -135,6 +140,7 @@ fn session_json(s: &SessionRecord) -> Value {
     let status = match s.state {
         SessionState::Ready => "active",
         SessionState::Paused => "paused",
+        SessionState::Archived => "archived",
         SessionState::Creating => "creating",
         SessionState::Releasing => "releasing",
     };

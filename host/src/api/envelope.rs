@@ -19,7 +19,8 @@ pub struct Meta {
     /// Session, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    /// True when the call resumed its paused session first (absent otherwise).
+    /// True when the call resumed its paused session, or restored its archived one, first
+    /// (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed: Option<bool>,
     /// Time spent in the host, in ms.

@@ -34,12 +34,18 @@ pub struct SessionReply {
     /// Whether this request made the session (acquire only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created: Option<bool>,
-    /// Whether this request resumed a paused session (resume only).
+    /// Whether this request resumed a paused session or restored an archived one (resume
+    /// only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed: Option<bool>,
-    /// While paused: when the session ends unless resumed, ms since the Unix epoch.
+    /// While paused or archived: when the session ends unless resumed, ms since the Unix
+    /// epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paused_until_ms: Option<u64>,
+    /// The snapshot the session was archived to (while archived, and while its restored
+    /// sandbox runs from it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive: Option<String>,
 }
 
 impl From<&SessionRecord> for SessionReply {
@@ -60,6 +66,7 @@ impl From<&SessionRecord> for SessionReply {
             created: None,
             resumed: None,
             paused_until_ms: s.paused_until_ms,
+            archive: s.archive.clone(),
         }
     }
 }

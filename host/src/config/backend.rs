@@ -249,16 +249,23 @@ pub struct SessionLimits {
     pub idle_ttl_seconds: u64,
     /// Hard running lifetime, in s; 0 means none. Time spent paused does not count.
     pub max_lifetime_seconds: u64,
-    /// What the idle TTL does to a session: `destroy` it, or `pause` its sandbox (a
-    /// provider with the `suspension` feature) until a call resumes it.
+    /// What the idle TTL does to a session: `destroy` it, `pause` its sandbox, or
+    /// `snapshot` it (archive: its files kept in a snapshot, its sandbox destroyed) until a
+    /// call resumes it; the last two need a provider with the `suspension` feature.
     pub on_idle: OnIdle,
-    /// How long a paused session is kept before it is destroyed, in s (default one day);
-    /// 0 means until it is resumed or deleted.
+    /// How long a paused session is kept before `on_paused_ttl` ends it, in s (default
+    /// one day); 0 means until it is resumed or deleted.
     pub paused_ttl_seconds: u64,
+    /// What the paused TTL does to a session: `destroy` it (the default), or `snapshot` it
+    /// (archive it, as `on_idle = "snapshot"` does).
+    pub on_paused_ttl: OnPausedTtl,
     /// Sessions of the backend that may be paused at once, across nodes (default 64; 0
     /// means none may be). A pause past it is refused (4030), and an idle session past
     /// it is released as under `on_idle = "destroy"`.
     pub max_paused: u64,
+    /// How long an archived session is kept before it is destroyed with its snapshot, in
+    /// s (default a week); 0 means until it is resumed or deleted.
+    pub archived_ttl_seconds: u64,
 }
 
 impl Default for SessionLimits {
@@ -268,7 +275,9 @@ impl Default for SessionLimits {
             max_lifetime_seconds: 0,
             on_idle: OnIdle::Destroy,
             paused_ttl_seconds: 86_400,
+            on_paused_ttl: OnPausedTtl::Destroy,
             max_paused: 64,
+            archived_ttl_seconds: 604_800,
         }
     }
 }
@@ -282,4 +291,29 @@ pub enum OnIdle {
     Destroy,
     /// Its sandbox paused (memory and processes kept), resumed by the next call.
     Pause,
+    /// Archived: its sandbox's filesystem snapshotted and the sandbox destroyed (memory
+    /// and processes not kept), restored from the snapshot by the next call.
+    Snapshot,
+}
+
+/// What happens to a paused session whose paused TTL ran out.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnPausedTtl {
+    /// Released: its sandbox destroyed.
+    #[default]
+    Destroy,
+    /// Archived: its files kept in a snapshot, its sandbox destroyed.
+    Snapshot,
+}
+
+impl OnIdle {
+    /// The word the config file uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnIdle::Destroy => "destroy",
+            OnIdle::Pause => "pause",
+            OnIdle::Snapshot => "snapshot",
+        }
+    }
 }

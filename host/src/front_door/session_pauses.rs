@@ -46,26 +46,20 @@ impl Wharf {
         Ok(paused)
     }
 
-    /// Resumes a session of `tenant` (idempotent); the record, and whether it was paused.
+    /// Resumes a paused session of `tenant`, or restores an archived one (idempotent); the
+    /// record, and whether it was paused or archived.
     pub async fn resume_session(
         &self,
         tenant: &Tenant,
         id: &str,
     ) -> Result<(SessionRecord, bool), WharfError> {
-        let record = self.sessions.get(tenant, id).await?;
-        let backend = self.backend(&record.backend)?;
-        if record.state == crate::session_record::SessionState::Paused {
-            self.check_running_quota(&record).await?;
-        }
-        let (record, resumed) = self.sessions.resume(&backend, tenant, id).await?;
-        if resumed {
-            tracing::info!(target: "wharf::audit", event = "session_resume", tenant = tenant.only().unwrap_or("-"), backend = %record.backend, session = %id);
-        }
+        let (record, _turn, resumed) = self.begin_live_call(tenant, id, None).await?;
         Ok((record, resumed))
     }
 
-    /// Takes a session's turn and has it running: a paused session is resumed first
-    /// (as E2B's auto-resume does). The record, the turn, and whether it was resumed.
+    /// Takes a session's turn and has it running: a paused session is resumed first (as
+    /// E2B's auto-resume does), an archived one restored from its snapshot. The record, the
+    /// turn, and whether it was resumed.
     pub(super) async fn begin_live_call(
         &self,
         tenant: &Tenant,
@@ -73,7 +67,12 @@ impl Wharf {
         backend: Option<&Arc<LoadedBackend>>,
     ) -> Result<(SessionRecord, tokio::sync::OwnedMutexGuard<()>, bool), WharfError> {
         let (record, turn) = self.sessions.begin_call(tenant, id).await?;
-        if record.state != crate::session_record::SessionState::Paused {
+        let state = record.state;
+        if !matches!(
+            state,
+            crate::session_record::SessionState::Paused
+                | crate::session_record::SessionState::Archived
+        ) {
             return Ok((record, turn, false));
         }
         let owned;
@@ -87,17 +86,24 @@ impl Wharf {
             }
         };
         self.check_running_quota(&record).await?;
-        let (record, resumed) = self.sessions.resume_held(backend, record).await?;
-        if resumed {
-            tracing::info!(target: "wharf::audit", event = "session_resume", tenant = tenant.only().unwrap_or("-"), backend = %record.backend, session = %id, by = "call");
-        }
-        Ok((record, turn, resumed))
+        let record = if state == crate::session_record::SessionState::Archived {
+            self.restore_held(backend, record).await?
+        } else {
+            let (record, _) = self.sessions.resume_held(backend, record).await?;
+            tracing::info!(target: "wharf::audit", event = "session_resume", tenant = tenant.only().unwrap_or("-"), backend = %record.backend, session = %id);
+            record
+        };
+        // Its idle TTL runs again: this node's timer (a new one, when the session was
+        // paused or archived by another node) reads it afresh.
+        self.watch_expiry(record.id.clone());
+        Ok((record, turn, true))
     }
 }
 
 impl Wharf {
     /// 4030 when resuming `record` would take its tenant past its `containers` quota: a
-    /// paused container does not count against it, so a resume is checked as a create is.
+    /// paused container (or an archived session's, which has none) does not count against
+    /// it, so a resume is checked as a create is.
     async fn check_running_quota(&self, record: &SessionRecord) -> Result<(), WharfError> {
         let tenant = super::quota_tenant_of(&record.tenant);
         let limits = self.services.quotas.limits(tenant, Some(&record.backend));

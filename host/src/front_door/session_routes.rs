@@ -178,9 +178,12 @@ impl Wharf {
             Err(e) => return Err(e),
         };
         let backend = self.backend(&record.backend).ok();
-        self.sessions
+        let released = self
+            .sessions
             .release(backend.as_deref(), &record, None)
-            .await
+            .await?;
+        self.drop_archive(&record).await;
+        Ok(released)
     }
 
     /// Whether `id` is a session of `tenant` whose backend has a sandbox to move files in
@@ -233,6 +236,19 @@ impl Wharf {
         let registry = Arc::downgrade(&self.registry);
         let configs = registry.clone();
         let quotas = self.services.quotas.clone();
+        let wharf = self.myself.clone();
+        let archive: crate::sessions::ArchiveIdle = Arc::new(move |id: String, idle_since| {
+            let wharf = wharf.clone();
+            Box::pin(async move {
+                match wharf.upgrade() {
+                    Some(wharf) => wharf.archive_idle(&id, idle_since).await,
+                    None => Err(WharfError::new(
+                        Code::BackendUnavailable,
+                        "the host is stopping",
+                    )),
+                }
+            })
+        });
         self.sessions.watch_expiry(
             id,
             Arc::new(move |name: &str| registry.upgrade()?.backend(name).ok()),
@@ -245,6 +261,7 @@ impl Wharf {
                 let pause_cap = super::session_pauses::pause_cap(&quotas, &limits, record);
                 crate::sessions::IdlePolicy { limits, pause_cap }
             }),
+            archive,
         );
     }
 

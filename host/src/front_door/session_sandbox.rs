@@ -65,8 +65,8 @@ impl Wharf {
             .to_string()
     }
 
-    /// A session's running sandbox container and the owner to reach it as. A paused
-    /// session is refused (4090: it answers nothing until resumed); one with no running
+    /// A session's running sandbox container and the owner to reach it as. A paused or
+    /// archived session is refused (4090: it answers nothing until resumed); one with no running
     /// container gets 4002 naming `what` the caller wanted of it.
     pub(super) async fn running_sandbox(
         &self,
@@ -75,10 +75,13 @@ impl Wharf {
         what: &str,
     ) -> Result<(Owner, String), WharfError> {
         let session_id = &record.id;
-        if record.state == SessionState::Paused {
+        if matches!(record.state, SessionState::Paused | SessionState::Archived) {
             return Err(WharfError::new(
                 Code::Conflict,
-                format!("session `{session_id}` is paused: resume it to open its {what}"),
+                format!(
+                    "session `{session_id}` is {}: resume it to open its {what}",
+                    record.state.as_str()
+                ),
             ));
         }
         let label = Self::sandbox_label(record);

@@ -2,8 +2,9 @@
 //! its provider's `suspension.snapshot`, recorded per tenant in the store, listed, deleted,
 //! and used to start new sessions (`SessionRequest::from_snapshot`). A snapshot belongs to
 //! its tenant: another tenant neither sees, uses nor deletes it (4007); an admin sees all.
-//! The sweep finishes what a crash left: a `making` row's image removed with the row, and a
-//! snapshot image no row names removed.
+//! The sweep finishes what a crash left: a `making` row's image removed with the row, a
+//! snapshot image no row names removed, and an archive no session holds
+//! (`session_archives`).
 
 use super::Wharf;
 use crate::engines::container_types::{LABEL_NODE, SnapshotTarget};
@@ -62,7 +63,7 @@ impl Wharf {
         }
         // A frozen sandbox cannot copy its work dir: a paused session is resumed first.
         let (record, _turn, _) = self.begin_live_call(tenant, id, None).await?;
-        self.snapshot_held(&record, name).await
+        self.snapshot_held(&record, name, None).await
     }
 
     /// Snapshots the session of a tool call in progress (the `snapshot_sandbox` tool):
@@ -81,14 +82,16 @@ impl Wharf {
             .get_session(&session.id)
             .await?
             .ok_or_else(|| WharfError::session_not_found(format!("no session `{}`", session.id)))?;
-        self.snapshot_held(&record, name).await
+        self.snapshot_held(&record, name, None).await
     }
 
-    /// Snapshots `record`'s sandbox for a caller that holds the session's turn.
-    async fn snapshot_held(
+    /// Snapshots `record`'s sandbox for a caller that holds the session's turn (as the
+    /// archive of session `archive_of`, when given).
+    pub(super) async fn snapshot_held(
         &self,
         record: &crate::session_record::SessionRecord,
         name: Option<String>,
+        archive_of: Option<&str>,
     ) -> Result<SnapshotRecord, WharfError> {
         let id = record.id.as_str();
         let backend = self.backend(&record.backend)?;
@@ -115,6 +118,7 @@ impl Wharf {
             bytes: 0,
             state: SnapshotState::Making,
             created_at_ms: crate::clock::now_ms(),
+            archive_of: archive_of.map(str::to_string),
         };
         let store = self.sessions.store();
         if !store
@@ -188,6 +192,7 @@ impl Wharf {
     /// from is refused (4090).
     pub async fn delete_snapshot(&self, tenant: &Tenant, id: &str) -> Result<(), WharfError> {
         let snapshot = self.snapshot(tenant, id).await?;
+        self.check_not_held_archive(&snapshot).await?;
         self.services
             .containers
             .remove_snapshot(&snapshot.image)
@@ -224,20 +229,23 @@ impl Wharf {
         Ok(snapshot.image)
     }
 
-    /// Removes a snapshot's image (if it was made) and its row, after a failure.
-    async fn forget_snapshot(&self, snapshot: &SnapshotRecord) {
+    /// Removes a snapshot's image (if it was made) and its row, after a failure or when
+    /// its archive's session is gone; true when both went.
+    pub(super) async fn forget_snapshot(&self, snapshot: &SnapshotRecord) -> bool {
         if let Err(e) = self
             .services
             .containers
             .remove_snapshot(&snapshot.image)
             .await
         {
-            tracing::warn!(snapshot = %snapshot.id, "removing a failed snapshot's image: {e}");
-            return;
+            tracing::warn!(snapshot = %snapshot.id, "removing a snapshot's image: {e}");
+            return false;
         }
         if let Err(e) = self.sessions.store().delete_snapshot(&snapshot.id).await {
-            tracing::warn!(snapshot = %snapshot.id, "forgetting a failed snapshot: {}", e.message);
+            tracing::warn!(snapshot = %snapshot.id, "forgetting a snapshot: {}", e.message);
+            return false;
         }
+        true
     }
 
     /// Finishes what a crash left of snapshots: `making` rows of a dead incarnation of this
@@ -280,6 +288,7 @@ impl Wharf {
                 swept.push(image.snapshot);
             }
         }
+        swept.extend(self.sweep_archives().await?);
         Ok(swept)
     }
 }

@@ -129,11 +129,12 @@ impl BackendRegistry {
             .collect();
         let name: Arc<str> = Arc::from(name);
         let mut description = compiled.description;
-        if config.sessions.on_idle == crate::config::OnIdle::Pause
+        let on_idle = config.sessions.on_idle.as_str();
+        if config.sessions.on_idle != crate::config::OnIdle::Destroy
             && matches!(compiled.pre, CompiledPre::Resource(_))
         {
             anyhow::bail!(
-                "backend `{name}` has [backends.{name}.sessions] on_idle = \"pause\", but it is not a sandbox provider: there is no sandbox to pause"
+                "backend `{name}` has [backends.{name}.sessions] on_idle = \"{on_idle}\", but it is not a sandbox provider: there is no sandbox to {on_idle}"
             );
         }
         let behaviour: Box<dyn Backend> = match compiled.pre {
@@ -159,12 +160,13 @@ impl BackendRegistry {
                         "backend `{name}` has a [backends.{name}.warm_pool], but its provider does not declare its sandboxes `poolable` (provider-features, contract 0.2.0): remove the warm pool or declare the feature"
                     );
                 }
-                // Pausing on idle needs a provider that can pause.
-                if config.sessions.on_idle == crate::config::OnIdle::Pause
+                // Pausing or archiving needs a provider that can pause and snapshot.
+                if (config.sessions.on_idle != crate::config::OnIdle::Destroy
+                    || config.sessions.on_paused_ttl != crate::config::OnPausedTtl::Destroy)
                     && !description.features.suspension
                 {
                     anyhow::bail!(
-                        "backend `{name}` has [backends.{name}.sessions] on_idle = \"pause\", but its provider cannot pause its sandboxes (feature `suspension`, contract 0.3.0): use on_idle = \"destroy\""
+                        "backend `{name}` has [backends.{name}.sessions] on_idle = \"{on_idle}\", but its provider cannot pause or snapshot its sandboxes (feature `suspension`, contract 0.3.0): use on_idle = \"destroy\""
                     );
                 }
                 let provider = ProviderComponent::start(

@@ -123,6 +123,7 @@ impl SessionManager {
                     .then(|| crate::bounded::after_seconds(now, request.max_lifetime_seconds)),
                 generation: 0,
                 paused_until_ms: None,
+                archive: None,
             };
             let inserted = match &request.session_quota {
                 Some(quota) => {
@@ -147,7 +148,7 @@ impl SessionManager {
                 continue;
             };
             match row.state {
-                SessionState::Ready | SessionState::Paused => {
+                SessionState::Ready | SessionState::Paused | SessionState::Archived => {
                     if let (Some(mine), Some(theirs)) = (&request.owner, &row.owner)
                         && mine != theirs
                     {
@@ -156,9 +157,10 @@ impl SessionManager {
                             format!("session `{}` belongs to another owner", row.id),
                         ));
                     }
-                    // A paused session is its key's session still: the caller's next call
-                    // resumes it (its frozen sandbox would not pass `discover`).
-                    if row.state == SessionState::Paused {
+                    // A paused or archived session is its key's session still: the
+                    // caller's next call resumes it (a frozen sandbox would not pass
+                    // `discover`, and an archived one has none).
+                    if row.state != SessionState::Ready {
                         return Ok((row, false));
                     }
                     if self

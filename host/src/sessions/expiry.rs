@@ -1,10 +1,13 @@
 //! Idle expiry: one timer per session, re-checking the store before acting (another node
 //! may have used the session meanwhile). A backend's `on_idle` says what expiry does: a
-//! ready session is released, or paused and then released when its paused lifetime runs
-//! out.
+//! ready session is released; or paused, then released when its paused lifetime runs out;
+//! or archived (snapshotted, its sandbox destroyed: the front door's, through
+//! [`ArchiveIdle`]), then released when its archived lifetime runs out. A paused session
+//! whose paused lifetime ran out is released, or archived under `on_paused_ttl =
+//! "snapshot"`.
 
 use super::{PauseAsk, SessionManager, now_ms};
-use crate::config::{OnIdle, SessionLimits};
+use crate::config::{OnIdle, OnPausedTtl, SessionLimits};
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::store::SessionState;
 use crate::tenant::Tenant;
@@ -31,21 +34,49 @@ pub struct IdlePolicy {
 /// The idle policy of a session.
 pub type IdlePolicyOf = Arc<dyn Fn(&super::SessionRecord) -> IdlePolicy + Send + Sync>;
 
+/// Archives an idle session (the front door's: a snapshot, then
+/// [`SessionManager::archive_held`]): its id, and the activity it must not have moved past
+/// (ms). A 4030 says a quota refused the snapshot.
+pub type ArchiveIdle = Arc<
+    dyn Fn(
+            String,
+            u64,
+        )
+            -> futures::future::BoxFuture<'static, Result<(), crate::error_code::WharfError>>
+        + Send
+        + Sync,
+>;
+
 impl SessionManager {
     /// Arms the idle-expiry timer of session `id`; it lives as long as the manager and
-    /// releases (or, under `on_idle = "pause"`, pauses) the session through `backend_of`'s
-    /// backend once it expired.
+    /// releases (or, under `on_idle = "pause"`, pauses; under `"snapshot"`, archives
+    /// through `archive`) the session through `backend_of`'s backend once it expired.
     pub fn watch_expiry(
         self: &Arc<Self>,
         id: String,
         backend_of: BackendOf,
         policy_of: IdlePolicyOf,
+        archive: ArchiveIdle,
     ) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        // One timer per session: a second watch only wakes the first to read again.
+        let wake = {
+            let Ok(mut timers) = self.expiry_timers.lock() else {
+                return;
+            };
+            if let Some(wake) = timers.get(&id) {
+                wake.notify_one();
+                return;
+            }
+            let wake = Arc::new(tokio::sync::Notify::new());
+            timers.insert(id.clone(), wake.clone());
+            wake
+        };
         let weak = Arc::downgrade(self);
         handle.spawn(async move {
+            let timer = async {
             loop {
                 let Some(sessions) = weak.upgrade() else { return };
                 let record = match sessions.store.get_session(&id).await {
@@ -57,7 +88,12 @@ impl SessionManager {
                         continue;
                     }
                 };
-                let Some(expires) = record.expires_at_ms() else { return };
+                let Some(expires) = record.expires_at_ms() else {
+                    // Nothing ends it now; a pause, archive or resume may change that.
+                    drop(sessions);
+                    wake.notified().await;
+                    continue;
+                };
                 let now = now_ms();
                 if now >= expires {
                     let backend = backend_of(&record.backend);
@@ -95,6 +131,34 @@ impl SessionManager {
                         // Read again: paused, it now waits for its paused lifetime.
                         continue;
                     }
+                    let archives = match record.state {
+                        SessionState::Ready => policy.on_idle == OnIdle::Snapshot,
+                        SessionState::Paused => policy.on_paused_ttl == OnPausedTtl::Snapshot,
+                        _ => false,
+                    };
+                    if archives
+                        && !lifetime_over
+                        && backend.as_ref().is_some_and(|b| b.behaviour().suspendable())
+                    {
+                        match archive(id.clone(), record.last_activity_ms).await {
+                            Ok(()) => tracing::info!(session = %id, "session went idle and was archived"),
+                            // Past a snapshot quota: released, as `on_idle = "destroy"` would.
+                            Err(e) if e.code == crate::error_code::Code::Forbidden => {
+                                tracing::info!(session = %id, "an idle session its snapshot quota cannot archive is released: {}", e.message);
+                                match sessions.release(backend.as_deref(), &record, Some(record.last_activity_ms)).await {
+                                    Ok(true) | Err(_) => return,
+                                    Ok(false) => continue,
+                                }
+                            }
+                            Err(e) => {
+                                tracing::debug!(session = %id, "archiving an idle session: {}", e.message);
+                                drop(sessions);
+                                tokio::time::sleep(Duration::from_secs(5)).await;
+                            }
+                        }
+                        // Read again: archived, it now waits for its archived lifetime.
+                        continue;
+                    }
                     match sessions.release(backend.as_deref(), &record, Some(record.last_activity_ms)).await {
                         Ok(true) => tracing::info!(session = %id, state = record.state.as_str(), "session expired and was released"),
                         Ok(false) => continue,
@@ -106,8 +170,28 @@ impl SessionManager {
                 // Woken at least daily: a far expiry (or a saturated "never") is re-read
                 // rather than slept on.
                 let wait = Duration::from_millis(expires.saturating_sub(now)).min(EXPIRY_RECHECK);
-                tokio::time::sleep(wait).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            };
+            timer.await;
+            if let Some(sessions) = weak.upgrade()
+                && let Ok(mut timers) = sessions.expiry_timers.lock()
+            {
+                timers.remove(&id);
             }
         });
+    }
+
+    /// Wakes session `id`'s expiry timer to read it again (its expiry moved: paused,
+    /// archived, resumed or restored).
+    pub(super) fn wake_expiry(&self, id: &str) {
+        if let Ok(timers) = self.expiry_timers.lock()
+            && let Some(wake) = timers.get(id)
+        {
+            wake.notify_one();
+        }
     }
 }

@@ -101,20 +101,8 @@ impl SessionManager {
                 .await?;
             return Err(e);
         }
+        self.wake_expiry(id);
         Ok(paused)
-    }
-
-    /// Resumes a paused session of `tenant` (a ready one is returned as it is); the
-    /// running lifetime it had left when paused is what it has now.
-    pub async fn resume(
-        &self,
-        backend: &LoadedBackend,
-        tenant: &Tenant,
-        id: &str,
-    ) -> Result<(SessionRecord, bool), WharfError> {
-        let (record, _turn) = self.begin_call(tenant, id).await?;
-        check_backend(backend, &record)?;
-        self.resume_held(backend, record).await
     }
 
     /// Resumes `record` when it is paused, for a caller that holds the session's turn;
@@ -161,6 +149,7 @@ impl SessionManager {
         ready.max_expires_at_ms = max_expires;
         ready.generation = generation;
         self.cache_put(&ready);
+        self.wake_expiry(&ready.id);
         Ok((ready, true))
     }
 
@@ -190,7 +179,7 @@ fn check_backend(backend: &LoadedBackend, record: &SessionRecord) -> Result<(), 
     Ok(())
 }
 
-fn changed(id: &str) -> WharfError {
+pub(super) fn changed(id: &str) -> WharfError {
     WharfError::new(
         Code::Conflict,
         format!("session `{id}` was changed by another call meanwhile; try again"),

@@ -1,6 +1,6 @@
 //! After a restart (or on a node that has never seen them): adopt every stored session of
 //! a backend whose resources still exist, remove the records whose resources are gone,
-//! freeze paused sessions' sandboxes again, and finish creations and releases whose lease
+//! freeze paused sessions' sandboxes again, keep archived ones (and arm their timers), and finish creations and releases whose lease
 //! ran out.
 
 use super::{SessionManager, SessionRecord, now_ms};
@@ -63,6 +63,12 @@ impl SessionManager {
                     } else if self.release(Some(backend), &row, None).await? {
                         report.removed.push(row.id.clone());
                     }
+                }
+                // No sandbox to check: its snapshot is the sweeper's to keep or remove,
+                // and a sandbox left of it is the reaper's.
+                SessionState::Archived => {
+                    report.adopted.push(row.id.clone());
+                    adopted.push(row);
                 }
                 // It never became ready, so nobody holds it; what it made is an orphan for
                 // the reaper.

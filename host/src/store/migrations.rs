@@ -98,6 +98,14 @@ const STEPS: &[(&str, &str)] = &[
             UNIQUE (tenant, name)
         )",
     ),
+    (
+        "0007_session_archive",
+        "ALTER TABLE wharf_sessions ADD COLUMN archive TEXT",
+    ),
+    (
+        "0008_snapshot_archive_of",
+        "ALTER TABLE wharf_snapshots ADD COLUMN archive_of TEXT",
+    ),
 ];
 
 /// Any fixed number that is Wharf's own: the PostgreSQL advisory lock of the migration.

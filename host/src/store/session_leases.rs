@@ -123,7 +123,7 @@ impl StateStore {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET state = 'releasing', node = $1, lease_until = $2, boot = $5,
                     generation = generation + 1
-             WHERE id = $3 AND state IN ('ready', 'paused') AND ($4 < 0 OR last_activity <= $4)",
+             WHERE id = $3 AND state IN ('ready', 'paused', 'archived') AND ($4 < 0 OR last_activity <= $4)",
         )
         .bind(node)
         .bind(lease_until)
@@ -163,6 +163,7 @@ pub(super) mod tests {
             max_expires_at_ms: None,
             generation: 0,
             paused_until_ms: None,
+            archive: None,
         }
     }
 

@@ -11,7 +11,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 pub(super) const COLUMNS: &str = "id, tenant, backend, skey, state, data, owner, holder, holder_until, plugin_version, node, \
-                       lease_until, created_at, last_activity, idle_ttl, max_expires_at, generation, paused_until";
+                       lease_until, created_at, last_activity, idle_ttl, max_expires_at, generation, paused_until, archive";
 
 /// A stored row that does not decode into a session: a column out of range, an unknown
 /// state, data that is not JSON. Listings skip it (and say so); it is never acted on.
@@ -103,6 +103,9 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
         max_expires_at_ms,
         generation: column!("generation", i64::MAX as u64),
         paused_until_ms,
+        archive: row
+            .try_get::<Option<String>, _>("archive")
+            .map_err(unavailable)?,
     }))
 }
 
@@ -117,7 +120,7 @@ impl StateStore {
     #[tracing::instrument(name = "store.insert_creating", level = "debug", skip_all)]
     pub async fn insert_creating(&self, r: &SessionRecord) -> Result<bool, WharfError> {
         let done = sqlx::query(&format!(
-            "INSERT INTO wharf_sessions ({COLUMNS}, boot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+            "INSERT INTO wharf_sessions ({COLUMNS}, boot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
              ON CONFLICT (tenant, backend, skey) DO NOTHING"
         ))
         .bind(&r.id)
@@ -138,6 +141,7 @@ impl StateStore {
         .bind(r.max_expires_at_ms.map(to_column))
         .bind(to_column(r.generation))
         .bind(r.paused_until_ms.map(to_column))
+        .bind(r.archive.clone())
         .bind(self.boot())
         .execute(self.pool())
         .await
@@ -323,7 +327,7 @@ impl StateStore {
     ) -> Result<bool, WharfError> {
         let done = sqlx::query(
             "UPDATE wharf_sessions SET holder = $1, holder_until = $2
-             WHERE id = $3 AND state IN ('ready', 'paused')
+             WHERE id = $3 AND state IN ('ready', 'paused', 'archived')
                AND (owner IS NULL OR owner = $4)
                AND (holder IS NULL OR holder = $1 OR holder_until < $5)",
         )

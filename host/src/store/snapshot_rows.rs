@@ -10,7 +10,8 @@ use crate::snapshot_record::{SnapshotRecord, SnapshotState};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-const COLUMNS: &str = "id, tenant, backend, name, image, origin, bytes, state, created_at";
+const COLUMNS: &str =
+    "id, tenant, backend, name, image, origin, bytes, state, created_at, archive_of";
 
 fn record(row: &AnyRow) -> Result<SnapshotRecord, WharfError> {
     let get_s = |c: &str| row.try_get::<String, _>(c).map_err(unavailable);
@@ -33,6 +34,9 @@ fn record(row: &AnyRow) -> Result<SnapshotRecord, WharfError> {
                 .ok_or_else(|| WharfError::internal(format!("a snapshot's state is {word:?}")))?
         },
         created_at_ms: get_u("created_at")?,
+        archive_of: row
+            .try_get::<Option<String>, _>("archive_of")
+            .map_err(unavailable)?,
     })
 }
 
@@ -47,8 +51,8 @@ impl StateStore {
         max_count: u64,
     ) -> Result<bool, WharfError> {
         let done = sqlx::query(
-            "INSERT INTO wharf_snapshots (id, tenant, backend, name, image, origin, bytes, state, node, boot, created_at)
-             SELECT $1, $2, $3, $4, $5, $6, 0, 'making', $7, $8, $9
+            "INSERT INTO wharf_snapshots (id, tenant, backend, name, image, origin, bytes, state, node, boot, created_at, archive_of)
+             SELECT $1, $2, $3, $4, $5, $6, 0, 'making', $7, $8, $9, $12
              WHERE (SELECT COUNT(*) FROM wharf_snapshots WHERE tenant = $10) < $11",
         )
         .bind(&s.id)
@@ -62,6 +66,7 @@ impl StateStore {
         .bind(to_column(s.created_at_ms))
         .bind(&s.tenant)
         .bind(to_column(max_count))
+        .bind(s.archive_of.clone())
         .execute(self.pool())
         .await
         .map_err(unavailable)?;
@@ -169,6 +174,31 @@ impl StateStore {
         .map_err(unavailable)?;
         rows.iter().map(record).collect()
     }
+
+    /// Ready archive snapshots of `node`'s engine that no session holds as its archive any
+    /// more (restored and archived again, released, or made by an archive that crashed
+    /// before its row was written): of an earlier incarnation of `node`, or made before
+    /// `settled_before` (ms; a live archive writes its row right after the commit).
+    pub async fn stale_archives(
+        &self,
+        node: &str,
+        settled_before: u64,
+    ) -> Result<Vec<SnapshotRecord>, WharfError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM wharf_snapshots s
+             WHERE s.state = 'ready' AND s.archive_of IS NOT NULL AND s.node = $1
+               AND (s.boot <> $2 OR s.created_at < $3)
+               AND NOT EXISTS (SELECT 1 FROM wharf_sessions w
+                               WHERE w.id = s.archive_of AND w.archive = s.id)"
+        ))
+        .bind(node)
+        .bind(self.boot())
+        .bind(to_column(settled_before))
+        .fetch_all(self.pool())
+        .await
+        .map_err(unavailable)?;
+        rows.iter().map(record).collect()
+    }
 }
 
 #[cfg(test)]
@@ -186,6 +216,7 @@ mod tests {
             bytes: 0,
             state: SnapshotState::Making,
             created_at_ms: 1_000,
+            archive_of: None,
         }
     }
 

@@ -180,9 +180,15 @@ impl Provider for DockerProvider {
     }
 
     fn is_alive(&mut self, sandbox: &str) -> Result<bool, ToolError> {
-        Ok(
-            matches!(container::inspect(sandbox)?, Some(info) if info.state == container::ContainerState::Running),
-        )
+        // Paused is alive: the engine freezes a sandbox while it commits a snapshot, and a
+        // host restarted mid-commit must not take the session for gone.
+        Ok(matches!(
+            container::inspect(sandbox)?,
+            Some(info) if matches!(
+                info.state,
+                container::ContainerState::Running | container::ContainerState::Paused
+            )
+        ))
     }
 
     fn write_file(&mut self, sandbox: &str, path: &str, content: Vec<u8>) -> Result<(), ToolError> {
@@ -227,7 +233,9 @@ impl Provider for DockerProvider {
             container: sandbox.to_string(),
             command,
             env: request.env,
-            workdir: request.workdir.or_else(|| Some(self.config.workdir.clone())),
+            workdir: request
+                .workdir
+                .or_else(|| Some(self.config.workdir.clone())),
             user: None,
             buffer_bytes: request.buffer_bytes,
         })?)
