@@ -4,14 +4,17 @@
 //! those files and is independent of its origin; another tenant can neither list, read,
 //! use nor delete it (4007); a snapshot a sandbox runs from is not deleted (4090); its image
 //! cannot be named in a session's config to get around `grants.images`; a host killed while
-//! a snapshot is being made leaves no row and no image behind once it is back.
+//! a snapshot is being made leaves no row and no image behind once it is back, and one
+//! killed during a fork leaves only sessions the API reports truthfully.
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use wharf_integration_tests::processes::WharfProcess;
+use wharf_integration_tests::processes::{WharfProcess, store_urls};
 use wharf_integration_tests::tenant_client::TenantClient;
-use wharf_integration_tests::{docker_ready, eventually, remove_backend_containers};
+use wharf_integration_tests::{
+    containers_labelled, docker_ready, eventually, remove_backend_containers,
+};
 
 const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-0123456789";
@@ -266,6 +269,179 @@ async fn a_snapshot_keeps_the_sandboxs_files_for_its_tenant_only() {
     );
     drop(host);
     remove_backend_containers(backend);
+}
+
+/// Whether every session, container and snapshot image of `backend` is one the API
+/// reports truthfully: each session ready with one container; every container a listed
+/// session's; every snapshot ready, with its image and no other.
+async fn accounted(alice: &TenantClient<'_>, backend: &str) -> Result<Vec<String>, String> {
+    let listed = alice.get(&format!("/v1/sessions?backend={backend}")).await;
+    let sessions = listed["data"]["sessions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut ids = Vec::new();
+    for s in &sessions {
+        let id = s["id"].as_str().unwrap_or_default().to_string();
+        let containers = containers_labelled("wharf.session", &id).len();
+        if s["state"] != "ready" || containers != 1 {
+            return Err(format!(
+                "session {id}: {} with {containers} containers",
+                s["state"]
+            ));
+        }
+        ids.push(id);
+    }
+    for c in containers_labelled("wharf.backend", backend) {
+        let out = std::process::Command::new("docker")
+            .args([
+                "inspect",
+                "--format",
+                "{{index .Config.Labels \"wharf.session\"}}",
+                &c,
+            ])
+            .output()
+            .expect("docker inspect runs");
+        let session = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !ids.contains(&session) {
+            return Err(format!("container {c} of no listed session ({session})"));
+        }
+    }
+    let snapshots = alice.get("/v1/snapshots").await;
+    let rows = snapshots["data"]["snapshots"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for row in &rows {
+        let id = row["id"].as_str().unwrap_or_default();
+        if row["state"] != "ready" || images_labelled("wharf.snapshot", id).len() != 1 {
+            return Err(format!("snapshot row {row}"));
+        }
+    }
+    let images = images_labelled("wharf.snapshot.backend", backend).len();
+    if images != rows.len() {
+        return Err(format!("{images} snapshot images, {} rows", rows.len()));
+    }
+    Ok(ids)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_during_a_fork_leaves_every_session_truthful() {
+    if !docker_ready() {
+        return;
+    }
+    let backend = "forkcrash";
+    let dir = tempfile::tempdir().unwrap();
+    // Killed as the fork's first sandbox appears (its others being made), and as its
+    // first session is ready (the others being made or started).
+    let runs = store_urls(dir.path())
+        .into_iter()
+        .flat_map(|(engine, store)| {
+            [
+                (engine, store.clone(), "sandbox"),
+                (engine, store, "session"),
+            ]
+        });
+    for (engine, store, kill_at) in runs {
+        remove_backend_containers(backend);
+        for image in images_labelled("wharf.snapshot.backend", backend) {
+            let _ = std::process::Command::new("docker")
+                .args(["rmi", "-f", &image])
+                .output();
+        }
+        let _ = std::fs::remove_dir_all(dir.path().join("data"));
+        let config = write_config_with(
+            dir.path(),
+            backend,
+            &format!("\n[store]\nurl = \"{store}\""),
+            "max_containers = 16",
+        );
+        let first = WharfProcess::start(&config);
+        let alice = TenantClient {
+            url: &first.url,
+            token: ALICE,
+        };
+        let made = alice
+            .post("/v1/sessions", json!({"backend": backend, "key": "origin"}))
+            .await;
+        let origin = made["data"]["id"].as_str().expect("a session").to_string();
+        alice
+            .run(
+                backend,
+                &origin,
+                "echo kept > note && dd if=/dev/urandom of=big bs=1M count=20 2>/dev/null",
+            )
+            .await;
+        let url = first.url.clone();
+        let forking = origin.clone();
+        let request = tokio::spawn(async move {
+            let _ = reqwest::Client::new()
+                .post(format!("{url}/v1/sessions/{forking}/fork"))
+                .bearer_auth(ALICE)
+                .json(&json!({"count": 6}))
+                .send()
+                .await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen = match kill_at {
+                "sandbox" => containers_labelled("wharf.backend", backend).len() > 1,
+                _ => {
+                    let listed = alice.get(&format!("/v1/sessions?backend={backend}")).await;
+                    listed["data"]["sessions"]
+                        .as_array()
+                        .is_some_and(|l| l.iter().filter(|s| s["state"] == "ready").count() > 1)
+                }
+            };
+            if seen {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{engine}: the fork made no {kill_at}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        first.kill9();
+        request.abort();
+
+        let second = WharfProcess::start(&config);
+        let alice = TenantClient {
+            url: &second.url,
+            token: ALICE,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let sessions = loop {
+            match accounted(&alice, backend).await {
+                Ok(ids) => break ids,
+                Err(why) => assert!(Instant::now() < deadline, "{engine}: {why}"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        assert!(sessions.contains(&origin), "{engine}: the origin is kept");
+        eprintln!(
+            "{engine}, killed at its first {kill_at}: {} forked sessions were ready",
+            sessions.len() - 1
+        );
+        for id in &sessions {
+            let out = alice.run(backend, id, "cat note").await;
+            assert_eq!(out["stdout"], "kept\n", "{engine}: {id} has the tree");
+            alice.delete(&format!("/v1/sessions/{id}")).await;
+        }
+        for row in alice.get("/v1/snapshots").await["data"]["snapshots"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+        {
+            let id = row["id"].as_str().unwrap_or_default();
+            assert_eq!(
+                alice.delete(&format!("/v1/snapshots/{id}")).await["code"],
+                0
+            );
+        }
+        drop(second);
+        remove_backend_containers(backend);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

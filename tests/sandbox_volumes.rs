@@ -516,3 +516,116 @@ async fn a_tenant_past_its_volume_quota_is_stopped_and_mounts_read_only() {
     drop(host);
     remove_backend_containers(backend);
 }
+
+const CAROL: &str = "carol-token-0123456789";
+
+/// Carol's engine volumes: each one's volume id.
+fn carols_engine_volumes() -> Vec<String> {
+    let out = std::process::Command::new("docker")
+        .args([
+            "volume",
+            "ls",
+            "--filter",
+            "label=wharf.volume.tenant=carol",
+            "--format",
+            "{{.Label \"wharf.volume\"}}",
+        ])
+        .output()
+        .expect("docker volume ls runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether each of carol's volume rows is ready with its engine volume, and each of her
+/// engine volumes has a row.
+async fn volumes_accounted(carol: &TenantClient<'_>) -> Result<usize, String> {
+    let listed = carol.get("/v1/volumes").await;
+    let rows = listed["data"]["volumes"]
+        .as_array()
+        .cloned()
+        .ok_or_else(|| format!("{listed}"))?;
+    let engine = carols_engine_volumes();
+    for row in &rows {
+        let id = row["id"].as_str().unwrap_or_default().to_string();
+        if row["state"] != "ready" || !engine.contains(&id) {
+            return Err(format!("row {row}, engine volumes {engine:?}"));
+        }
+    }
+    if engine.len() != rows.len() {
+        return Err(format!("engine volumes {engine:?}, rows {rows:?}"));
+    }
+    Ok(rows.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_while_volumes_are_made_leaves_each_whole_or_gone() {
+    if !docker_ready() {
+        return;
+    }
+    let backend = "volcrash";
+    let dir = tempfile::tempdir().unwrap();
+    let carol = format!(
+        "[quotas.default]\nvolumes = 64\n\n[[auth.tokens]]\nname = \"carol\"\nvalue = \"{CAROL}\"\nscopes = [\"read\", \"call\"]"
+    );
+    for (engine, store) in store_urls(dir.path()) {
+        let _ = std::fs::remove_dir_all(dir.path().join("data"));
+        let config = write_config(dir.path(), backend, &store, &carol);
+        let first = WharfProcess::start(&config);
+        let creates: Vec<_> = (0..24)
+            .map(|i| {
+                let url = first.url.clone();
+                tokio::spawn(async move {
+                    let _ = reqwest::Client::new()
+                        .post(format!("{url}/v1/volumes"))
+                        .bearer_auth(CAROL)
+                        .json(&json!({"name": format!("crash-{i}")}))
+                        .send()
+                        .await;
+                })
+            })
+            .collect();
+        // Killed as the first engine volume appears: the others are rows, creates in
+        // flight, or not begun.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while carols_engine_volumes().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{engine}: no volume was made"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        first.kill9();
+        for create in creates {
+            create.abort();
+        }
+
+        let second = WharfProcess::start(&config);
+        let client = TenantClient {
+            url: &second.url,
+            token: CAROL,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let kept = loop {
+            match volumes_accounted(&client).await {
+                Ok(n) => break n,
+                Err(why) => assert!(std::time::Instant::now() < deadline, "{engine}: {why}"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        eprintln!("{engine}: {kept} of 24 volumes were made whole before the kill");
+        // What is kept is whole: each is deleted with its engine volume.
+        let listed = client.get("/v1/volumes").await;
+        for row in listed["data"]["volumes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+        {
+            let id = row["id"].as_str().unwrap_or_default();
+            assert_eq!(client.delete(&format!("/v1/volumes/{id}")).await["code"], 0);
+        }
+        assert!(carols_engine_volumes().is_empty(), "{engine}");
+        drop(second);
+    }
+}
