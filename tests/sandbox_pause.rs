@@ -204,6 +204,32 @@ async fn a_paused_sessions_process_stops_and_continues_where_it_was() {
     .await;
     assert!(plain["meta"].get("resumed").is_none(), "{plain}");
 
+    // The agent pauses its own sandbox with the `pause_sandbox` tool: once its call ends.
+    let asked = ok(&url, &sid, &format!("{backend}:pause_sandbox"), json!({})).await;
+    assert_eq!(asked["pausing"], true, "{asked}");
+    eventually(10, "the tool's pause lands after its call", async || {
+        docker_paused(&container)
+            && get(&url, &format!("/v1/sessions/{sid}")).await["data"]["state"] == "paused"
+    })
+    .await;
+    let reply = call(
+        &url,
+        &sid,
+        &format!("{backend}:pause_sandbox"),
+        json!({"later": true}),
+    )
+    .await;
+    assert_eq!(reply["code"], 4004, "no arguments: {reply}");
+    let resumed_by_call = ok(&url, &sid, &format!("{backend}:list_processes"), json!({})).await;
+    assert!(
+        resumed_by_call["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["pid"] == pid && p["running"] == true),
+        "the same process after the tool's pause: {resumed_by_call}"
+    );
+
     // The scrape counts paused sessions.
     post(&url, &format!("/v1/sessions/{sid}/pause"), json!({})).await;
     let metrics = reqwest::get(format!("{url}/metrics"))

@@ -10,6 +10,7 @@
 
 pub mod dispatch;
 pub mod file_ops;
+pub mod pause_tool;
 pub mod preview_tool;
 pub mod process_tools;
 pub mod provider_backend;

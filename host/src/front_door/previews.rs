@@ -268,4 +268,8 @@ impl SessionHost for Wharf {
     ) -> Result<crate::snapshot_record::SnapshotRecord, WharfError> {
         self.snapshot_in_call(session, name).await
     }
+
+    fn pause_after_call(&self, backend: &str, session: &SessionView) -> Result<(), WharfError> {
+        self.pause_when_free(backend, &session.id)
+    }
 }

@@ -46,6 +46,28 @@ impl Wharf {
         Ok(paused)
     }
 
+    /// Pauses session `id` of `backend` once its turn is free (the `pause_sandbox` tool: the call that
+    /// asks holds the turn). 4030 at once when its backend cannot pause; a refusal then
+    /// (a cap reached, the session gone) is logged, and the session keeps running.
+    pub(super) fn pause_when_free(&self, backend: &str, id: &str) -> Result<(), WharfError> {
+        let backend = self.backend(backend)?;
+        if !backend.behaviour().suspendable() {
+            return Err(crate::runtime::backend::no_suspension(Some(&backend.name)));
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return Err(WharfError::internal("no runtime to pause on"));
+        };
+        let wharf = self.myself.clone();
+        let id = id.to_string();
+        handle.spawn(async move {
+            let Some(wharf) = wharf.upgrade() else { return };
+            if let Err(e) = wharf.pause_session(&Tenant::Every, &id).await {
+                tracing::info!(session = %id, "a pause the session asked for was refused: {}", e.message);
+            }
+        });
+        Ok(())
+    }
+
     /// Resumes a paused session of `tenant`, or restores an archived one (idempotent); the
     /// record, and whether it was paused or archived.
     pub async fn resume_session(

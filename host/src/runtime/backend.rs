@@ -58,6 +58,11 @@ pub trait SessionHost: Send + Sync {
         session: &SessionView,
         name: Option<String>,
     ) -> Result<crate::snapshot_record::SnapshotRecord, WharfError>;
+
+    /// Pauses `session` of `backend` (the session the front door handed the call) as
+    /// soon as the call's turn ends, as `POST /v1/sessions/{id}/pause` does; 4030 when its
+    /// backend cannot pause.
+    fn pause_after_call(&self, backend: &str, session: &SessionView) -> Result<(), WharfError>;
 }
 
 /// The front door's [`SessionHost`], as a call carries it.

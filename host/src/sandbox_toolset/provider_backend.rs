@@ -76,6 +76,9 @@ impl ProviderBackend {
             description
                 .tools
                 .push(super::snapshot_tool::tool_description());
+            description
+                .tools
+                .push(super::pause_tool::tool_description());
         }
         description.session_config_schema = Some(session_spec::schema());
     }
@@ -107,6 +110,15 @@ impl Backend for ProviderBackend {
         }
         if call.action == super::snapshot_tool::SNAPSHOT_SANDBOX {
             return super::snapshot_tool::call(session, call.args, call.host.as_ref()).await;
+        }
+        if call.action == super::pause_tool::PAUSE_SANDBOX {
+            return super::pause_tool::call(
+                self.provider.name(),
+                session,
+                call.args,
+                call.host.as_ref(),
+            )
+            .await;
         }
         dispatch::call(
             &self.provider,

@@ -1,0 +1,53 @@
+//! The toolset's `pause_sandbox` tool: an agent done for now freezes its own sandbox (as
+//! E2B's `pause`), which keeps its processes and memory and uses no CPU. A call cannot
+//! freeze the sandbox it runs in, so the front door pauses the session as soon as this
+//! call's turn ends, as `POST /v1/sessions/{id}/pause` does; the agent's next call resumes
+//! it and says so. Offered when the provider can pause.
+
+use super::tools::tool;
+use crate::error_code::{Code, WharfError};
+use crate::runtime::backend::SessionHostRef;
+use crate::runtime::guest_types::SessionView;
+use crate::tool::{ToolAnnotations, ToolDescription, ToolResult};
+use serde_json::{Value, json};
+
+/// The tool's name.
+pub const PAUSE_SANDBOX: &str = "pause_sandbox";
+
+/// The tool's description.
+pub fn tool_description() -> ToolDescription {
+    tool(
+        PAUSE_SANDBOX,
+        "Pause this sandbox once this call returns: its processes (background ones included) and memory are kept, and it uses no CPU until the session's next call, which resumes it (its reply says `resumed`). Paused sessions count against their own caps; one past them keeps running.",
+        json!({"type": "object", "additionalProperties": false, "properties": {}}),
+        ToolAnnotations {
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        },
+    )
+}
+
+/// Asks the host to pause `session` of `backend` after this call.
+pub async fn call(
+    backend: &str,
+    session: &SessionView,
+    args: Value,
+    host: Option<&SessionHostRef>,
+) -> Result<ToolResult, WharfError> {
+    if !(args.is_null() || args.as_object().is_some_and(|o| o.is_empty())) {
+        return Err(WharfError::new(
+            Code::InvalidType,
+            "invalid arguments: `pause_sandbox` takes none",
+        ));
+    }
+    let Some(SessionHostRef(host)) = host else {
+        return Err(WharfError::new(
+            Code::Forbidden,
+            "this call carries no pauses: the host's front door makes them",
+        ));
+    };
+    host.pause_after_call(backend, session)?;
+    Ok(ToolResult::json(json!({"pausing": true})))
+}
