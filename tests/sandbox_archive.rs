@@ -272,6 +272,34 @@ async fn an_idle_session_is_archived_and_a_call_brings_back_its_files() {
     })
     .await;
     drop(host);
+
+    // Past the backend's archived cap an idle session is released, and no archive is kept.
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("wharf.db").display()
+    );
+    let sessions = "idle_ttl_seconds = 1\non_idle = \"snapshot\"\nmax_archived = 0";
+    let host = WharfProcess::start(&write_config(dir.path(), backend, &store, sessions));
+    let alice = TenantClient {
+        url: &host.url,
+        token: ALICE,
+    };
+    let sid = new_session(&alice, backend, "capped").await;
+    eventually(30, "released past the cap", async || {
+        state_of(&alice, &sid).await["code"] == 4007
+    })
+    .await;
+    assert_eq!(
+        alice.get("/v1/snapshots").await["data"]["snapshots"],
+        json!([])
+    );
+    assert!(images_labelled("wharf.snapshot.origin", &sid).is_empty());
+    eventually(10, "its sandbox is removed", async || {
+        containers_labelled("wharf.session", &sid).is_empty()
+    })
+    .await;
+    drop(host);
     remove_backend_containers(backend);
 }
 

@@ -266,6 +266,10 @@ pub struct SessionLimits {
     /// How long an archived session is kept before it is destroyed with its snapshot, in
     /// s (default a week); 0 means until it is resumed or deleted.
     pub archived_ttl_seconds: u64,
+    /// Sessions of the backend that may be archived at once, across nodes (default 256; 0
+    /// means none may be). An idle session past it is released as under `on_idle =
+    /// "destroy"`.
+    pub max_archived: u64,
 }
 
 impl Default for SessionLimits {
@@ -278,6 +282,7 @@ impl Default for SessionLimits {
             on_paused_ttl: OnPausedTtl::Destroy,
             max_paused: 64,
             archived_ttl_seconds: 604_800,
+            max_archived: 256,
         }
     }
 }

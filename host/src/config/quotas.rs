@@ -45,6 +45,9 @@ pub struct QuotaLimits {
     /// Sessions the tenant may have paused at once (unlimited when unset; each backend's
     /// `max_paused` holds as well).
     pub paused_sessions: Option<i64>,
+    /// Sessions the tenant may have archived at once (unlimited when unset; each
+    /// backend's `max_archived` holds as well).
+    pub archived_sessions: Option<i64>,
     /// Named volumes the tenant may keep (default 16).
     pub volumes: Option<i64>,
     /// Bytes the tenant's volumes may hold, together, as the host measures them (default
@@ -78,6 +81,7 @@ impl QuotaLimits {
             snapshots: self.snapshots.or(fallback.snapshots),
             snapshot_bytes: self.snapshot_bytes.or(fallback.snapshot_bytes),
             paused_sessions: self.paused_sessions.or(fallback.paused_sessions),
+            archived_sessions: self.archived_sessions.or(fallback.archived_sessions),
             volumes: self.volumes.or(fallback.volumes),
             volume_bytes: self.volume_bytes.or(fallback.volume_bytes),
             min_ttl_seconds: self.min_ttl_seconds.or(fallback.min_ttl_seconds),
@@ -99,6 +103,7 @@ impl QuotaLimits {
             ("snapshots", self.snapshots, 0),
             ("snapshot_bytes", self.snapshot_bytes, 0),
             ("paused_sessions", self.paused_sessions, 0),
+            ("archived_sessions", self.archived_sessions, 0),
             ("volumes", self.volumes, 0),
             ("volume_bytes", self.volume_bytes, 0),
             ("min_ttl_seconds", self.min_ttl_seconds, 0),

@@ -19,7 +19,7 @@ const ARCHIVE_SETTLE_MS: u64 = 10_000;
 impl Wharf {
     /// Archives idle session `id` (ready, or paused past its paused TTL) unless it was used
     /// after `idle_since` (ms; 4090) or is in another state now (nothing to do). A
-    /// snapshot quota's refusal is a 4030.
+    /// snapshot quota's or an archived cap's refusal is a 4030.
     pub(super) async fn archive_idle(&self, id: &str, idle_since: u64) -> Result<(), WharfError> {
         let (record, _turn) = self.sessions.begin_call(&Tenant::Every, id).await?;
         if !matches!(record.state, SessionState::Ready | SessionState::Paused) {
@@ -35,17 +35,34 @@ impl Wharf {
         // A frozen sandbox cannot copy its work dir: it is thawed for its snapshot (briefly,
         // outside the `containers` quota, as it is about to be destroyed).
         let (record, _) = self.sessions.resume_held(&backend, record).await?;
-        let ttl = self
+        let limits = self
             .backend_config(&record.backend)
-            .map(|c| c.sessions.archived_ttl_seconds)
+            .map(|c| c.sessions)
             .unwrap_or_default();
+        let cap = crate::store::PauseCap {
+            backend: Some(limits.max_archived),
+            tenant: self
+                .services
+                .quotas
+                .limits(
+                    super::quota_tenant_of(&record.tenant),
+                    Some(&record.backend),
+                )
+                .archived_sessions,
+        };
         let started = std::time::Instant::now();
         let snapshot = self
             .snapshot_held(&record, Some(format!("archive of {id}")), Some(id))
             .await?;
         if let Err(e) = self
             .sessions
-            .archive_held(&backend, &record, &snapshot.id, ttl)
+            .archive_held(
+                &backend,
+                &record,
+                &snapshot.id,
+                limits.archived_ttl_seconds,
+                cap,
+            )
             .await
         {
             self.forget_snapshot(&snapshot).await;

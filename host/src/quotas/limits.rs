@@ -65,6 +65,8 @@ pub struct Effective {
     pub snapshot_bytes: u64,
     /// Sessions paused at once.
     pub paused_sessions: Option<u64>,
+    /// Sessions archived at once.
+    pub archived_sessions: Option<u64>,
     /// Named volumes kept (always bounded: [`DEFAULT_VOLUMES`] unless set).
     pub volumes: u64,
     /// Bytes the volumes hold, together ([`DEFAULT_VOLUME_BYTES`] unless set).
@@ -126,6 +128,7 @@ pub fn resolve(config: &QuotaConfig, tenant: &str, backend: Option<&str>) -> Eff
         snapshots: count(merged.snapshots).unwrap_or(DEFAULT_SNAPSHOTS),
         snapshot_bytes: count(merged.snapshot_bytes).unwrap_or(DEFAULT_SNAPSHOT_BYTES),
         paused_sessions: count(merged.paused_sessions),
+        archived_sessions: count(merged.archived_sessions),
         volumes: count(merged.volumes).unwrap_or(DEFAULT_VOLUMES),
         volume_bytes: count(merged.volume_bytes).unwrap_or(DEFAULT_VOLUME_BYTES),
         min_ttl_seconds: count(merged.min_ttl_seconds),

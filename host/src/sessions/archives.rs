@@ -12,36 +12,66 @@
 //! older than [`RESTORE_GRACE_MS`].
 
 use super::{SessionManager, SessionRecord, hooks, now_ms};
+use crate::error_code::Code;
 use crate::error_code::WharfError;
 use crate::runtime::backend::SandboxGrant;
 use crate::runtime::loaded_backend::LoadedBackend;
-use crate::store::SessionState;
+use crate::store::{PauseCap, SessionState};
 use serde_json::Value;
 
 /// How long a sandbox made for an archived session may exist before its row says `ready`
 /// (a restore in progress); older, it is a crashed restore's and the reaper removes it, ms.
 pub const RESTORE_GRACE_MS: u64 = 600_000;
 
+/// The refusal of an archive past a cap (4030, `data.quota = "archived_sessions"`).
+fn archived_cap_reached(record: &SessionRecord, cap: PauseCap) -> WharfError {
+    let mut e = WharfError::new(
+        Code::Forbidden,
+        format!(
+            "session `{}` cannot be archived: backend `{}` keeps at most {} archived sessions and tenant `{}` at most {}",
+            record.id,
+            record.backend,
+            cap.backend
+                .map_or("any number of".to_string(), |n| n.to_string()),
+            record.tenant,
+            cap.tenant
+                .map_or("any number".to_string(), |n| n.to_string()),
+        ),
+    );
+    e.data = Some(serde_json::json!({
+        "quota": "archived_sessions",
+        "backend_limit": cap.backend,
+        "tenant_limit": cap.tenant,
+    }));
+    e
+}
+
 impl SessionManager {
     /// Archives `record` (ready, its turn held by the caller, its sandbox already in
     /// snapshot `archive`): the row → `archived`, ending `archived_ttl_seconds` from now
-    /// unless restored (0: never), then its sandbox destroyed. 4090 when the row changed.
+    /// unless restored (0: never), then its sandbox destroyed. 4030 past `cap`
+    /// (`data.quota = "archived_sessions"`), 4090 when the row changed.
     pub async fn archive_held(
         &self,
         backend: &LoadedBackend,
         record: &SessionRecord,
         archive: &str,
         archived_ttl_seconds: u64,
+        cap: PauseCap,
     ) -> Result<SessionRecord, WharfError> {
         let now = now_ms();
         let until = (archived_ttl_seconds > 0)
             .then(|| crate::bounded::after_seconds(now, archived_ttl_seconds));
         let generation = self
             .store
-            .mark_archived(&record.id, record.generation, archive, now, until)
+            .mark_archived(record, archive, now, until, cap)
             .await?;
         self.cache_drop(&record.id);
         let Some(generation) = generation else {
+            let now_stored = self.store.get_session(&record.id).await?;
+            if now_stored.is_some_and(|r| r.generation == record.generation) {
+                return Err(archived_cap_reached(record, cap));
+            }
             return Err(super::pauses::changed(&record.id));
         };
         // The row says archived: a sandbox a failure leaves here was made before it, so

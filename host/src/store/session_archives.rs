@@ -12,27 +12,36 @@ use serde_json::Value;
 
 impl StateStore {
     /// `ready` → `archived` at `now` into snapshot `archive`, ending at `until` unless
-    /// restored; the new generation, or `None` when the row changed since `generation`
-    /// was read (or was used after `idle_since`, ms, when given).
+    /// restored, while fewer than `cap.backend` sessions of its backend and `cap.tenant`
+    /// of its tenant are archived (counted in the update itself, so across nodes); the new
+    /// generation, or `None` when the row changed since `generation` was read or a cap is
+    /// reached.
     #[tracing::instrument(name = "store.mark_archived", level = "debug", skip_all)]
     pub async fn mark_archived(
         &self,
-        id: &str,
-        generation: u64,
+        record: &crate::session_record::SessionRecord,
         archive: &str,
         now: u64,
         until: Option<u64>,
+        cap: super::PauseCap,
     ) -> Result<Option<u64>, WharfError> {
+        let generation = record.generation;
         let done = sqlx::query(
             "UPDATE wharf_sessions SET state = 'archived', archive = $1, last_activity = $2,
                     paused_until = $3, generation = generation + 1
-             WHERE id = $4 AND state = 'ready' AND generation = $5",
+             WHERE id = $4 AND state = 'ready' AND generation = $5
+               AND (SELECT COUNT(*) FROM wharf_sessions WHERE backend = $6 AND state = 'archived') < $7
+               AND (SELECT COUNT(*) FROM wharf_sessions WHERE tenant = $8 AND state = 'archived') < $9",
         )
         .bind(archive)
         .bind(to_column(now))
         .bind(until.map(to_column))
-        .bind(id)
+        .bind(&record.id)
         .bind(to_column(generation))
+        .bind(&record.backend)
+        .bind(to_column(cap.backend.unwrap_or(u64::MAX)))
+        .bind(&record.tenant)
+        .bind(to_column(cap.tenant.unwrap_or(u64::MAX)))
         .execute(self.pool())
         .await
         .map_err(unavailable)?;
@@ -73,7 +82,7 @@ impl StateStore {
 mod tests {
     use crate::snapshot_record::{SnapshotRecord, SnapshotState};
     use crate::store::session_leases::tests::creating;
-    use crate::store::{SessionState, StateStore};
+    use crate::store::{PauseCap, SessionState, StateStore};
     use serde_json::{Value, json};
 
     fn archive_of(id: &str, session: &str) -> SnapshotRecord {
@@ -103,7 +112,13 @@ mod tests {
                 .await?
         );
         assert!(store.mark_ready("s", "n1", &Value::Null, 1_000).await?);
-        let g = store.get_session("s").await?.expect("row").generation;
+        let ready = store.get_session("s").await?.expect("row");
+        let g = ready.generation;
+        let at = |generation: u64| {
+            let mut record = ready.clone();
+            record.generation = generation;
+            record
+        };
         for snap in ["a1", "a2"] {
             assert!(
                 store
@@ -112,10 +127,11 @@ mod tests {
             );
             assert!(store.mark_snapshot_ready(snap, 10).await?);
         }
+        let free = PauseCap::default();
 
         assert_eq!(
             store
-                .mark_archived("s", g + 3, "a1", 2_000, Some(9_000))
+                .mark_archived(&at(g + 3), "a1", 2_000, Some(9_000), free)
                 .await?,
             None
         );
@@ -124,8 +140,19 @@ mod tests {
             None,
             "not archived"
         );
+        let none = PauseCap {
+            backend: Some(0),
+            tenant: None,
+        };
+        assert_eq!(
+            store
+                .mark_archived(&at(g), "a1", 2_000, Some(9_000), none)
+                .await?,
+            None,
+            "past the backend's cap"
+        );
         let archived_g = store
-            .mark_archived("s", g, "a1", 2_000, Some(9_000))
+            .mark_archived(&at(g), "a1", 2_000, Some(9_000), free)
             .await?;
         assert_eq!(archived_g, Some(g + 1));
         let archived = store.get_session("s").await?.expect("row");

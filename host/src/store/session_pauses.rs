@@ -7,7 +7,7 @@ use super::{StateStore, unavailable};
 use crate::bounded::to_column;
 use crate::error_code::WharfError;
 
-/// The most sessions that may be paused at once when one more is paused: of the
+/// The most sessions that may be paused (or archived) at once when one more is: of the
 /// session's backend, and of its tenant (`None`: no cap).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PauseCap {
