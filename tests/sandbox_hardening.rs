@@ -174,6 +174,56 @@ async fn a_sessions_user_and_read_only_root_hold_for_every_way_in() {
         read.body
     );
 
+    // A process cannot be started as another user (root least of all), whatever the
+    // caller names; as the sandbox's own user it can, and on a terminal.
+    for other in ["root", "0", "nobody"] {
+        let refused = h
+            .call_in(
+                &s,
+                "asuser:start_process",
+                json!({"command": "id -u", "user": other}),
+            )
+            .await;
+        assert_eq!(refused.code(), 4030, "as {other}: {}", refused.body);
+    }
+    let on_tty = h
+        .call_in(
+            &s,
+            "asuser:start_process",
+            json!({"command": "echo tty=$(tty) size=$(stty size) uid=$(id -u)", "user": "sandbox", "terminal": {"cols": 91, "rows": 17}}),
+        )
+        .await;
+    assert_eq!(on_tty.code(), 0, "{}", on_tty.body);
+    let pid = on_tty.body["data"]["result"]["pid"].clone();
+    let mut output = String::new();
+    for _ in 0..20 {
+        let read = h
+            .call_in(
+                &s,
+                "asuser:process_output",
+                json!({"pid": pid, "wait_ms": 500}),
+            )
+            .await;
+        output = read.body["data"]["result"]["output"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if output.contains("uid=") {
+            break;
+        }
+    }
+    assert!(output.contains("tty=/dev/pts/"), "a terminal: {output}");
+    assert!(output.contains("size=17 91"), "of the size asked: {output}");
+    assert!(output.contains("uid=1000"), "{output}");
+    let too_wide = h
+        .call_in(
+            &s,
+            "asuser:start_process",
+            json!({"command": "true", "terminal": {"cols": 5000, "rows": 10}}),
+        )
+        .await;
+    assert_ne!(too_wide.code(), 0, "{}", too_wide.body);
+
     // A command with more stdin than the agent takes goes through the engine's exec: as
     // the user as well.
     let big = h

@@ -149,6 +149,16 @@ pub struct TerminalSize {
     pub rows: u16,
 }
 
+impl TerminalSize {
+    /// The most columns or rows a terminal has.
+    pub const MAX: u16 = 1000;
+
+    /// Whether both sides are within 1 to [`TerminalSize::MAX`].
+    pub fn fits(self) -> bool {
+        (1..=Self::MAX).contains(&self.cols) && (1..=Self::MAX).contains(&self.rows)
+    }
+}
+
 /// Starts a background process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StartRequest {

@@ -59,6 +59,16 @@ impl Docker {
         id: &str,
         start: ProcessStart,
     ) -> Result<ProcessInfo, DockerError> {
+        // Never a weaker sandbox than asked: a sandbox made to run as a user runs no
+        // process as another (the agent, root, would switch to any).
+        if let Some(user) = &start.user
+            && let Some(own) = self.sandbox_user_of(owner, id).await?
+            && *user != own
+        {
+            return Err(DockerError::Refused(format!(
+                "this sandbox runs as `{own}`: its processes cannot run as `{user}`"
+            )));
+        }
         let request = StartRequest {
             command: protocol_command(&start.command),
             setup: ProcessSetup {

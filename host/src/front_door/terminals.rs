@@ -164,8 +164,7 @@ impl Terminal {
 
 /// A terminal size the agent takes: 1–1000 each way.
 pub fn check_size(size: TerminalSize) -> Result<(), WharfError> {
-    let ok = |n: u16| (1..=1000).contains(&n);
-    if ok(size.cols) && ok(size.rows) {
+    if size.fits() {
         Ok(())
     } else {
         Err(WharfError::new(

@@ -76,8 +76,16 @@ impl Host for ContainerView<'_> {
                 workdir: spec.workdir,
                 user: spec.user,
                 buffer_bytes: spec.buffer_bytes,
-                terminal: None,
+                terminal: spec.terminal.map(|t| engine::TerminalSize {
+                    cols: t.cols,
+                    rows: t.rows,
+                }),
             };
+            if start.terminal.is_some_and(|t| !t.fits()) {
+                return Err(crate::engines::EngineError::Invalid(
+                    "a terminal is 1 to 1000 columns and rows".into(),
+                ));
+            }
             let started = engine.start_process(&owner, &container, start).await?;
             tracing::info!(target: "wharf::audit", event = "process_start", backend = %owner.backend, session = owner.session.as_deref().unwrap_or("-"), container = %container, pid = started.pid);
             Ok(info(started))

@@ -152,6 +152,11 @@ impl Provider02 {
             env: start.env.clone(),
             workdir: start.workdir.clone(),
             buffer_bytes: start.buffer_bytes,
+            user: start.user.clone(),
+            terminal: start.terminal.map(|t| wit::TerminalSize {
+                cols: t.cols,
+                rows: t.rows,
+            }),
         };
         Ok(g.call_start(&mut *store, sandbox, &request)
             .await?

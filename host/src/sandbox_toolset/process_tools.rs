@@ -45,12 +45,17 @@ pub fn tool_descriptions() -> Vec<ToolDescription> {
     vec![
         tool(
             "start_process",
-            "Start a background process (a dev server, a watcher, a long build); returns its pid. It keeps running between calls; read its output with process_output.",
+            "Start a background process (a dev server, a watcher, a long build, or with `terminal` an interactive program: a REPL, an editor); returns its pid. It keeps running between calls; read its output with process_output, type into it with send_input.",
             json!({"type": "object", "additionalProperties": false, "required": ["command"], "properties": {
                 "command": {"type": "string", "minLength": 1, "description": "A shell command line."},
                 "cwd": {"type": "string", "minLength": 1, "description": "Working directory (absolute)."},
                 "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables."},
-                "buffer_bytes": {"type": "integer", "minimum": 4096, "maximum": 16777216, "description": "Output kept, newest bytes (default 1 MiB)."}
+                "buffer_bytes": {"type": "integer", "minimum": 4096, "maximum": 16777216, "description": "Output kept, newest bytes (default 1 MiB)."},
+                "user": {"type": "string", "minLength": 1, "maxLength": 64, "description": "User to run as (`name`, `uid` or `uid:gid`); the sandbox's by default. A sandbox made to run as a user runs nothing as another."},
+                "terminal": {"type": "object", "additionalProperties": false, "required": ["cols", "rows"], "description": "Run it on a terminal (a PTY) of this size: output is one stream, as a person would see it.", "properties": {
+                    "cols": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    "rows": {"type": "integer", "minimum": 1, "maximum": 1000}
+                }}
             }}),
             annotations(false, false, false),
         ),
@@ -102,6 +107,8 @@ struct StartProcess {
     env: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     buffer_bytes: u32,
+    user: Option<String>,
+    terminal: Option<crate::engines::container_types::TerminalSize>,
 }
 
 #[derive(Deserialize)]
@@ -189,9 +196,9 @@ async fn run(
                 command: Command::Shell(a.command),
                 env: a.env.into_iter().collect(),
                 workdir: a.cwd,
-                user: None,
+                user: a.user,
                 buffer_bytes: a.buffer_bytes,
-                terminal: None,
+                terminal: a.terminal,
             };
             process_json(&provider.start_process(site, handle, start).await?)
         }

@@ -236,8 +236,10 @@ impl Provider for DockerProvider {
             workdir: request
                 .workdir
                 .or_else(|| Some(self.config.workdir.clone())),
-            user: None,
+            // The host refuses a user other than the sandbox's (never a weaker sandbox).
+            user: request.user,
             buffer_bytes: request.buffer_bytes,
+            terminal: request.terminal,
         })?)
     }
 

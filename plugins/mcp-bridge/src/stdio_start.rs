@@ -119,6 +119,7 @@ pub fn start_server(
         workdir: None,
         user: settings.sandbox.as_ref().and_then(|o| o.user.clone()),
         buffer_bytes: BUFFER_BYTES,
+        terminal: None,
     };
     let ready_by = Instant::now() + AGENT_READY;
     let info = loop {

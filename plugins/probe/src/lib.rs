@@ -345,6 +345,7 @@ impl Backend for Probe {
                     workdir: None,
                     user: None,
                     buffer_bytes: a.buffer_bytes,
+                    terminal: None,
                 })?;
                 Ok(process_json(&started))
             })
