@@ -46,9 +46,10 @@ impl Wharf {
         Ok(paused)
     }
 
-    /// Pauses session `id` of `backend` once its turn is free (the `pause_sandbox` tool: the call that
-    /// asks holds the turn). 4030 at once when its backend cannot pause; a refusal then
-    /// (a cap reached, the session gone) is logged, and the session keeps running.
+    /// Pauses session `id` of `backend` once its turn is free (the `pause_sandbox` tool:
+    /// the call that asks holds the turn). 4030 at once when its backend cannot pause; a
+    /// refusal then (a cap reached, the session gone) is logged, and the session keeps
+    /// running.
     pub(super) fn pause_when_free(&self, backend: &str, id: &str) -> Result<(), WharfError> {
         let backend = self.backend(backend)?;
         if !backend.behaviour().suspendable() {

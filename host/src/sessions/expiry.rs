@@ -8,6 +8,7 @@
 
 use super::{PauseAsk, SessionManager, now_ms};
 use crate::config::{OnIdle, OnPausedTtl, SessionLimits};
+use crate::error_code::Code;
 use crate::runtime::loaded_backend::LoadedBackend;
 use crate::store::SessionState;
 use crate::tenant::Tenant;
@@ -142,18 +143,22 @@ impl SessionManager {
                     {
                         match archive(id.clone(), record.last_activity_ms).await {
                             Ok(()) => tracing::info!(session = %id, "session went idle and was archived"),
-                            // Past a snapshot quota: released, as `on_idle = "destroy"` would.
-                            Err(e) if e.code == crate::error_code::Code::Forbidden => {
-                                tracing::info!(session = %id, "an idle session its snapshot quota cannot archive is released: {}", e.message);
+                            // Used meanwhile, or the engine or store did not answer: read it
+                            // again after a pause of our own.
+                            Err(e) if matches!(e.code, Code::Conflict | Code::BackendUnavailable | Code::DependencyFailure) => {
+                                tracing::debug!(session = %id, "archiving an idle session: {}", e.message);
+                                drop(sessions);
+                                tokio::time::sleep(Duration::from_secs(5)).await;
+                            }
+                            // Past a quota or cap, or a sandbox that cannot be snapshotted (an
+                            // image without a shell): released, as `on_idle = "destroy"` would,
+                            // rather than kept past its idle TTL for ever.
+                            Err(e) => {
+                                tracing::warn!(session = %id, "an idle session that cannot be archived is released: {}", e.message);
                                 match sessions.release(backend.as_deref(), &record, Some(record.last_activity_ms)).await {
                                     Ok(true) | Err(_) => return,
                                     Ok(false) => continue,
                                 }
-                            }
-                            Err(e) => {
-                                tracing::debug!(session = %id, "archiving an idle session: {}", e.message);
-                                drop(sessions);
-                                tokio::time::sleep(Duration::from_secs(5)).await;
                             }
                         }
                         // Read again: archived, it now waits for its archived lifetime.
