@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use wharf_integration_tests::processes::{WharfProcess, store_urls};
 use wharf_integration_tests::tenant_client::TenantClient;
 use wharf_integration_tests::{
-    containers_labelled, docker_ready, eventually, remove_backend_containers,
+    containers_labelled, docker_ready, eventually, images_labelled, remove_backend_containers,
 };
 
 const ALICE: &str = "alice-token-0123456789";
@@ -56,17 +56,6 @@ images = ["wharf-sandbox:test"]
     )
     .unwrap();
     path
-}
-
-fn images_labelled(key: &str, value: &str) -> Vec<String> {
-    let out = std::process::Command::new("docker")
-        .args(["images", "-q", "--filter", &format!("label={key}={value}")])
-        .output()
-        .expect("docker images runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

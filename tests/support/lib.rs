@@ -240,6 +240,18 @@ pub fn gvisor_ready() -> bool {
     ok
 }
 
+/// Ids of images carrying a label `key=value`, through the Docker CLI.
+pub fn images_labelled(key: &str, value: &str) -> Vec<String> {
+    let out = std::process::Command::new("docker")
+        .args(["images", "-q", "--filter", &format!("label={key}={value}")])
+        .output()
+        .expect("docker images runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
 /// Ids of containers (running or not) carrying a label `key=value`, through the Docker CLI.
 pub fn containers_labelled(key: &str, value: &str) -> Vec<String> {
     let out = std::process::Command::new("docker")

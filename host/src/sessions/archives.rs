@@ -12,7 +12,6 @@
 //! older than [`RESTORE_GRACE_MS`].
 
 use super::{SessionManager, SessionRecord, hooks, now_ms};
-use crate::error_code::Code;
 use crate::error_code::WharfError;
 use crate::runtime::backend::SandboxGrant;
 use crate::runtime::loaded_backend::LoadedBackend;
@@ -22,29 +21,6 @@ use serde_json::Value;
 /// How long a sandbox made for an archived session may exist before its row says `ready`
 /// (a restore in progress); older, it is a crashed restore's and the reaper removes it, ms.
 pub const RESTORE_GRACE_MS: u64 = 600_000;
-
-/// The refusal of an archive past a cap (4030, `data.quota = "archived_sessions"`).
-fn archived_cap_reached(record: &SessionRecord, cap: PauseCap) -> WharfError {
-    let mut e = WharfError::new(
-        Code::Forbidden,
-        format!(
-            "session `{}` cannot be archived: backend `{}` keeps at most {} archived sessions and tenant `{}` at most {}",
-            record.id,
-            record.backend,
-            cap.backend
-                .map_or("any number of".to_string(), |n| n.to_string()),
-            record.tenant,
-            cap.tenant
-                .map_or("any number".to_string(), |n| n.to_string()),
-        ),
-    );
-    e.data = Some(serde_json::json!({
-        "quota": "archived_sessions",
-        "backend_limit": cap.backend,
-        "tenant_limit": cap.tenant,
-    }));
-    e
-}
 
 impl SessionManager {
     /// Archives `record` (ready, its turn held by the caller, its sandbox already in
@@ -70,7 +46,7 @@ impl SessionManager {
         let Some(generation) = generation else {
             let now_stored = self.store.get_session(&record.id).await?;
             if now_stored.is_some_and(|r| r.generation == record.generation) {
-                return Err(archived_cap_reached(record, cap));
+                return Err(super::pauses::cap_reached(record, cap, "archived"));
             }
             return Err(super::pauses::changed(&record.id));
         };

@@ -24,12 +24,13 @@ pub enum PauseAsk {
     IdleSince(u64),
 }
 
-/// The refusal of a pause past a cap (4030, `data.quota = "paused_sessions"`).
-fn paused_cap_reached(record: &SessionRecord, cap: PauseCap) -> WharfError {
+/// The refusal of a pause or an archive past a cap (4030, `data.quota =
+/// "paused_sessions"` or `"archived_sessions"`): `verb` is `paused` or `archived`.
+pub(super) fn cap_reached(record: &SessionRecord, cap: PauseCap, verb: &str) -> WharfError {
     let mut e = WharfError::new(
         Code::Forbidden,
         format!(
-            "session `{}` cannot be paused: backend `{}` keeps at most {} paused sessions and tenant `{}` at most {}; resume or delete a paused session first",
+            "session `{}` cannot be {verb}: backend `{}` keeps at most {} {verb} sessions and tenant `{}` at most {}; resume or delete a {verb} session first",
             record.id,
             record.backend,
             cap.backend
@@ -40,7 +41,7 @@ fn paused_cap_reached(record: &SessionRecord, cap: PauseCap) -> WharfError {
         ),
     );
     e.data = Some(serde_json::json!({
-        "quota": "paused_sessions",
+        "quota": format!("{verb}_sessions"),
         "backend_limit": cap.backend,
         "tenant_limit": cap.tenant,
     }));
@@ -84,7 +85,7 @@ impl SessionManager {
             self.cache_drop(id);
             let now_stored = self.store.get_session(id).await?;
             if now_stored.is_some_and(|r| r.generation == record.generation) {
-                return Err(paused_cap_reached(&record, cap));
+                return Err(cap_reached(&record, cap, "paused"));
             }
             return Err(changed(id));
         };
