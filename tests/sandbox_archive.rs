@@ -14,6 +14,7 @@ use wharf_integration_tests::processes::{WharfProcess, store_urls};
 use wharf_integration_tests::tenant_client::TenantClient;
 use wharf_integration_tests::{
     containers_labelled, docker_ready, eventually, images_labelled, remove_backend_containers,
+    remove_backend_snapshots,
 };
 
 const ALICE: &str = "alice-token-0123456789";
@@ -80,14 +81,6 @@ async fn state_of(client: &TenantClient<'_>, session: &str) -> Value {
     client.get(&format!("/v1/sessions/{session}")).await
 }
 
-fn removed_images(backend: &str) {
-    for image in images_labelled("wharf.snapshot.backend", backend) {
-        let _ = std::process::Command::new("docker")
-            .args(["rmi", "-f", &image])
-            .output();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_is_archived_and_a_call_brings_back_its_files() {
     if !docker_ready() {
@@ -95,7 +88,7 @@ async fn an_idle_session_is_archived_and_a_call_brings_back_its_files() {
     }
     let backend = "archivedocker";
     remove_backend_containers(backend);
-    removed_images(backend);
+    remove_backend_snapshots(backend);
     let dir = tempfile::tempdir().unwrap();
     let store = format!(
         "sqlite://{}?mode=rwc",
@@ -341,7 +334,7 @@ async fn a_host_killed_while_archiving_comes_back_truthful() {
         // says it is archived (the others mid-commit or mid-destroy).
         for kill_when in ["snapshot", "archived"] {
             remove_backend_containers(backend);
-            removed_images(backend);
+            remove_backend_snapshots(backend);
             let _ = std::fs::remove_dir_all(dir.path().join("data"));
             let config = write_config(dir.path(), backend, &store, ARCHIVING);
             let first = WharfProcess::start(&config);
@@ -434,7 +427,7 @@ async fn a_host_killed_while_archiving_comes_back_truthful() {
             bob.delete(&format!("/v1/snapshots/{bobs}")).await;
             drop(second);
             remove_backend_containers(backend);
-            removed_images(backend);
+            remove_backend_snapshots(backend);
         }
     }
 }

@@ -14,6 +14,7 @@ use wharf_integration_tests::processes::{WharfProcess, store_urls};
 use wharf_integration_tests::tenant_client::TenantClient;
 use wharf_integration_tests::{
     containers_labelled, docker_ready, eventually, images_labelled, remove_backend_containers,
+    remove_backend_snapshots,
 };
 
 const ALICE: &str = "alice-token-0123456789";
@@ -333,11 +334,7 @@ async fn a_host_killed_during_a_fork_leaves_every_session_truthful() {
         });
     for (engine, store, kill_at) in runs {
         remove_backend_containers(backend);
-        for image in images_labelled("wharf.snapshot.backend", backend) {
-            let _ = std::process::Command::new("docker")
-                .args(["rmi", "-f", &image])
-                .output();
-        }
+        remove_backend_snapshots(backend);
         let _ = std::fs::remove_dir_all(dir.path().join("data"));
         let config = write_config_with(
             dir.path(),

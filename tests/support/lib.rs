@@ -252,6 +252,15 @@ pub fn images_labelled(key: &str, value: &str) -> Vec<String> {
         .collect()
 }
 
+/// Removes every snapshot image a test left of `backend` (`wharf.snapshot.backend`).
+pub fn remove_backend_snapshots(backend: &str) {
+    for image in images_labelled("wharf.snapshot.backend", backend) {
+        let _ = std::process::Command::new("docker")
+            .args(["rmi", "-f", &image])
+            .output();
+    }
+}
+
 /// Ids of containers (running or not) carrying a label `key=value`, through the Docker CLI.
 pub fn containers_labelled(key: &str, value: &str) -> Vec<String> {
     let out = std::process::Command::new("docker")

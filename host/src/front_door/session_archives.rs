@@ -39,17 +39,7 @@ impl Wharf {
             .backend_config(&record.backend)
             .map(|c| c.sessions)
             .unwrap_or_default();
-        let cap = crate::store::PauseCap {
-            backend: Some(limits.max_archived),
-            tenant: self
-                .services
-                .quotas
-                .limits(
-                    super::quota_tenant_of(&record.tenant),
-                    Some(&record.backend),
-                )
-                .archived_sessions,
-        };
+        let cap = super::session_pauses::archive_cap(&self.services.quotas, &limits, &record);
         let started = std::time::Instant::now();
         let snapshot = self
             .snapshot_held(&record, Some(format!("archive of {id}")), Some(id))

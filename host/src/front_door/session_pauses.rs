@@ -171,13 +171,32 @@ pub(super) fn pause_cap(
     limits: &crate::config::SessionLimits,
     record: &SessionRecord,
 ) -> crate::store::PauseCap {
+    state_cap(quotas, record, limits.max_paused, |q| q.paused_sessions)
+}
+
+/// The cap an archive of `record` is under: its backend's `max_archived` and its tenant's
+/// `archived_sessions`.
+pub(super) fn archive_cap(
+    quotas: &crate::quotas::Quotas,
+    limits: &crate::config::SessionLimits,
+    record: &SessionRecord,
+) -> crate::store::PauseCap {
+    state_cap(quotas, record, limits.max_archived, |q| q.archived_sessions)
+}
+
+/// Its backend's `backend_limit` and the tenant quota `tenant_limit` picks, for `record`.
+fn state_cap(
+    quotas: &crate::quotas::Quotas,
+    record: &SessionRecord,
+    backend_limit: u64,
+    tenant_limit: impl Fn(&crate::quotas::Effective) -> Option<u64>,
+) -> crate::store::PauseCap {
+    let tenant = quotas.limits(
+        super::quota_tenant_of(&record.tenant),
+        Some(&record.backend),
+    );
     crate::store::PauseCap {
-        backend: Some(limits.max_paused),
-        tenant: quotas
-            .limits(
-                super::quota_tenant_of(&record.tenant),
-                Some(&record.backend),
-            )
-            .paused_sessions,
+        backend: Some(backend_limit),
+        tenant: tenant_limit(&tenant),
     }
 }

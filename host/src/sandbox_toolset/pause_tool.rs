@@ -42,12 +42,7 @@ pub async fn call(
             "invalid arguments: `pause_sandbox` takes none",
         ));
     }
-    let Some(SessionHostRef(host)) = host else {
-        return Err(WharfError::new(
-            Code::Forbidden,
-            "this call carries no pauses: the host's front door makes them",
-        ));
-    };
+    let host = super::tools::session_host(host, "pauses")?;
     host.pause_after_call(backend, session)?;
     Ok(ToolResult::json(json!({"pausing": true})))
 }

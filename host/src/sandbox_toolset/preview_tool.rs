@@ -48,12 +48,7 @@ pub async fn call(
 ) -> Result<ToolResult, WharfError> {
     let ask: Ask = serde_json::from_value(args)
         .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))?;
-    let Some(SessionHostRef(host)) = host else {
-        return Err(WharfError::new(
-            Code::Forbidden,
-            "this call carries no preview minter: previews are minted by the host's front door",
-        ));
-    };
+    let host = super::tools::session_host(host, "previews")?;
     let link = host.signed_url(session, ask.port, ask.ttl_seconds).await?;
     Ok(ToolResult::json(json!({
         "url": link.url,

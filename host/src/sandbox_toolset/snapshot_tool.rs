@@ -50,12 +50,7 @@ pub async fn call(
         serde_json::from_value(args)
             .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))?
     };
-    let Some(SessionHostRef(host)) = host else {
-        return Err(WharfError::new(
-            Code::Forbidden,
-            "this call carries no snapshots: the host's front door makes them",
-        ));
-    };
+    let host = super::tools::session_host(host, "snapshots")?;
     let snapshot = host.snapshot(session, ask.name).await?;
     Ok(ToolResult::json(json!({
         "snapshot": snapshot.id,

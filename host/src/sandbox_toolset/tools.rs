@@ -95,3 +95,17 @@ pub fn tool_descriptions() -> Vec<ToolDescription> {
         ),
     ]
 }
+
+/// The front door a call carries (`ToolCall::host`), for the tools it serves (previews,
+/// snapshots, pauses: `what`); 4030 when the call carries none.
+pub(super) fn session_host<'a>(
+    host: Option<&'a crate::runtime::backend::SessionHostRef>,
+    what: &str,
+) -> Result<&'a dyn crate::runtime::backend::SessionHost, crate::error_code::WharfError> {
+    host.map(|h| &*h.0).ok_or_else(|| {
+        crate::error_code::WharfError::new(
+            crate::error_code::Code::Forbidden,
+            format!("this call carries no {what}: the host's front door makes them"),
+        )
+    })
+}

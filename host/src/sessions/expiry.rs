@@ -48,6 +48,32 @@ pub type ArchiveIdle = Arc<
         + Sync,
 >;
 
+/// What an expiry timer does next.
+enum Next {
+    /// Stop: the session is gone (or its release failed and stays with the sweeper).
+    Done,
+    /// Read the session again at once.
+    ReadAgain,
+    /// Read it again after this long, or when woken.
+    Sleep(Duration),
+    /// Read it again when woken: nothing ends it now.
+    WaitForWake,
+}
+
+/// Whether a pause that failed with `code` is given up for a release: only past its cap.
+fn past_cap(code: Code) -> bool {
+    code == Code::Forbidden
+}
+
+/// Whether an archive that failed with `code` is given up for a release: all but a
+/// session used meanwhile and an engine or store that did not answer.
+fn gives_up(code: Code) -> bool {
+    !matches!(
+        code,
+        Code::Conflict | Code::BackendUnavailable | Code::DependencyFailure
+    )
+}
+
 impl SessionManager {
     /// Arms the idle-expiry timer of session `id`; it lives as long as the manager and
     /// releases (or, under `on_idle = "pause"`, pauses; under `"snapshot"`, archives
@@ -77,117 +103,137 @@ impl SessionManager {
         };
         let weak = Arc::downgrade(self);
         handle.spawn(async move {
-            let timer = async {
             loop {
-                let Some(sessions) = weak.upgrade() else { return };
+                let Some(sessions) = weak.upgrade() else {
+                    return;
+                };
                 let record = match sessions.store.get_session(&id).await {
                     Ok(Some(record)) => record,
-                    Ok(None) => return,
+                    Ok(None) => break,
                     Err(_) => {
                         drop(sessions);
                         tokio::time::sleep(Duration::from_secs(5)).await;
                         continue;
                     }
                 };
-                let Some(expires) = record.expires_at_ms() else {
-                    // Nothing ends it now; a pause, archive or resume may change that.
-                    drop(sessions);
-                    wake.notified().await;
-                    continue;
-                };
                 let now = now_ms();
-                if now >= expires {
-                    let backend = backend_of(&record.backend);
-                    let IdlePolicy {
-                        limits: policy,
-                        pause_cap,
-                    } = policy_of(&record);
-                    // The running lifetime's end is a release, whatever `on_idle` says.
-                    let lifetime_over = record.max_expires_at_ms.is_some_and(|end| now >= end);
-                    if record.state == SessionState::Ready
-                        && policy.on_idle == OnIdle::Pause
-                        && !lifetime_over
-                        && let Some(backend) = &backend
-                        && backend.behaviour().suspendable()
-                    {
-                        let paused = sessions.pause(backend, &Tenant::Every, &id, policy.paused_ttl_seconds, PauseAsk::IdleSince(record.last_activity_ms), pause_cap).await;
-                        match paused {
-                            Ok(_) => tracing::info!(session = %id, "session went idle and was paused"),
-                            // Past the paused cap: released, as `on_idle = "destroy"` would.
-                            Err(e) if e.code == crate::error_code::Code::Forbidden => {
-                                tracing::info!(session = %id, "an idle session past the paused cap is released: {}", e.message);
-                                match sessions.release(Some(backend), &record, Some(record.last_activity_ms)).await {
-                                    Ok(true) | Err(_) => return,
-                                    Ok(false) => continue,
-                                }
-                            }
-                            Err(e) => {
-                                // Used meanwhile, or the engine did not answer: read it
-                                // again after a pause of our own.
-                                tracing::debug!(session = %id, "pausing an idle session: {}", e.message);
-                                drop(sessions);
-                                tokio::time::sleep(Duration::from_secs(5)).await;
-                            }
-                        }
-                        // Read again: paused, it now waits for its paused lifetime.
-                        continue;
+                let next = match record.expires_at_ms() {
+                    // Nothing ends it now; a pause, archive or resume may change that.
+                    None => Next::WaitForWake,
+                    Some(expires) if now < expires => {
+                        // Woken at least daily: a far expiry (or a saturated "never") is
+                        // re-read rather than slept on.
+                        Next::Sleep(Duration::from_millis(expires - now).min(EXPIRY_RECHECK))
                     }
-                    let archives = match record.state {
-                        SessionState::Ready => policy.on_idle == OnIdle::Snapshot,
-                        SessionState::Paused => policy.on_paused_ttl == OnPausedTtl::Snapshot,
-                        _ => false,
-                    };
-                    if archives
-                        && !lifetime_over
-                        && backend.as_ref().is_some_and(|b| b.behaviour().suspendable())
-                    {
-                        match archive(id.clone(), record.last_activity_ms).await {
-                            Ok(()) => tracing::info!(session = %id, "session went idle and was archived"),
-                            // Used meanwhile, or the engine or store did not answer: read it
-                            // again after a pause of our own.
-                            Err(e) if matches!(e.code, Code::Conflict | Code::BackendUnavailable | Code::DependencyFailure) => {
-                                tracing::debug!(session = %id, "archiving an idle session: {}", e.message);
-                                drop(sessions);
-                                tokio::time::sleep(Duration::from_secs(5)).await;
-                            }
-                            // Past a quota or cap, or a sandbox that cannot be snapshotted (an
-                            // image without a shell): released, as `on_idle = "destroy"` would,
-                            // rather than kept past its idle TTL for ever.
-                            Err(e) => {
-                                tracing::warn!(session = %id, "an idle session that cannot be archived is released: {}", e.message);
-                                match sessions.release(backend.as_deref(), &record, Some(record.last_activity_ms)).await {
-                                    Ok(true) | Err(_) => return,
-                                    Ok(false) => continue,
-                                }
-                            }
-                        }
-                        // Read again: archived, it now waits for its archived lifetime.
-                        continue;
+                    Some(_) => {
+                        let backend = backend_of(&record.backend);
+                        sessions
+                            .expire(&record, backend, policy_of(&record), &archive, now)
+                            .await
                     }
-                    match sessions.release(backend.as_deref(), &record, Some(record.last_activity_ms)).await {
-                        Ok(true) => tracing::info!(session = %id, state = record.state.as_str(), "session expired and was released"),
-                        Ok(false) => continue,
-                        Err(e) => tracing::warn!(session = %id, "releasing an expired session failed: {}", e.message),
-                    }
-                    return;
-                }
+                };
                 drop(sessions);
-                // Woken at least daily: a far expiry (or a saturated "never") is re-read
-                // rather than slept on.
-                let wait = Duration::from_millis(expires.saturating_sub(now)).min(EXPIRY_RECHECK);
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = wake.notified() => {}
+                match next {
+                    Next::Done => break,
+                    Next::ReadAgain => {}
+                    Next::Sleep(wait) => {
+                        tokio::select! {
+                            _ = tokio::time::sleep(wait) => {}
+                            _ = wake.notified() => {}
+                        }
+                    }
+                    Next::WaitForWake => wake.notified().await,
                 }
             }
-            };
-            timer.await;
             if let Some(sessions) = weak.upgrade()
                 && let Ok(mut timers) = sessions.expiry_timers.lock()
             {
                 timers.remove(&id);
             }
         });
+    }
+
+    /// Acts on an expired session: keeps it (paused or archived) when its policy says so
+    /// and its backend can, else releases it, as `on_idle = "destroy"` would. A way of
+    /// keeping it that cannot succeed (a cap, a quota, a sandbox that cannot be
+    /// snapshotted) is given up for the release; one that may succeed later (used
+    /// meanwhile, an engine or store that did not answer) is tried again after a while.
+    async fn expire(
+        &self,
+        record: &super::SessionRecord,
+        backend: Option<Arc<LoadedBackend>>,
+        policy: IdlePolicy,
+        archive: &ArchiveIdle,
+        now: u64,
+    ) -> Next {
+        let IdlePolicy { limits, pause_cap } = policy;
+        let id = &record.id;
+        // The running lifetime's end is a release, whatever `on_idle` says.
+        let lifetime_over = record.max_expires_at_ms.is_some_and(|end| now >= end);
+        let keepable = !lifetime_over
+            && backend
+                .as_ref()
+                .is_some_and(|b| b.behaviour().suspendable());
+        let idle_since = record.last_activity_ms;
+        type Kept = (
+            &'static str,
+            Result<(), crate::error_code::WharfError>,
+            fn(Code) -> bool,
+        );
+        let kept: Option<Kept> = match (&backend, record.state) {
+            (Some(backend), SessionState::Ready) if keepable && limits.on_idle == OnIdle::Pause => {
+                let paused = self
+                    .pause(
+                        backend,
+                        &Tenant::Every,
+                        id,
+                        limits.paused_ttl_seconds,
+                        PauseAsk::IdleSince(idle_since),
+                        pause_cap,
+                    )
+                    .await;
+                Some(("paused", paused.map(drop), past_cap))
+            }
+            (_, SessionState::Ready) if keepable && limits.on_idle == OnIdle::Snapshot => {
+                Some(("archived", archive(id.clone(), idle_since).await, gives_up))
+            }
+            (_, SessionState::Paused)
+                if keepable && limits.on_paused_ttl == OnPausedTtl::Snapshot =>
+            {
+                Some(("archived", archive(id.clone(), idle_since).await, gives_up))
+            }
+            _ => None,
+        };
+        match kept {
+            Some((what, Ok(()), _)) => {
+                tracing::info!(session = %id, "session went idle and was {what}");
+                // Read again: it now waits for its paused or archived lifetime.
+                return Next::ReadAgain;
+            }
+            Some((what, Err(e), give_up)) if !give_up(e.code) => {
+                tracing::debug!(session = %id, "an idle session was not {what}: {}", e.message);
+                return Next::Sleep(Duration::from_secs(5));
+            }
+            Some((what, Err(e), _)) => {
+                tracing::info!(session = %id, "an idle session that cannot be {what} is released: {}", e.message);
+            }
+            None => {}
+        }
+        match self
+            .release(backend.as_deref(), record, Some(idle_since))
+            .await
+        {
+            Ok(true) => {
+                tracing::info!(session = %id, state = record.state.as_str(), "session expired and was released");
+                Next::Done
+            }
+            // Used or released meanwhile: read it again.
+            Ok(false) => Next::ReadAgain,
+            Err(e) => {
+                tracing::warn!(session = %id, "releasing an expired session failed: {}", e.message);
+                Next::Done
+            }
+        }
     }
 
     /// Wakes session `id`'s expiry timer to read it again (its expiry moved: paused,
