@@ -304,6 +304,38 @@ async fn gvisor_sandboxes_run_under_runsc_with_the_agent_and_beyond_the_grant_is
         "processes under gVisor: {}",
         started.body
     );
+    // Files through the agent under gVisor: the tools' native read and listing, and a
+    // directory out as a tar stream.
+    let wrote = h
+        .call_in(
+            &s,
+            "gv:write_file",
+            json!({"path": "d/f.txt", "content": "under runsc"}),
+        )
+        .await;
+    assert_eq!(wrote.code(), 0, "{}", wrote.body);
+    let read = h
+        .call_in(&s, "gv:read_file", json!({"path": "d/f.txt"}))
+        .await;
+    assert_eq!(
+        read.body["data"]["result"]["content"], "under runsc",
+        "{}",
+        read.body
+    );
+    let listed = h
+        .call_in(&s, "gv:list_directory", json!({"path": "d"}))
+        .await;
+    assert!(listed.body.to_string().contains("f.txt"), "{}", listed.body);
+    let tar = reqwest::get(format!("{}/v1/sessions/{s}/files?path=d", h.url))
+        .await
+        .unwrap();
+    assert_eq!(tar.headers()["content-type"], "application/x-tar");
+    let tar = tar.bytes().await.unwrap();
+    assert!(
+        tar.windows(11).any(|w| w == b"under runsc"),
+        "{} bytes",
+        tar.len()
+    );
 
     // The same backend's default stays a runc container.
     let s2 = session(&h, "gv", Value::Null).await;

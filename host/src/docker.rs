@@ -22,6 +22,7 @@
 
 mod agent_calls;
 mod agent_client;
+mod agent_files;
 mod agent_processes;
 pub mod archive;
 pub mod client;

@@ -11,6 +11,7 @@ pub mod container_types;
 pub mod create_ledger;
 pub mod error;
 pub mod kv;
+pub mod sandbox_files;
 
 pub use container::{ContainerEngine, DisabledEngine};
 pub use container_types::{

@@ -15,6 +15,7 @@ mod invocation;
 mod oci_load;
 mod previews;
 mod quota_routes;
+mod sandbox_files;
 mod sandbox_listing;
 mod sandbox_transfer;
 mod scrape;
@@ -34,6 +35,9 @@ pub use backend_summary::{BackendLimits, BackendSummary, Deployment, FoundTool, 
 pub use console_views::GrantLine;
 pub use invocation::{Invocation, InvocationResult, SessionChoice, WhenMissing};
 pub use previews::{DEFAULT_PREVIEW_TTL_SECONDS, PreviewAccess, PreviewLink};
+pub use sandbox_files::{
+    DEFAULT_WATCH_SECONDS, FileWatch, MAX_WATCH_SECONDS, MAX_WATCHES, SandboxFiles,
+};
 pub use sandbox_listing::{EntryKind, MAX_ENTRIES, SandboxEntry, SandboxListing};
 pub use sandbox_transfer::SandboxTransfer;
 pub use session_routes::SessionRequest;
@@ -77,6 +81,8 @@ pub struct Wharf {
     live_calls: crate::live_calls::LiveCalls,
     /// Slots of the terminals open on this host.
     terminal_slots: Arc<tokio::sync::Semaphore>,
+    /// Slots of the file watches open on this host.
+    watch_slots: Arc<tokio::sync::Semaphore>,
     /// The host's preview key, once read from the store.
     preview_key: tokio::sync::OnceCell<Vec<u8>>,
     /// This node's volumes measured while no container mounted them (`volumes`).
@@ -206,6 +212,7 @@ impl Wharf {
             sandbox_targets: session_sandbox::SandboxTargets::default(),
             live_calls: crate::live_calls::LiveCalls::default(),
             terminal_slots: Arc::new(tokio::sync::Semaphore::new(terminals::MAX_TERMINALS)),
+            watch_slots: Arc::new(tokio::sync::Semaphore::new(sandbox_files::MAX_WATCHES)),
             preview_key: tokio::sync::OnceCell::new(),
             idle_volumes: volume_sweep::IdleVolumes::default(),
         });

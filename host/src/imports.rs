@@ -8,7 +8,7 @@
 //! [`ImportContexts`]), implements the generated `Host` on its own view of the store (a
 //! borrow of that context, the call and the counter, nothing else), and links itself for any
 //! store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`,
-//! `process`, `freezer` and `sandboxing` share `container`'s context and view: they act on
+//! `process`, `files`, `freezer` and `sandboxing` share `container`'s context and view: they act on
 //! the caller's own containers; `progress` and `cancellation` have no context, only the call);
 //! `wasi:http` keeps wasmtime's own (`http::HttpCtx`, linked by `runtime::linker`).
 
@@ -18,6 +18,7 @@ pub(crate) mod container_quota;
 pub mod container_turns;
 pub mod egress;
 pub mod exec;
+pub mod files;
 pub mod freezer;
 pub mod host_mounts;
 pub mod http;
@@ -175,6 +176,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     container::add_to_linker(linker)?;
     exec::add_to_linker(linker)?;
     process::add_to_linker(linker)?;
+    files::add_to_linker(linker)?;
     freezer::add_to_linker(linker)?;
     sandboxing::add_to_linker(linker)?;
     progress::add_to_linker(linker)?;

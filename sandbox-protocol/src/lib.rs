@@ -13,12 +13,20 @@
 //! exceptions to the framing are [`Request::Connect`] and [`Request::EgressWait`]: after
 //! their [`Reply::Connected`] frame the connection carries raw bytes, relayed to and from
 //! a TCP connection in the sandbox (to a port there, or from a program that reached the
-//! agent's egress listener).
+//! agent's egress listener). A [`Request::Files`] that takes input is followed by the
+//! host's raw data frames (see [`FileOp`]).
 //!
 //! Both sides treat the other as hostile: every length is bounded by the constants here,
 //! and a frame that does not decode ends the connection with [`Reply::Error`].
 
 use serde::{Deserialize, Serialize};
+
+mod files;
+
+pub use files::{
+    FileEvent, FileEventKind, FileInfo, FileKind, FileOp, FilesRequest, Listing, MAX_ANSWER_BYTES,
+    MAX_EVENT_BYTES, MAX_LIST_ENTRIES, MAX_PATH_BYTES, MAX_WATCHED_DIRECTORIES, valid_path,
+};
 
 /// The protocol version the agent reports in [`Reply::Hello`].
 pub const VERSION: u32 = 1;
@@ -268,6 +276,9 @@ pub enum Request {
     /// closes its socket while waiting frees the slot. At most [`MAX_EGRESS_RELAYS`] at
     /// once (waiting and relaying together).
     EgressWait,
+    /// A file operation (see the `files` module's documentation for its frames):
+    /// [`Reply::Chunk`]s of output, then [`Reply::Done`] or [`Reply::Error`].
+    Files(FilesRequest),
 }
 
 /// A background process, as the agent keeps it.
@@ -318,6 +329,8 @@ pub enum ErrorKind {
     Limit,
     /// The operating system refused (spawn, signal, write).
     Failed,
+    /// The sandbox's user may not (a file operation on a path it cannot reach).
+    Denied,
 }
 
 /// A refusal, with a message that names what was wrong.
@@ -442,5 +455,12 @@ mod tests {
         assert_eq!(encode(&Request::Connect { port: 8080 }), [9, 0x90, 0x3f]);
         assert_eq!(encode(&Reply::Connected), [8]);
         assert_eq!(encode(&Request::EgressWait), [10]);
+        assert_eq!(
+            encode(&Request::Files(FilesRequest {
+                op: FileOp::Stat { path: "a".into() },
+                user: None
+            }))[0],
+            11
+        );
     }
 }

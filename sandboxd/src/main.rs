@@ -12,6 +12,8 @@
 //! One thread runs the agent (a current_thread runtime), one blocks reaping children.
 
 mod egress;
+mod file_helper;
+mod files;
 mod processes;
 mod pty;
 mod reaper;
@@ -21,6 +23,7 @@ mod run;
 mod server;
 mod spawn;
 mod user;
+mod watch;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -58,6 +61,12 @@ fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|first| first == pty::HELPER_FLAG) {
         return pty::helper_main(&args[1..]);
+    }
+    if args
+        .first()
+        .is_some_and(|first| first == file_helper::HELPER_FLAG)
+    {
+        return file_helper::helper_main(&args[1..]);
     }
     let args = match parse_args(args) {
         Ok(args) => args,

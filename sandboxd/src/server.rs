@@ -57,7 +57,7 @@ pub struct Agent {
 
 impl Agent {
     /// `setup` with the default user filled in when it names none.
-    fn with_default_user(&self, setup: &mut wharf_sandbox_protocol::ProcessSetup) {
+    pub fn with_default_user(&self, setup: &mut wharf_sandbox_protocol::ProcessSetup) {
         if setup.user.is_none() {
             setup.user.clone_from(&self.default_user);
         }
@@ -185,6 +185,11 @@ async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
                 Ok(opened) => break 'relay opened,
                 Err(reply) => reply,
             },
+            Request::Files(files) => {
+                // Files writes its own replies (output chunks, then the end).
+                crate::files::files(agent, files, &mut conn, &mut requests).await;
+                return;
+            }
             Request::EgressWait => {
                 match egress::wait(agent.egress.as_ref(), requests.get_ref()).await {
                     Some(Ok(opened)) => break 'relay opened,

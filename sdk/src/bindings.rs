@@ -29,6 +29,7 @@ pub mod provider_world {
             "wharf:plugin/egress@0.2.0": crate::bindings::backend_world::wharf::plugin0_2_0::egress,
             "wharf:plugin/secrets@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::secrets,
             "wharf:plugin/process@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::process,
+            "wharf:plugin/files@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::files,
             "wharf:plugin/freezer@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::freezer,
             "wharf:plugin/sandboxing@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::sandboxing,
             "wharf:plugin/progress@0.3.0": crate::bindings::backend_world::wharf::plugin0_3_0::progress,

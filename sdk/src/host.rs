@@ -151,6 +151,15 @@ pub mod process {
     };
 }
 
+/// Files in the backend's own containers (contract 0.3.0), through the same sandbox agent,
+/// as the container's user and with no shell in the image needed: `stat`, `read` (a piece
+/// and the file's size), `write` (replace or append; parent directories made), `list`.
+pub mod files {
+    pub use crate::bindings::backend_world::wharf::plugin0_3_0::files::{
+        FileData, FileInfo, FileKind, list, read, stat, write,
+    };
+}
+
 /// The engine's freezer on the backend's own containers (contract 0.3.0): `pause` keeps a
 /// container's memory and processes and stops it using CPU; `resume` continues it where
 /// it was (both idempotent); `commit` snapshots its filesystem to the image the host named

@@ -4,10 +4,13 @@
 //! read timeout) before the session's turn is taken, and only into a session that has a
 //! sandbox; a download stops as soon as the sandbox sends other than what it announced,
 //! when its client takes no slice for the read timeout, or when the session's lifetime
-//! ends, and gives the session's turn back then.
+//! ends, and gives the session's turn back then. A directory goes each way as a tar stream
+//! through the sandbox agent (`directories`).
 
+mod directories;
 mod spool;
 
+pub use directories::{info, list, watch};
 pub use spool::SpoolBudget;
 
 use crate::api::auth::Caller;
@@ -70,6 +73,11 @@ pub async fn download(
         Ok(s) => s,
         Err(e) => return failure(e),
     };
+    if let Some(found) = directories::through_agent(&wharf, &held, &q.path).await {
+        return directories::stream_out(&wharf, found, held, &q.path)
+            .await
+            .unwrap_or_else(failure);
+    }
     match stream_file(&wharf, held, q.path).await {
         Ok(response) => response.into_response(),
         Err(e) => failure(e),
@@ -176,13 +184,41 @@ pub async fn upload(
         Ok(reservation) => reservation,
         Err(e) => return failure(e),
     };
-    let mut spooled = match spool::spool(body, &server.data_dir, limits).await {
+    let spooled = match spool::spool(body, &server.data_dir, limits).await {
         Ok(s) => s,
         Err(e) => return failure(e),
     };
     let held = match sandbox_for(&wharf, &caller, &id).await {
         Ok(s) => s,
         Err(e) => return failure(e),
+    };
+    let meta = |id: String| {
+        let mut meta = Meta {
+            duration_ms: started.elapsed().as_millis() as u64,
+            ..Meta::default()
+        };
+        meta.session_id = Some(id);
+        meta
+    };
+    if directories::is_tar(&headers) {
+        return match directories::unpack_tar(&wharf, &held, &q.path, spooled).await {
+            Ok(written) => Envelope::ok(
+                json!({"path": q.path, "bytes_written": written, "directory": true}),
+                meta(id),
+            )
+            .into_response(),
+            Err(e) => failure(e),
+        };
+    }
+    let mut spooled = match directories::write_through_agent(&wharf, &held, &q.path, spooled).await
+    {
+        Ok(Ok(written)) => {
+            return Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta(id))
+                .into_response();
+        }
+        Ok(Err(e)) => return failure(e),
+        // No agent in this sandbox: the provider writes it, a chunk at a time.
+        Err(spooled) => spooled,
     };
     let mut written: u64 = 0;
     loop {
@@ -208,10 +244,5 @@ pub async fn upload(
             break;
         }
     }
-    let mut meta = Meta {
-        duration_ms: started.elapsed().as_millis() as u64,
-        ..Meta::default()
-    };
-    meta.session_id = Some(id);
-    Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta).into_response()
+    Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta(id)).into_response()
 }

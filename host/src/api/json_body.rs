@@ -99,6 +99,15 @@ pub fn require_octets() -> ValidateRequestHeaderLayer<MediaTypeGuard> {
     })
 }
 
+/// For file uploads: a file's bytes (`application/octet-stream` or untyped) or a
+/// directory's tar stream (`application/x-tar`) (4150).
+pub fn require_file_body() -> ValidateRequestHeaderLayer<MediaTypeGuard> {
+    ValidateRequestHeaderLayer::custom(MediaTypeGuard {
+        accepted: &[OCTETS, "application/x-tar"],
+        untyped: true,
+    })
+}
+
 /// Reads and parses a body into JSON.
 pub fn read_json(
     body: Result<Bytes, BytesRejection>,

@@ -52,7 +52,9 @@ fn codes(op: &Operation, tokens: bool) -> Vec<Code> {
             Code::PayloadTooLarge,
             Code::UnsupportedMediaType,
         ]),
-        Body::Bytes => codes.extend([Code::PayloadTooLarge, Code::UnsupportedMediaType]),
+        Body::Bytes | Body::FileOrTar => {
+            codes.extend([Code::PayloadTooLarge, Code::UnsupportedMediaType]);
+        }
     }
     codes.sort_by_key(|c| c.as_u32());
     codes.dedup();
@@ -78,7 +80,14 @@ fn success_content(reply: Reply) -> Value {
         }
         Reply::Document => json!({"application/json": {"schema": {"type": "object"}}}),
         Reply::Metrics => json!({"application/openmetrics-text": {"schema": {"type": "string"}}}),
-        Reply::Octets => json!({"application/octet-stream": {"schema": {}}}),
+        Reply::FileOrTar => json!({
+            "application/octet-stream": {"schema": {}, "description": "A file's bytes, with its Content-Length"},
+            "application/x-tar": {"schema": {}, "description": "When `path` is a directory (and the sandbox runs the agent): its contents as a tar stream, names relative to it, symlinks kept as links"}
+        }),
+        Reply::Lines => json!({"application/x-ndjson": {
+            "schema": {"type": "string"},
+            "description": "One JSON object per line: `{\"event\": \"create\"|\"modify\"|\"delete\"|\"overflow\", \"path\": string (relative to the watched path), \"directory\": boolean}`, and `{\"event\": \"error\", \"message\": string}` as the last line when the sandbox went away. The stream ends when timeout_seconds pass."
+        }}),
         Reply::Mcp => json!({
             "application/json": {"schema": {"$ref": "#/components/schemas/JsonRpcMessage"}},
             "text/event-stream": {"schema": {"type": "string"}}
@@ -205,6 +214,12 @@ fn operation(
         Body::Bytes => {
             operation["requestBody"] = json!({"required": true, "content": {
                 "application/octet-stream": {"schema": {}}
+            }});
+        }
+        Body::FileOrTar => {
+            operation["requestBody"] = json!({"required": true, "content": {
+                "application/octet-stream": {"schema": {}},
+                "application/x-tar": {"schema": {}, "description": "A tar stream unpacked into the directory `path` (made when missing); an entry that would land outside it is refused with 4000"}
             }});
         }
         Body::JsonRpc => {

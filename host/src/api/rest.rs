@@ -141,11 +141,17 @@ pub fn router(wharf: Arc<Wharf>) -> anyhow::Result<Router> {
             "/v1/sessions/{id}/terminal",
             get(crate::api::terminal::open),
         )
+        .route("/v1/sessions/{id}/files/info", get(crate::api::files::info))
+        .route("/v1/sessions/{id}/files/list", get(crate::api::files::list))
+        .route(
+            "/v1/sessions/{id}/files/watch",
+            get(crate::api::files::watch),
+        )
         .route(
             "/v1/sessions/{id}/files",
             get(crate::api::files::download)
                 .put(crate::api::files::upload)
-                .route_layer(json_body::require_octets())
+                .route_layer(json_body::require_file_body())
                 .layer(axum::Extension(Arc::new(
                     crate::api::files::SpoolBudget::new(
                         wharf.server().max_spooled_bytes_per_tenant,

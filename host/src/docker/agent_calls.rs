@@ -33,7 +33,7 @@ pub(super) fn agent_error(failure: AgentFailure) -> DockerError {
         AgentFailure::Refused(e) => match e.kind {
             ErrorKind::Invalid => DockerError::Invalid(e.message),
             ErrorKind::NotFound => DockerError::NotFound(e.message),
-            ErrorKind::Limit => DockerError::Refused(e.message),
+            ErrorKind::Limit | ErrorKind::Denied => DockerError::Refused(e.message),
             ErrorKind::Failed => DockerError::Failed(e.message),
         },
         AgentFailure::Unreachable(_) => DockerError::NotFound(failure.to_string()),

@@ -162,6 +162,27 @@ async fn relay_answer(stream: &mut UnixStream, request: &Request) -> Result<(), 
     }
 }
 
+/// The agent's framed connection, with `request` sent: for an exchange its caller drives
+/// (a file operation's input and output).
+pub(crate) async fn open_framed(
+    endpoint: &AgentEndpoint,
+    request: &Request,
+) -> Result<Framed<UnixStream, LengthDelimitedCodec>, AgentFailure> {
+    let stream = connect_checked(endpoint).await?;
+    let mut framed = Framed::new(stream, codec());
+    framed
+        .send(Bytes::from(encode(request)))
+        .await
+        .map_err(|e| AgentFailure::Broken(format!("sending: {e}")))?;
+    Ok(framed)
+}
+
+fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME_BYTES)
+        .new_codec()
+}
+
 /// Sends `request` and returns the agent's final reply; streamed output chunks go to
 /// `on_chunk` as they arrive. `limit` bounds the whole exchange.
 pub(crate) async fn call(
@@ -171,10 +192,7 @@ pub(crate) async fn call(
     mut on_chunk: impl FnMut(Stream, Vec<u8>) + Send,
 ) -> Result<Reply, AgentFailure> {
     let stream = connect_checked(endpoint).await?;
-    let codec = LengthDelimitedCodec::builder()
-        .max_frame_length(MAX_FRAME_BYTES)
-        .new_codec();
-    let mut framed = Framed::new(stream, codec);
+    let mut framed = Framed::new(stream, codec());
     let exchange = async {
         framed
             .send(Bytes::from(encode(request)))

@@ -9,6 +9,7 @@ use crate::engines::container_types::{
     EngineVolume, OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal, SnapshotImage,
     SnapshotTarget, TerminalSize, VolumeUser,
 };
+use crate::engines::sandbox_files::{FileInput, FileOp, FileOutput};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -142,6 +143,21 @@ impl ContainerEngine for Docker {
         max_bytes: u64,
     ) -> Result<Vec<u8>, DockerError> {
         Docker::copy_out(self, owner, id, path, max_bytes).await
+    }
+
+    async fn has_agent(&self, owner: &Owner, id: &str) -> bool {
+        matches!(self.agent_of(owner, id).await, Ok(Some(_)))
+    }
+
+    async fn file_operation(
+        &self,
+        owner: &Owner,
+        id: &str,
+        op: FileOp,
+        input: Option<FileInput>,
+        stall: std::time::Duration,
+    ) -> Result<FileOutput, DockerError> {
+        Docker::file_operation(self, owner, id, op, input, stall).await
     }
 
     async fn start_process(

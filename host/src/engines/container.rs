@@ -10,6 +10,7 @@ use super::container_types::{
     TerminalSize, VolumeUser,
 };
 use super::error::EngineError;
+use super::sandbox_files::{FileInput, FileOp, FileOutput};
 use crate::call_output::OutputSink;
 use async_trait::async_trait;
 
@@ -252,6 +253,29 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
     ) -> Result<PortStream, EngineError> {
         Err(EngineError::Refused(
             "this container engine runs no sandbox agent: a sandbox's ports cannot be reached"
+                .into(),
+        ))
+    }
+
+    /// Whether an owned, running container runs the sandbox agent (file operations,
+    /// processes and port relays go through it).
+    async fn has_agent(&self, _owner: &Owner, _id: &str) -> bool {
+        false
+    }
+
+    /// A file operation in an owned container, run by its sandbox agent as the sandbox's
+    /// user; `input` is sent first when the operation takes some. A chunk the consumer does
+    /// not take within `stall` ends the operation.
+    async fn file_operation(
+        &self,
+        _owner: &Owner,
+        _id: &str,
+        _op: FileOp,
+        _input: Option<FileInput>,
+        _stall: std::time::Duration,
+    ) -> Result<FileOutput, EngineError> {
+        Err(EngineError::Refused(
+            "this container engine runs no sandbox agent: files cannot be reached through it"
                 .into(),
         ))
     }

@@ -1,12 +1,14 @@
 //! What the console lists of a session's sandbox: its processes (the sandbox agent's table)
-//! and a directory, for the Files page: one `stat` run in the running container as its own
-//! user (so the sandbox's permissions hold), its output read as untrusted text. Bounded:
+//! and a directory, for the Files page: the sandbox agent's listing where the sandbox runs
+//! one, else one `stat` run in the running container as its own user (so the sandbox's
+//! permissions hold either way), its output read as untrusted text. Bounded:
 //! [`MAX_ENTRIES`] entries, [`LIST_OUTPUT_BYTES`] of output, [`LIST_TIMEOUT_MS`] of run
 //! time; a name is whatever bytes the sandbox printed, shown escaped.
 
 use super::Wharf;
 use super::session_sandbox::Lookup;
 use crate::engines::container_types::ProcessInfo;
+use crate::engines::sandbox_files::FileKind;
 use crate::engines::{Command, ExecRequest};
 use crate::error_code::{Code, WharfError};
 use crate::tenant::Tenant;
@@ -73,6 +75,13 @@ impl Wharf {
     ) -> Result<SandboxListing, WharfError> {
         check_path(path)?;
         let record = self.session(tenant, id).await?;
+        if let Ok(files) = self.files_of(&record).await {
+            return match files.list(path).await {
+                Ok(listing) => Ok(from_agent(listing)),
+                Err(e) if matches!(e.code.as_u32(), 4000 | 4030) => Err(not_a_directory(path)),
+                Err(e) => Err(e),
+            };
+        }
         let (owner, container) = self
             .running_sandbox(&record, Lookup::Remembered, "files")
             .await?;
@@ -97,10 +106,7 @@ impl Wharf {
             }
         };
         if out.exit_code == Some(3) {
-            return Err(WharfError::invalid_request(format!(
-                "`{}` is not a directory the sandbox can open",
-                path.escape_debug()
-            )));
+            return Err(not_a_directory(path));
         }
         if out.timed_out {
             return Err(WharfError::new(
@@ -144,6 +150,46 @@ impl Wharf {
             }
         }
     }
+}
+
+fn not_a_directory(path: &str) -> WharfError {
+    WharfError::invalid_request(format!(
+        "`{}` is not a directory the sandbox can open",
+        path.escape_debug()
+    ))
+}
+
+/// The agent's listing (no shell run: the sandbox agent lists it as the sandbox's user),
+/// in the console's order and bound.
+fn from_agent(listing: crate::engines::sandbox_files::Listing) -> SandboxListing {
+    let mut left_off = usize::try_from(listing.truncated).unwrap_or(usize::MAX);
+    let mut entries: Vec<SandboxEntry> = listing
+        .entries
+        .into_iter()
+        .map(|e| SandboxEntry {
+            kind: match e.kind {
+                FileKind::File => EntryKind::File,
+                FileKind::Directory => EntryKind::Directory,
+                FileKind::Symlink => EntryKind::Link,
+                FileKind::Other => EntryKind::Other,
+            },
+            name: e.name,
+            size: e.size,
+            modified_s: e.modified_ms / 1000,
+        })
+        .collect();
+    if entries.len() > MAX_ENTRIES {
+        left_off = left_off.saturating_add(entries.len() - MAX_ENTRIES);
+    }
+    sort_entries(&mut entries);
+    entries.truncate(MAX_ENTRIES);
+    SandboxListing { entries, left_off }
+}
+
+fn sort_entries(entries: &mut [SandboxEntry]) {
+    entries.sort_by(|a, b| {
+        (a.kind != EntryKind::Directory, &a.name).cmp(&(b.kind != EntryKind::Directory, &b.name))
+    });
 }
 
 /// A path the listing may be asked for: absolute, not too long, no NUL.
@@ -194,9 +240,7 @@ fn parse_listing(output: &[u8]) -> SandboxListing {
             modified_s,
         });
     }
-    entries.sort_by(|a, b| {
-        (a.kind != EntryKind::Directory, &a.name).cmp(&(b.kind != EntryKind::Directory, &b.name))
-    });
+    sort_entries(&mut entries);
     SandboxListing { entries, left_off }
 }
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 pub struct SandboxTransfer {
     backend: Arc<LoadedBackend>,
     session: SessionView,
+    record: crate::session_record::SessionRecord,
     /// The session's hard end, ms since the epoch.
     pub ends_at_ms: Option<u64>,
     _turn: tokio::sync::OwnedMutexGuard<()>,
@@ -54,6 +55,15 @@ impl SandboxTransfer {
 }
 
 impl Wharf {
+    /// The held session's sandbox reached through its agent (4030 when it runs none), for
+    /// directories moved under the session's turn.
+    pub async fn transfer_files(
+        &self,
+        held: &SandboxTransfer,
+    ) -> Result<super::sandbox_files::SandboxFiles, WharfError> {
+        self.files_of(&held.record).await
+    }
+
     /// A provider session of `tenant`, held for one file transfer (4007 when there is no
     /// such session, 4002 when its backend has no sandbox).
     pub async fn sandbox_transfer(
@@ -66,6 +76,7 @@ impl Wharf {
             backend,
             ends_at_ms: record.max_expires_at_ms,
             session: record.view(),
+            record,
             _turn: turn,
         })
     }

@@ -67,6 +67,7 @@ pub mod v0_3 {
                 "wharf:plugin/egress@0.2.0": v0_2::egress,
                 "wharf:plugin/secrets@0.3.0": v0_3::secrets,
                 "wharf:plugin/process@0.3.0": v0_3::process,
+                "wharf:plugin/files@0.3.0": v0_3::files,
                 "wharf:plugin/freezer@0.3.0": v0_3::freezer,
                 "wharf:plugin/sandboxing@0.3.0": v0_3::sandboxing,
                 "wharf:plugin/progress@0.3.0": v0_3::progress,

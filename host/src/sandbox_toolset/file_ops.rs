@@ -126,13 +126,32 @@ impl Sandbox<'_> {
         Ok(result.stdout)
     }
 
+    /// The provider's native read, when it declares one and does not refuse it for this
+    /// sandbox (4030: one without the sandbox agent, say); `None` sends the caller to the
+    /// scripts.
+    async fn native_read(
+        &self,
+        path: &str,
+        offset: u64,
+        max_bytes: u64,
+    ) -> Option<Result<crate::runtime::guest_types::FileChunk, WharfError>> {
+        if !self.provider.features().read_file {
+            return None;
+        }
+        match self
+            .provider
+            .read_file(self.site(), self.handle, path, offset, max_bytes)
+            .await
+        {
+            Err(e) if e.code == Code::Forbidden => None,
+            other => Some(other),
+        }
+    }
+
     /// A whole file of at most [`shell::MAX_READ_BYTES`].
     pub async fn read(&self, path: &str) -> Result<Vec<u8>, WharfError> {
-        if self.provider.features().read_file {
-            let chunk = self
-                .provider
-                .read_file(self.site(), self.handle, path, 0, shell::MAX_READ_BYTES + 1)
-                .await?;
+        if let Some(chunk) = self.native_read(path, 0, shell::MAX_READ_BYTES + 1).await {
+            let chunk = chunk?;
             if chunk.total_size > shell::MAX_READ_BYTES
                 || chunk.data.len() as u64 > shell::MAX_READ_BYTES
             {
@@ -156,12 +175,8 @@ impl Sandbox<'_> {
 
     /// A file's size in bytes.
     pub async fn size(&self, path: &str) -> Result<u64, WharfError> {
-        if self.provider.features().read_file {
-            let chunk = self
-                .provider
-                .read_file(self.site(), self.handle, path, 0, 0)
-                .await?;
-            return Ok(chunk.total_size);
+        if let Some(chunk) = self.native_read(path, 0, 0).await {
+            return Ok(chunk?.total_size);
         }
         let out = self
             .script(shell::size_script(path), None, 64, path)
@@ -191,13 +206,9 @@ impl Sandbox<'_> {
     }
 
     async fn slice_unchecked(&self, path: &str, index: u64) -> Result<Vec<u8>, WharfError> {
-        if self.provider.features().read_file {
-            let offset = index.saturating_mul(shell::SLICE_BYTES);
-            let chunk = self
-                .provider
-                .read_file(self.site(), self.handle, path, offset, shell::SLICE_BYTES)
-                .await?;
-            return Ok(chunk.data);
+        let offset = index.saturating_mul(shell::SLICE_BYTES);
+        if let Some(chunk) = self.native_read(path, offset, shell::SLICE_BYTES).await {
+            return Ok(chunk?.data);
         }
         self.script(
             shell::slice_script(path, index),
@@ -261,12 +272,17 @@ impl Sandbox<'_> {
 
     /// A directory's entries.
     pub async fn list(&self, path: &str) -> Result<Vec<Entry>, WharfError> {
-        if self.provider.features().list_dir {
-            let entries = self
-                .provider
-                .list_dir(self.site(), self.handle, path)
-                .await?;
-            return Ok(entries
+        let native = if self.provider.features().list_dir {
+            match self.provider.list_dir(self.site(), self.handle, path).await {
+                // Refused for this sandbox (one without the sandbox agent): the script lists it.
+                Err(e) if e.code == Code::Forbidden => None,
+                other => Some(other),
+            }
+        } else {
+            None
+        };
+        if let Some(entries) = native {
+            return Ok(entries?
                 .into_iter()
                 .map(|e| Entry {
                     name: e.name,

@@ -1,14 +1,15 @@
 //! `docker-provider`: a sandbox is one container on the host's Docker engine, created and
-//! driven only through Wharf's `container`, `exec`, `process` and `freezer` imports (so the host's
-//! grants, labels and ownership rules apply). Commands and background processes run
-//! through the sandbox agent the host places in every container. Writes to absolute paths
-//! use copy-in; everything else goes through commands.
+//! driven only through Wharf's `container`, `exec`, `process`, `files` and `freezer`
+//! imports (so the host's grants, labels and ownership rules apply). Commands, background
+//! processes and file reads and listings run through the sandbox agent the host places in
+//! every container (no shell needed for the files); in a sandbox without the agent, writes
+//! to absolute paths use copy-in and other writes go through commands.
 
 use serde::Deserialize;
-use wharf_sdk::host::{container, exec, freezer, process};
+use wharf_sdk::host::{container, exec, files, freezer, process};
 use wharf_sdk::{
-    Capabilities, CommandRequest, CommandResult, ProcessRequest, Provider, ProviderFeatures,
-    ProviderInfo, SandboxSpec, ToolError, Value,
+    Capabilities, CommandRequest, CommandResult, DirEntry, EntryKind, FileChunk, ProcessRequest,
+    Provider, ProviderFeatures, ProviderInfo, SandboxSpec, ToolError, Value,
 };
 
 /// The operator's config.
@@ -86,7 +87,11 @@ impl Provider for DockerProvider {
             "One container per sandbox on the host's Docker engine.",
         )
         .features(
-            ProviderFeatures::WRITE_FILE | ProviderFeatures::STDIN | ProviderFeatures::POOLABLE,
+            ProviderFeatures::READ_FILE
+                | ProviderFeatures::WRITE_FILE
+                | ProviderFeatures::LIST_DIR
+                | ProviderFeatures::STDIN
+                | ProviderFeatures::POOLABLE,
         )
         .requires(Capabilities {
             images: vec!["wharf-sandbox:*".into()],
@@ -191,7 +196,46 @@ impl Provider for DockerProvider {
         ))
     }
 
+    // A sandbox without the agent (a host with `sandbox_agent = false`) answers these with
+    // 4030, and the host then reads and lists through commands.
+    fn read_file(
+        &mut self,
+        sandbox: &str,
+        path: &str,
+        offset: u64,
+        max_bytes: u64,
+    ) -> Result<FileChunk, ToolError> {
+        let read = files::read(sandbox, path, offset, max_bytes)?;
+        Ok(FileChunk {
+            data: read.data,
+            total_size: read.size,
+        })
+    }
+
+    fn list_dir(&mut self, sandbox: &str, path: &str) -> Result<Vec<DirEntry>, ToolError> {
+        Ok(files::list(sandbox, path)?
+            .into_iter()
+            .map(|entry| DirEntry {
+                name: entry.name,
+                kind: match entry.kind {
+                    files::FileKind::File => EntryKind::File,
+                    files::FileKind::Directory => EntryKind::Directory,
+                    files::FileKind::Symlink => EntryKind::Symlink,
+                    files::FileKind::Other => EntryKind::Other,
+                },
+                size: entry.size,
+            })
+            .collect())
+    }
+
     fn write_file(&mut self, sandbox: &str, path: &str, content: Vec<u8>) -> Result<(), ToolError> {
+        match files::write(sandbox, path, &content, false) {
+            Ok(()) => return Ok(()),
+            // No agent in this sandbox: copy-in or a command writes it. (A path the
+            // sandbox's user may not write is 4030 too, and stays refused.)
+            Err(e) if e.code == 4030 && e.message.contains("no sandbox agent") => {}
+            Err(e) => return Err(e.into()),
+        }
         if path.starts_with('/') && container::copy_in(sandbox, path, &content, 0o644).is_ok() {
             return Ok(());
         }

@@ -125,6 +125,8 @@ pub(super) enum Body {
     },
     /// Raw bytes (`application/octet-stream`, `application/wasm`, or untyped).
     Bytes,
+    /// A file's bytes, or a directory's tar stream (`application/x-tar`).
+    FileOrTar,
     /// A JSON-RPC message (MCP).
     JsonRpc,
 }
@@ -141,8 +143,10 @@ pub(super) enum Reply {
     Document,
     /// OpenMetrics text.
     Metrics,
-    /// A file's bytes.
-    Octets,
+    /// A file's bytes, or a directory's tar stream.
+    FileOrTar,
+    /// Newline-delimited JSON (a watch's changes).
+    Lines,
     /// MCP's streamable HTTP: a JSON-RPC answer as JSON or as an event stream.
     Mcp,
     /// An upgrade to a WebSocket (101); a request that is not one gets the envelope.

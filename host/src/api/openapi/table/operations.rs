@@ -2,8 +2,9 @@
 //! `table` (the host's own API, MCP, the admin routes, then the compatibility API).
 
 use super::shared::{
-    ACQUIRE, CALL, FILE_PATH, FILES, MCP, MCP_POST_HEADERS, MCP_SESSION, PREVIEWS, RELEASE,
-    SESSION_ROWS, SUSPEND, TERMINAL, TERMINAL_QUERY, WORKER_QUERY,
+    ACQUIRE, CALL, FILE_INFO, FILE_PATH, FILES, INFO_PATH, MCP, MCP_POST_HEADERS, MCP_SESSION,
+    PREVIEWS, RELEASE, SESSION_ROWS, SUSPEND, TERMINAL, TERMINAL_QUERY, WATCH, WATCH_QUERY,
+    WORKER_QUERY,
 };
 use super::{Body, Operation, Reply, body, delete, get, param, post, put};
 use crate::api::call_request::CallRequest;
@@ -192,20 +193,42 @@ pub(in crate::api::openapi) const OPERATIONS: &[Operation] = &[
         .codes(SESSION_ROWS),
     get(
         "/v1/sessions/{id}/files",
-        "Stream a file out of a sandbox session",
+        "Stream a file out of a sandbox session; a directory comes as a tar stream",
     )
     .scope(Call)
     .query(FILE_PATH)
-    .reply(Reply::Octets)
+    .reply(Reply::FileOrTar)
     .codes(FILES),
     put(
         "/v1/sessions/{id}/files",
-        "Stream a file into a sandbox session",
+        "Stream a file into a sandbox session; a tar stream (Content-Type: application/x-tar) is unpacked into the directory path",
     )
     .scope(Call)
-    .body(Body::Bytes)
+    .body(Body::FileOrTar)
     .query(FILE_PATH)
     .codes(FILES),
+    get(
+        "/v1/sessions/{id}/files/info",
+        "What a path in the sandbox is (name, kind, size, mode, uid, gid, modified_ms, link_target), through the sandbox agent, as the sandbox's user",
+    )
+    .scope(Call)
+    .query(INFO_PATH)
+    .codes(FILE_INFO),
+    get(
+        "/v1/sessions/{id}/files/list",
+        "A directory's entries (at most 10,000, sorted by name; the rest counted in truncated), through the sandbox agent, as the sandbox's user",
+    )
+    .scope(Call)
+    .query(INFO_PATH)
+    .codes(FILE_INFO),
+    get(
+        "/v1/sessions/{id}/files/watch",
+        "Stream the changes under a path (inotify in the sandbox) as newline-delimited JSON; the response starts once the watch is up",
+    )
+    .scope(Call)
+    .query(WATCH_QUERY)
+    .reply(Reply::Lines)
+    .codes(WATCH),
     post("/v1/call", "Run a tool")
         .scope(Call)
         .body(body::<CallRequest>(true))

@@ -175,7 +175,65 @@ pub(super) const MCP_SESSION: &[Param] = &[param(
     "The MCP session (from `initialize`'s answer)",
 )];
 
-pub(super) const FILE_PATH: &[Param] = &[param("path", true, "The file in the sandbox")];
+pub(super) const FILE_PATH: &[Param] = &[param(
+    "path",
+    true,
+    "The file (or, through the sandbox agent, the directory) in the sandbox",
+)];
+
+/// What a path is, or a directory's entries, through the sandbox agent.
+pub(super) const FILE_INFO: &[Code] = &[
+    Success,
+    InvalidInput,
+    InvalidRequest,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    Conflict,
+    ExecutionError,
+    DependencyFailure,
+    Internal,
+];
+/// A watch: as [`FILE_INFO`], and the host's watch slots.
+pub(super) const WATCH: &[Code] = &[
+    Success,
+    InvalidInput,
+    InvalidRequest,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    Conflict,
+    RateLimited,
+    ExecutionError,
+    Timeout,
+    DependencyFailure,
+    Internal,
+];
+pub(super) const INFO_PATH: &[Param] = &[param(
+    "path",
+    true,
+    "The path in the sandbox (relative: from its working directory); 1-4096 bytes",
+)];
+pub(super) const WATCH_QUERY: &[Param] = &[
+    param(
+        "path",
+        true,
+        "The directory (or file) watched; 1-4096 bytes",
+    ),
+    param(
+        "recursive",
+        false,
+        "Follow subdirectories too (at most 4096 directories); default false",
+    ),
+    param(
+        "timeout_seconds",
+        false,
+        "How long the watch runs, 1-3600 (default 300)",
+    )
+    .kind(ParamKind::Integer { min: 1, max: 3600 }),
+];
 
 pub(super) const WORKER_QUERY: &[Param] = &[
     param("worker_id", false, "Only this worker's sessions"),

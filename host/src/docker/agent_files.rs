@@ -1,0 +1,127 @@
+//! File operations through a container's sandbox agent (the engine's `file_operation`):
+//! one connection per operation, pumped by a task of its own that sends the input, then
+//! hands each output chunk on when the consumer takes it. The agent is inside the sandbox,
+//! so what it sends is held to the protocol: a reply out of turn, a chunk past the frame
+//! limit or a connection that ends without `Done` is a failure, never a success.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt as _, StreamExt as _};
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use wharf_sandbox_protocol::{FilesRequest, MAX_CHUNK_BYTES, Reply, Request, Stream, decode};
+
+use crate::engines::sandbox_files::{FileInput, FileOp, FileOutput};
+
+use super::agent_calls::agent_error;
+use super::agent_client::{AgentFailure, open_framed};
+use super::client::Docker;
+use super::error::DockerError;
+use super::labels::shorten;
+use super::types::Owner;
+
+/// Chunks in flight between the pump and its consumer.
+const CHANNEL_CHUNKS: usize = 2;
+/// How long a refusal is waited for after the input could not be sent.
+const REASON_WAIT: Duration = Duration::from_secs(1);
+
+impl Docker {
+    /// Runs `op` in an owned container through its agent.
+    pub async fn file_operation(
+        &self,
+        owner: &Owner,
+        id: &str,
+        op: FileOp,
+        input: Option<FileInput>,
+        stall: Duration,
+    ) -> Result<FileOutput, DockerError> {
+        let Some(endpoint) = self.agent_of(owner, id).await? else {
+            return Err(DockerError::Refused(format!(
+                "container {} runs no sandbox agent: its files cannot be reached through one",
+                shorten(id)
+            )));
+        };
+        let takes_input = op.takes_input();
+        let request = Request::Files(FilesRequest { op, user: None });
+        let framed = open_framed(&endpoint, &request).await.map_err(|failure| {
+            if !matches!(failure, AgentFailure::Refused(_)) {
+                self.known_agents().forget(id);
+            }
+            agent_error(failure)
+        })?;
+        let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
+        let input = if takes_input { input } else { None };
+        tokio::spawn(pump(framed, input, tx, stall));
+        Ok(rx)
+    }
+}
+
+type AgentConnection = Framed<UnixStream, LengthDelimitedCodec>;
+
+async fn pump(
+    mut framed: AgentConnection,
+    input: Option<FileInput>,
+    tx: mpsc::Sender<Result<Bytes, DockerError>>,
+    stall: Duration,
+) {
+    if let Some(input) = input
+        && let Err(failure) = send_input(&mut framed, input).await
+    {
+        // An agent that refused at once (no such user, say) closed without reading: its
+        // reason, if it sent one, says more than the broken pipe.
+        let reason = match tokio::time::timeout(REASON_WAIT, framed.next()).await {
+            Ok(Some(Ok(frame))) => match decode::<Reply>(&frame) {
+                Ok(Reply::Error(e)) => agent_error(AgentFailure::Refused(e)),
+                _ => failure,
+            },
+            _ => failure,
+        };
+        let _ = tx.send_timeout(Err(reason), stall).await;
+        return;
+    }
+    loop {
+        let next = tokio::select! {
+            next = framed.next() => next,
+            // The consumer left: dropping the connection abandons the operation.
+            () = tx.closed() => return,
+        };
+        let reply = match next {
+            Some(Ok(frame)) => decode::<Reply>(&frame).map_err(|e| broken(e.to_string())),
+            Some(Err(e)) => Err(broken(format!("reading: {e}"))),
+            None => Err(broken("the agent closed the connection before the end")),
+        };
+        let item = match reply {
+            Ok(Reply::Chunk {
+                stream: Stream::Stdout,
+                data,
+            }) if data.len() <= MAX_CHUNK_BYTES as usize => Ok(Bytes::from(data)),
+            Ok(Reply::Done) => return,
+            Ok(Reply::Error(e)) => Err(agent_error(AgentFailure::Refused(e))),
+            Ok(_) => Err(broken("the agent answered a file operation out of turn")),
+            Err(failure) => Err(failure),
+        };
+        let failed = item.is_err();
+        if tx.send_timeout(item, stall).await.is_err() || failed {
+            return;
+        }
+    }
+}
+
+async fn send_input(framed: &mut AgentConnection, mut input: FileInput) -> Result<(), DockerError> {
+    let send_failed = |e: std::io::Error| broken(format!("sending: {e}"));
+    while let Some(chunk) = input.recv().await {
+        for piece in chunk.chunks(MAX_CHUNK_BYTES as usize) {
+            framed
+                .send(chunk.slice_ref(piece))
+                .await
+                .map_err(send_failed)?;
+        }
+    }
+    framed.send(Bytes::new()).await.map_err(send_failed)
+}
+
+fn broken(message: impl Into<String>) -> DockerError {
+    agent_error(AgentFailure::Broken(message.into()))
+}
