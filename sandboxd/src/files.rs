@@ -4,9 +4,6 @@
 //! host slows the helper rather than filling the agent's memory), then the helper's exit
 //! as `Done` or an error carrying its reason. A host that leaves kills the helper.
 
-use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
-use std::process::Stdio;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -19,7 +16,7 @@ use wharf_sandbox_protocol::{
 };
 
 use crate::file_helper::{self, EXIT_DENIED, EXIT_INVALID, EXIT_NOT_FOUND};
-use crate::run::kill_group;
+use crate::run::{Piped, kill_group, spawn_piped};
 use crate::server::{Agent, Conn, IO_TIMEOUT, client_gone, error_reply};
 use crate::spawn;
 
@@ -84,43 +81,13 @@ fn start(agent: &Agent, request: &FilesRequest) -> Result<Helper, Reply> {
         file_helper::encode_op(&request.op),
     ];
     let prepared = spawn::prepare(&Command::Argv(argv), &setup).map_err(Reply::Error)?;
-    let mut command = prepared.command();
-    command
-        .stdin(if request.op.takes_input() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let spawned = agent
-        .reaper
-        .spawn(&mut command)
-        .map_err(|e| Reply::Error(prepared.spawn_error(&e)))?;
-    let pid = spawned.pid;
-    let mut child = spawned.child;
-    let pipes = (|| -> std::io::Result<_> {
-        let missing = || std::io::Error::other("a pipe of the helper is missing");
-        let stdout = child.stdout.take().ok_or_else(missing)?;
-        let stderr = child.stderr.take().ok_or_else(missing)?;
-        let stdin = match child.stdin.take() {
-            Some(stdin) => Some(pipe::Sender::from_owned_fd(OwnedFd::from(stdin))?),
-            None => None,
-        };
-        Ok((
-            pipe::Receiver::from_owned_fd(OwnedFd::from(stdout))?,
-            pipe::Receiver::from_owned_fd(OwnedFd::from(stderr))?,
-            stdin,
-        ))
-    })();
-    let (stdout, mut stderr, stdin) = pipes.map_err(|error| {
-        kill_group(pid);
-        error_reply(
-            ErrorKind::Failed,
-            format!("cannot reach the files helper: {error}"),
-        )
-    })?;
+    let Piped {
+        pid,
+        exit,
+        stdout,
+        mut stderr,
+        stdin,
+    } = spawn_piped(agent, &prepared, request.op.takes_input())?;
     let reason = tokio::spawn(async move {
         let mut kept = Vec::new();
         let mut piece = [0u8; 1024];
@@ -136,7 +103,7 @@ fn start(agent: &Agent, request: &FilesRequest) -> Result<Helper, Reply> {
     });
     Ok(Helper {
         pid,
-        exit: spawned.exit,
+        exit,
         stdin,
         stdout,
         reason,

@@ -19,7 +19,7 @@ use wharf_sandbox_protocol::{
 
 use crate::ring::Ring;
 use crate::server::{Agent, Conn, client_gone, error_reply};
-use crate::spawn;
+use crate::spawn::{self, Prepared};
 
 /// How long output is still read after the command exited (a backgrounded grandchild may
 /// hold the pipes open forever).
@@ -73,9 +73,50 @@ fn start(agent: &Agent, request: &RunRequest) -> Result<Started, Reply> {
         ));
     }
     let prepared = spawn::prepare(&request.command, &request.setup).map_err(Reply::Error)?;
+    let Piped {
+        pid,
+        exit,
+        stdout,
+        stderr,
+        stdin,
+    } = spawn_piped(agent, &prepared, request.stdin.is_some())?;
+    let stdin_writer = match (stdin, request.stdin.clone()) {
+        (Some(mut stdin), Some(data)) => Some(tokio::spawn(async move {
+            // A child that stops reading must not hold up the run: this task is aborted
+            // when the run ends; dropping `stdin` closes it.
+            let _ = stdin.write_all(&data).await;
+        })),
+        _ => None,
+    };
+    Ok(Started {
+        pid,
+        exit,
+        stdout,
+        stderr,
+        stdin_writer,
+    })
+}
+
+/// A child spawned with its output, and maybe its input, piped to the agent.
+pub struct Piped {
+    /// Its pid (and process group).
+    pub pid: u32,
+    /// Its exit code, once reaped.
+    pub exit: tokio::sync::oneshot::Receiver<i32>,
+    /// Its stdout.
+    pub stdout: pipe::Receiver,
+    /// Its stderr.
+    pub stderr: pipe::Receiver,
+    /// Its stdin, when asked for (else it reads `/dev/null`).
+    pub stdin: Option<pipe::Sender>,
+}
+
+/// Spawns `prepared` as the leader of a process group of its own, stdout and stderr piped,
+/// stdin piped when `with_stdin`; the error is the reply.
+pub fn spawn_piped(agent: &Agent, prepared: &Prepared, with_stdin: bool) -> Result<Piped, Reply> {
     let mut command = prepared.command();
     command
-        .stdin(if request.stdin.is_some() {
+        .stdin(if with_stdin {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -101,31 +142,22 @@ fn start(agent: &Agent, request: &RunRequest) -> Result<Started, Reply> {
         };
         Ok((stdout, stderr, stdin))
     })();
-    let (stdout, stderr, stdin) = match pipes {
-        Ok(pipes) => pipes,
+    match pipes {
+        Ok((stdout, stderr, stdin)) => Ok(Piped {
+            pid,
+            exit: spawned.exit,
+            stdout,
+            stderr,
+            stdin,
+        }),
         Err(error) => {
             kill_group(pid);
-            return Err(error_reply(
+            Err(error_reply(
                 ErrorKind::Failed,
-                format!("cannot read the command's output: {error}"),
-            ));
+                format!("cannot read the child's output: {error}"),
+            ))
         }
-    };
-    let stdin_writer = match (stdin, request.stdin.clone()) {
-        (Some(mut stdin), Some(data)) => Some(tokio::spawn(async move {
-            // A child that stops reading must not hold up the run: this task is aborted
-            // when the run ends; dropping `stdin` closes it.
-            let _ = stdin.write_all(&data).await;
-        })),
-        _ => None,
-    };
-    Ok(Started {
-        pid,
-        exit: spawned.exit,
-        stdout,
-        stderr,
-        stdin_writer,
-    })
+    }
 }
 
 fn missing_pipe() -> io::Error {

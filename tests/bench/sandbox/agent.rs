@@ -153,6 +153,52 @@ async fn spawn_floor_ms(client: &Client, session: &str) -> f64 {
     ms(t.elapsed()) / f64::from(SPAWNS)
 }
 
+/// Downloads of a 100 MB directory tree, p50 of three each in ms: as a tar stream from
+/// `GET /v1/sessions/{id}/files` (through the agent) and from `docker cp ID:DIR -` (the
+/// engine's archive API, through the CLI), both read to the end and dropped.
+async fn tree_out(client: &Client, cleanup: &mut Cleanup) -> (f64, f64) {
+    let session = client.create_session("bench-tree").await;
+    cleanup.sessions.push(session.clone());
+    client
+        .run(
+            &session,
+            "mkdir -p tree/a && dd if=/dev/urandom of=tree/a/big bs=1048576 count=100 2>/dev/null",
+        )
+        .await;
+    let container = containers_labelled("wharf.session", &session)
+        .pop()
+        .expect("the session's container");
+    let (mut agent, mut cli) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let t = Instant::now();
+        let mut response = client
+            .http
+            .get(format!(
+                "{}/v1/sessions/{session}/files?path=tree",
+                client.url
+            ))
+            .send()
+            .await
+            .expect("the host answers");
+        assert_eq!(response.status(), 200);
+        let mut bytes = 0usize;
+        while let Some(chunk) = response.chunk().await.expect("the tar stream") {
+            bytes += chunk.len();
+        }
+        assert!(bytes > 100 << 20, "{bytes} bytes");
+        agent.push(ms(t.elapsed()));
+        let t = Instant::now();
+        let out = std::process::Command::new("docker")
+            .args(["cp", &format!("{container}:/work/tree"), "-"])
+            .output()
+            .expect("docker cp runs");
+        assert!(out.status.success() && out.stdout.len() > 100 << 20);
+        cli.push(ms(t.elapsed()));
+    }
+    client.delete_all(&[session], cleanup).await;
+    (p50(&mut agent), p50(&mut cli))
+}
+
 /// 100 sessions, one looping task each: (commands/s, p50 ms, p99 ms, failures).
 /// The sandbox agents' resident memory, in KiB: the PID 1 of each container of `sessions`,
 /// read from `/proc` on this host (mean, max).
@@ -299,6 +345,14 @@ pub(super) async fn rows(seconds: u32, cleanup: &mut Cleanup) -> Figures {
     rows.push((
         "ratio agent / CLI, agent / engine exec, exec".into(),
         format!("{exec_ratio:.3}x, {:.2}x", agent / engine),
+    ));
+    let (tree_agent, tree_cli) = tree_out(&client, cleanup).await;
+    rows.push((
+        "a 100 MB directory out as a tar stream: GET /v1/sessions/{id}/files (agent) vs `docker cp ID:DIR -`, p50 of 3".into(),
+        format!(
+            "{tree_agent:.0} ms vs {tree_cli:.0} ms ({:.2}x)",
+            tree_agent / tree_cli
+        ),
     ));
     drop(host);
 

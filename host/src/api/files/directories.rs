@@ -77,10 +77,17 @@ async fn files_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<SandboxFi
     wharf.sandbox_files(caller.session_tenant(), id).await
 }
 
-fn session_meta(id: String) -> Meta {
-    Meta {
-        session_id: Some(id),
-        ..Meta::default()
+/// A session route's answer in the envelope.
+fn enveloped(id: String, answer: Result<Value, WharfError>) -> Response {
+    match answer {
+        Ok(data) => {
+            let meta = Meta {
+                session_id: Some(id),
+                ..Meta::default()
+            };
+            Envelope::ok(data, meta).into_response()
+        }
+        Err(e) => failure(e),
     }
 }
 
@@ -94,12 +101,10 @@ pub async fn info(
     let answer = async {
         let q = parse_query(query)?;
         let files = files_for(&wharf, &caller, &id).await?;
-        Ok::<_, WharfError>(info_json(&files.info(&q.path).await?))
+        Ok(info_json(&files.info(&q.path).await?))
     };
-    match answer.await {
-        Ok(info) => Envelope::ok(info, session_meta(id)).into_response(),
-        Err(e) => failure(e),
-    }
+    let answer = answer.await;
+    enveloped(id, answer)
 }
 
 /// `GET /v1/sessions/{id}/files/list?path=`.
@@ -114,16 +119,14 @@ pub async fn list(
         let files = files_for(&wharf, &caller, &id).await?;
         let listing = files.list(&q.path).await?;
         let entries: Vec<Value> = listing.entries.iter().map(info_json).collect();
-        Ok::<_, WharfError>(json!({
+        Ok(json!({
             "path": q.path,
             "entries": entries,
             "truncated": listing.truncated,
         }))
     };
-    match answer.await {
-        Ok(listing) => Envelope::ok(listing, session_meta(id)).into_response(),
-        Err(e) => failure(e),
-    }
+    let answer = answer.await;
+    enveloped(id, answer)
 }
 
 /// `GET /v1/sessions/{id}/files/watch?path=`: changes as newline-delimited JSON, from the
