@@ -117,6 +117,7 @@ async fn relay(
     conn: &mut Conn<'_>,
     requests: &mut FramedRead<ReadHalf<'_>, LengthDelimitedCodec>,
 ) -> Option<Reply> {
+    let mut input_lost = None;
     if request.op.takes_input() {
         let mut stdin = helper.stdin.take();
         loop {
@@ -137,8 +138,9 @@ async fn relay(
             // A helper that stopped reading (it failed) has its reason read below; the
             // rest of the input is taken and dropped meanwhile.
             if let Some(pipe) = stdin.as_mut()
-                && pipe.write_all(&frame).await.is_err()
+                && let Err(error) = pipe.write_all(&frame).await
             {
+                input_lost = Some(error);
                 stdin = None;
             }
         }
@@ -171,6 +173,14 @@ async fn relay(
     let reason = helper.reason.await.unwrap_or_default();
     let reason = String::from_utf8_lossy(&reason).trim().to_owned();
     Some(match code {
+        // A helper that took less than it was sent must not look like a whole write.
+        0 if input_lost.is_some() => error_reply(
+            ErrorKind::Failed,
+            format!(
+                "the input could not be handed to the files helper: {}",
+                input_lost.map(|e| e.to_string()).unwrap_or_default()
+            ),
+        ),
         0 => Reply::Done,
         code => {
             let kind = match u8::try_from(code) {

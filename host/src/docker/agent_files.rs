@@ -98,6 +98,11 @@ async fn pump(
                 data,
             }) if data.len() <= MAX_CHUNK_BYTES as usize => Ok(Bytes::from(data)),
             Ok(Reply::Done) => return,
+            Ok(Reply::Error(e)) if predates_files(&e) => Err(DockerError::Refused(
+                "this sandbox's agent is older than file operations (no sandbox agent serves \
+                 its files): they go through commands until the sandbox is made again"
+                    .into(),
+            )),
             Ok(Reply::Error(e)) => Err(agent_error(AgentFailure::Refused(e))),
             Ok(_) => Err(broken("the agent answered a file operation out of turn")),
             Err(failure) => Err(failure),
@@ -122,6 +127,86 @@ async fn send_input(framed: &mut AgentConnection, mut input: FileInput) -> Resul
     framed.send(Bytes::new()).await.map_err(send_failed)
 }
 
+/// Whether the agent refused the request itself as one it cannot decode: an agent from
+/// before file operations (a sandbox made by an earlier host and adopted after an upgrade)
+/// answers `Files` so. Refused (4030) then, like a sandbox without an agent, so callers
+/// fall back to commands.
+fn predates_files(error: &wharf_sandbox_protocol::AgentError) -> bool {
+    error.kind == wharf_sandbox_protocol::ErrorKind::Invalid
+        && error.message.starts_with("malformed agent message")
+}
+
 fn broken(message: impl Into<String>) -> DockerError {
     agent_error(AgentFailure::Broken(message.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wharf_sandbox_protocol::{AgentError, ErrorKind, encode};
+
+    /// An agent on the other end of a socket pair that answers with `replies`.
+    async fn answered(replies: Vec<Reply>) -> Vec<Result<Bytes, DockerError>> {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        tokio::spawn(async move {
+            let mut agent = Framed::new(theirs, LengthDelimitedCodec::new());
+            for reply in replies {
+                let _ = agent.send(Bytes::from(encode(&reply))).await;
+            }
+            // Then it closes: a stream without `Done` is cut.
+        });
+        let (tx, mut rx) = mpsc::channel(4);
+        let framed = Framed::new(ours, LengthDelimitedCodec::new());
+        tokio::spawn(pump(framed, None, tx, Duration::from_secs(5)));
+        let mut got = Vec::new();
+        while let Some(item) = rx.recv().await {
+            got.push(item);
+        }
+        got
+    }
+
+    #[tokio::test]
+    async fn chunks_then_done_and_what_the_agent_must_not_send() {
+        let chunk = |data: &[u8]| Reply::Chunk {
+            stream: Stream::Stdout,
+            data: data.to_vec(),
+        };
+        let got = answered(vec![chunk(b"ab"), chunk(b"c"), Reply::Done]).await;
+        let bytes: Vec<u8> = got.into_iter().flat_map(|c| c.unwrap().to_vec()).collect();
+        assert_eq!(bytes, b"abc");
+        // Stderr, a reply out of turn, or an end without `Done` is a failure, never a success.
+        for replies in [
+            vec![Reply::Chunk {
+                stream: Stream::Stderr,
+                data: b"x".to_vec(),
+            }],
+            vec![Reply::Connected],
+            vec![chunk(b"cut")],
+        ] {
+            let got = answered(replies).await;
+            assert!(got.last().unwrap().is_err(), "{got:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_agent_older_than_file_operations_is_refused_like_no_agent() {
+        let old = Reply::Error(AgentError {
+            kind: ErrorKind::Invalid,
+            message: "malformed agent message: Found an enum discriminant that was > u32::MAX"
+                .into(),
+        });
+        let got = answered(vec![old]).await;
+        match got.last() {
+            Some(Err(DockerError::Refused(m))) => assert!(m.contains("no sandbox agent"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let bad_path = Reply::Error(AgentError {
+            kind: ErrorKind::Invalid,
+            message: "a file operation's path must be 1 to 4096 bytes".into(),
+        });
+        assert!(matches!(
+            answered(vec![bad_path]).await.last(),
+            Some(Err(DockerError::Invalid(_)))
+        ));
+    }
 }
