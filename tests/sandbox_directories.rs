@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wharf::config::TokenScope::{Call, Read};
+use wharf_integration_tests::tenant_client::TenantClient;
 use wharf_integration_tests::{
     TestHost, docker_provider, docker_ready, raw_http_reply, remove_backend_containers, start_with,
     token,
@@ -28,55 +29,34 @@ async fn host(backend: &str) -> TestHost {
     .await
 }
 
-async fn api(
-    h: &TestHost,
-    bearer: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Value,
-) -> Value {
-    let mut request = reqwest::Client::new()
-        .request(method.clone(), format!("{}{path}", h.url))
-        .bearer_auth(bearer);
-    if method == reqwest::Method::POST {
-        request = request.json(&body);
-    }
-    request
-        .send()
-        .await
-        .expect("the API answers")
-        .json()
-        .await
-        .expect("JSON")
+/// The tenant's client: `ALICE` or `BOB`.
+fn as_tenant<'a>(h: &'a TestHost, token: &'a str) -> TenantClient<'a> {
+    TenantClient { url: &h.url, token }
 }
 
 async fn get(h: &TestHost, bearer: &str, path: &str) -> Value {
-    api(h, bearer, reqwest::Method::GET, path, Value::Null).await
+    as_tenant(h, bearer).get(path).await
 }
 
 async fn new_session(h: &TestHost, backend: &str, config: Value) -> String {
-    let created = api(
-        h,
-        ALICE,
-        reqwest::Method::POST,
-        "/v1/sessions",
-        json!({"backend": backend, "config": config}),
-    )
-    .await;
+    let created = as_tenant(h, ALICE)
+        .post(
+            "/v1/sessions",
+            json!({"backend": backend, "config": config}),
+        )
+        .await;
     assert_eq!(created["code"], 0, "{created}");
     created["data"]["id"].as_str().expect("an id").to_string()
 }
 
 /// Runs `script` in the session's sandbox; its stdout (stderr appended).
 async fn run(h: &TestHost, backend: &str, session: &str, script: &str) -> String {
-    let reply = api(
-        h,
-        ALICE,
-        reqwest::Method::POST,
-        "/v1/call",
-        json!({"tool": format!("{backend}:run_command"), "args": {"command": script, "timeout_seconds": 120}, "session_id": session}),
-    )
-    .await;
+    let reply = as_tenant(h, ALICE)
+        .post(
+            "/v1/call",
+            json!({"tool": format!("{backend}:run_command"), "args": {"command": script, "timeout_seconds": 120}, "session_id": session}),
+        )
+        .await;
     assert_eq!(reply["code"], 0, "{script}: {reply}");
     let result = &reply["data"]["result"];
     format!(

@@ -8,6 +8,7 @@
 //! through the sandbox agent (`directories`).
 
 mod directories;
+mod paced;
 mod spool;
 
 pub use directories::{info, list, watch};
@@ -86,7 +87,8 @@ pub async fn download(
 
 /// `path` out of a held sandbox as a streamed body with its `Content-Length` (the REST
 /// download, and the console's): the slices are read while the client takes them, under
-/// the session's turn, which `held` gives back when the stream ends or stalls.
+/// the session's turn, which `held` gives back when the stream ends, stalls or outlives
+/// the session (`paced`).
 pub(crate) async fn stream_file(
     wharf: &Wharf,
     held: SandboxTransfer,
@@ -95,50 +97,30 @@ pub(crate) async fn stream_file(
     let size = held.size(&path).await?;
     let slices = size.div_ceil(SLICE_BYTES);
     let stall = std::time::Duration::from_millis(wharf.server().upload_read_timeout_ms);
-    // The slices are read by a task of their own that holds the session's turn and hands
-    // each slice over only when the client takes it: a client that stops reading ends the
-    // task after `stall`, and the session's lifetime ends it in any case, so no transfer
-    // holds a session past either (SECURITY.md, "Resource ledger").
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
-    let lifetime_left = held
-        .ends_at_ms
-        .map(|end| std::time::Duration::from_millis(end.saturating_sub(crate::clock::now_ms())));
-    tokio::spawn(async move {
-        let transfer = async {
-            for index in 0..slices {
-                // The reported size is the sandbox's word: a slice other than the one it
-                // announced ends the stream (and the session's turn) with an error.
-                let expected = (size - index * SLICE_BYTES).min(SLICE_BYTES);
-                let slice = match held.slice(&path, index).await {
-                    Ok(data) if data.len() as u64 == expected => Ok(bytes::Bytes::from(data)),
-                    Ok(data) => Err(std::io::Error::other(format!(
-                        "slice {index} of `{path}` is {} bytes, {expected} announced: the file changed",
-                        data.len()
-                    ))),
-                    Err(e) => Err(std::io::Error::other(e)),
-                };
-                let failed = slice.is_err();
-                if tx.send_timeout(slice, stall).await.is_err() || failed {
-                    return;
-                }
+    let lasts = held.lifetime_left();
+    let body = paced::paced_body(stall, lasts, |out| async move {
+        for index in 0..slices {
+            // The reported size is the sandbox's word: a slice other than the one it
+            // announced ends the stream (and the session's turn) with an error.
+            let expected = (size - index * SLICE_BYTES).min(SLICE_BYTES);
+            let slice = match held.slice(&path, index).await {
+                Ok(data) if data.len() as u64 == expected => Ok(bytes::Bytes::from(data)),
+                Ok(data) => Err(std::io::Error::other(format!(
+                    "slice {index} of `{path}` is {} bytes, {expected} announced: the file changed",
+                    data.len()
+                ))),
+                Err(e) => Err(std::io::Error::other(e)),
+            };
+            let failed = slice.is_err();
+            if !out.send(slice).await || failed {
+                return;
             }
-        };
-        match lifetime_left {
-            Some(left) => {
-                let _ = tokio::time::timeout(left, transfer).await;
-            }
-            None => transfer.await,
         }
-        drop(held);
-    });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        let slice = rx.recv().await?;
-        Some((slice, rx))
     });
     Response::builder()
         .header(axum::http::header::CONTENT_TYPE, "application/octet-stream")
         .header(axum::http::header::CONTENT_LENGTH, size)
-        .body(Body::from_stream(stream))
+        .body(body)
         .map_err(|e| WharfError::internal(e.to_string()))
 }
 

@@ -37,6 +37,12 @@ impl Docker {
         input: Option<FileInput>,
         stall: Duration,
     ) -> Result<FileOutput, DockerError> {
+        if !wharf_sandbox_protocol::valid_path(op.path()) {
+            return Err(DockerError::Invalid(format!(
+                "a path is 1 to {} bytes, without NUL",
+                wharf_sandbox_protocol::MAX_PATH_BYTES
+            )));
+        }
         let Some(endpoint) = self.agent_of(owner, id).await? else {
             return Err(DockerError::Refused(format!(
                 "container {} runs no sandbox agent: its files cannot be reached through one",

@@ -4,7 +4,7 @@
 
 pub use wharf_sandbox_protocol::{
     FileEvent, FileEventKind, FileInfo, FileKind, FileOp, Listing, MAX_ANSWER_BYTES,
-    MAX_EVENT_BYTES, MAX_PATH_BYTES,
+    MAX_EVENT_BYTES,
 };
 
 use super::error::EngineError;

@@ -7,13 +7,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf as _, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+use tokio_util::codec::{Decoder as _, LengthDelimitedCodec};
 
 use super::Wharf;
 use super::session_sandbox::Lookup;
 use crate::engines::sandbox_files::{
     self, FileEvent, FileInfo, FileInput, FileOp, FileOutput, Listing, MAX_ANSWER_BYTES,
-    MAX_EVENT_BYTES, MAX_PATH_BYTES,
+    MAX_EVENT_BYTES,
 };
 use crate::engines::{ContainerEngine, Owner};
 use crate::error_code::{Code, WharfError};
@@ -38,17 +39,6 @@ pub struct SandboxFiles {
     watch_slots: Arc<tokio::sync::Semaphore>,
 }
 
-fn check_path(path: &str) -> Result<(), WharfError> {
-    if wharf_sandbox_protocol::valid_path(path) {
-        Ok(())
-    } else {
-        Err(WharfError::new(
-            Code::InvalidInput,
-            format!("a path is 1 to {MAX_PATH_BYTES} bytes, without NUL"),
-        ))
-    }
-}
-
 fn malformed(what: &str) -> WharfError {
     WharfError::new(
         Code::ExecutionError,
@@ -58,7 +48,6 @@ fn malformed(what: &str) -> WharfError {
 
 impl SandboxFiles {
     async fn run(&self, op: FileOp, input: Option<FileInput>) -> Result<FileOutput, WharfError> {
-        check_path(op.path())?;
         Ok(self
             .engine
             .file_operation(&self.owner, &self.container, op, input, self.stall)
@@ -137,6 +126,9 @@ impl SandboxFiles {
         let mut watch = FileWatch {
             output: self.run(op, None).await?,
             pending: BytesMut::new(),
+            frames: LengthDelimitedCodec::builder()
+                .max_frame_length(MAX_EVENT_BYTES)
+                .new_codec(),
             _slot: slot,
         };
         match tokio::time::timeout(WATCH_SETUP, watch.next_frame()).await {
@@ -155,6 +147,7 @@ impl SandboxFiles {
 pub struct FileWatch {
     output: FileOutput,
     pending: BytesMut,
+    frames: LengthDelimitedCodec,
     _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
@@ -178,20 +171,10 @@ impl FileWatch {
     /// One length-prefixed frame of the helper's output.
     async fn next_frame(&mut self) -> Result<Option<Bytes>, WharfError> {
         loop {
-            if self.pending.len() >= 4 {
-                let len = u32::from_be_bytes([
-                    self.pending[0],
-                    self.pending[1],
-                    self.pending[2],
-                    self.pending[3],
-                ]) as usize;
-                if len > MAX_EVENT_BYTES {
-                    return Err(malformed("a change longer than a path"));
-                }
-                if self.pending.len() >= 4 + len {
-                    self.pending.advance(4);
-                    return Ok(Some(self.pending.split_to(len).freeze()));
-                }
+            match self.frames.decode(&mut self.pending) {
+                Ok(Some(frame)) => return Ok(Some(frame.freeze())),
+                Ok(None) => {}
+                Err(_) => return Err(malformed("a change longer than a path")),
             }
             match self.output.recv().await {
                 Some(Ok(chunk)) => self.pending.extend_from_slice(&chunk),

@@ -33,6 +33,12 @@ impl SandboxTransfer {
         })
     }
 
+    /// What is left of the session's lifetime, when it has a hard end.
+    pub fn lifetime_left(&self) -> Option<std::time::Duration> {
+        self.ends_at_ms
+            .map(|end| std::time::Duration::from_millis(end.saturating_sub(crate::clock::now_ms())))
+    }
+
     /// The size of `path` in the sandbox.
     pub async fn size(&self, path: &str) -> Result<u64, WharfError> {
         self.files()?.size(&self.session, path).await

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::paced::paced_body;
 use super::spool::Spooled;
 use super::{UPLOAD_CHUNK, failure};
 use crate::api::auth::Caller;
@@ -155,39 +155,30 @@ pub async fn watch(
         Ok(opened) => opened,
         Err(e) => return failure(e),
     };
-    // A task of its own holds the watch (and its slot): a client that takes no line for
-    // the stall time, or the watch's time running out, ends it.
+    // The body's task holds the watch, and its slot.
     let stall = Duration::from_millis(wharf.server().upload_read_timeout_ms);
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(4);
-    tokio::spawn(async move {
+    let lines = paced_body(stall, Some(lasts), |out| async move {
         let mut watch: FileWatch = watch;
-        let forward = async {
-            loop {
-                let line = match watch.next().await {
-                    Ok(Some(event)) => event_line(&event),
-                    Ok(None) => return,
-                    Err(e) => {
-                        let mut line = json!({"event": "error", "message": e.message}).to_string();
-                        line.push('\n');
-                        let _ = tx.send_timeout(Ok(bytes::Bytes::from(line)), stall).await;
-                        return;
-                    }
-                };
-                if tx.send_timeout(Ok(line), stall).await.is_err() {
+        loop {
+            let line = match watch.next().await {
+                Ok(Some(event)) => event_line(&event),
+                Ok(None) => return,
+                Err(e) => {
+                    let mut line = json!({"event": "error", "message": e.message}).to_string();
+                    line.push('\n');
+                    out.send(Ok(bytes::Bytes::from(line))).await;
                     return;
                 }
+            };
+            if !out.send(Ok(line)).await {
+                return;
             }
-        };
-        let _ = tokio::time::timeout(lasts, forward).await;
-    });
-    let lines = futures::stream::unfold(rx, |mut rx| async move {
-        let line = rx.recv().await?;
-        Some((line, rx))
+        }
     });
     Response::builder()
         .header(axum::http::header::CONTENT_TYPE, "application/x-ndjson")
         .header(axum::http::header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(lines))
+        .body(lines)
         .unwrap_or_else(|e| failure(WharfError::internal(e.to_string())))
 }
 
@@ -217,10 +208,8 @@ pub(super) async fn through_agent(
 }
 
 /// Streams what is at `path` out (a directory as a tar stream, a file with its
-/// `Content-Length`), under the session's turn. A task of its own holds the turn and hands
-/// each chunk over only when the client takes it: a client that takes none for `stall`, or
-/// the session's lifetime ending, ends the task and gives the turn back (SECURITY.md,
-/// "Resource ledger").
+/// `Content-Length`), under the session's turn, which the body's task gives back when the
+/// stream ends, stalls or outlives the session (`paced`).
 pub(super) async fn stream_out(
     wharf: &Wharf,
     found: AtPath,
@@ -236,54 +225,39 @@ pub(super) async fn stream_out(
         ),
     };
     let stall = Duration::from_millis(wharf.server().upload_read_timeout_ms);
-    let lifetime_left = held
-        .ends_at_ms
-        .map(|end| Duration::from_millis(end.saturating_sub(crate::clock::now_ms())));
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
-    tokio::spawn(async move {
-        let pump = async {
-            let mut sent = 0u64;
-            loop {
-                // An error mid-stream ends the body abruptly, so the client cannot take a
-                // cut archive (or a file that changed size) for a whole one.
-                let item = match (output.recv().await, length) {
-                    (Some(Ok(chunk)), Some(size)) if sent + chunk.len() as u64 > size => {
-                        Err(std::io::Error::other("the file grew while it was read"))
-                    }
-                    (Some(Ok(chunk)), _) => Ok(chunk),
-                    (Some(Err(e)), _) => Err(std::io::Error::other(e.to_string())),
-                    (None, Some(size)) if sent < size => {
-                        Err(std::io::Error::other("the file shrank while it was read"))
-                    }
-                    (None, _) => return,
-                };
-                let failed = item.is_err();
-                if let Ok(chunk) = &item {
-                    sent += chunk.len() as u64;
+    let lasts = held.lifetime_left();
+    let body = paced_body(stall, lasts, |out| async move {
+        let _turn = held;
+        let mut sent = 0u64;
+        loop {
+            // An error mid-stream ends the body abruptly, so the client cannot take a cut
+            // archive (or a file that changed size) for a whole one.
+            let piece = match (output.recv().await, length) {
+                (Some(Ok(chunk)), Some(size)) if sent + chunk.len() as u64 > size => {
+                    Err(std::io::Error::other("the file grew while it was read"))
                 }
-                if tx.send_timeout(item, stall).await.is_err() || failed {
-                    return;
+                (Some(Ok(chunk)), _) => Ok(chunk),
+                (Some(Err(e)), _) => Err(std::io::Error::other(e.to_string())),
+                (None, Some(size)) if sent < size => {
+                    Err(std::io::Error::other("the file shrank while it was read"))
                 }
+                (None, _) => return,
+            };
+            let failed = piece.is_err();
+            if let Ok(chunk) = &piece {
+                sent += chunk.len() as u64;
             }
-        };
-        match lifetime_left {
-            Some(left) => {
-                let _ = tokio::time::timeout(left, pump).await;
+            if !out.send(piece).await || failed {
+                return;
             }
-            None => pump.await,
         }
-        drop(held);
-    });
-    let chunks = futures::stream::unfold(rx, |mut rx| async move {
-        let chunk = rx.recv().await?;
-        Some((chunk, rx))
     });
     let mut response = Response::builder().header(axum::http::header::CONTENT_TYPE, kind);
     if let Some(length) = length {
         response = response.header(axum::http::header::CONTENT_LENGTH, length);
     }
     response
-        .body(Body::from_stream(chunks))
+        .body(body)
         .map_err(|e| WharfError::internal(e.to_string()))
 }
 
