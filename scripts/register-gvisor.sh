@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Registers gVisor's `runsc` (Debian's package) with the local Docker engine as the runtime
-# `runsc`, for sandboxes at `isolation = "gvisor"`: merges it into the `runtimes` of
+# `runsc`, for sandboxes at `isolation = "gvisor"`, and again as `runsc-no-host-uds`
+# without host sockets (the agent is then reached through the engine: the tests run both):
+# merges them into the `runtimes` of
 # /etc/docker/daemon.json (everything else there — storage driver, MTU — is kept) and sends
 # dockerd SIGHUP, which reloads runtimes without a restart. Idempotent.
 #
@@ -32,14 +34,20 @@ if os.path.exists(path) and os.path.getsize(path) > 0:
     with open(path) as f:
         config = json.load(f)
 want = {
-    "path": sys.argv[1],
-    "runtimeArgs": ["--platform=ptrace", "--network=host", "--host-uds=all"],
+    "runsc": {
+        "path": sys.argv[1],
+        "runtimeArgs": ["--platform=ptrace", "--network=host", "--host-uds=all"],
+    },
+    "runsc-no-host-uds": {
+        "path": sys.argv[1],
+        "runtimeArgs": ["--platform=ptrace", "--network=host"],
+    },
 }
 runtimes = config.setdefault("runtimes", {})
-if runtimes.get("runsc") == want:
+if all(runtimes.get(name) == runtime for name, runtime in want.items()):
     print("no")
     sys.exit(0)
-runtimes["runsc"] = want
+runtimes.update(want)
 os.makedirs(os.path.dirname(path), exist_ok=True)
 staged = path + ".wharf-staged"
 with open(staged, "w") as f:
@@ -52,8 +60,8 @@ if [ "$changed" = yes ]; then
   kill -HUP "$(pidof dockerd)"
 fi
 for _ in $(seq 1 50); do
-  if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
-    echo "register-gvisor: the docker engine has runtime runsc"
+  if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc-no-host-uds"'; then
+    echo "register-gvisor: the docker engine has runtimes runsc and runsc-no-host-uds"
     exit 0
   fi
   sleep 0.2

@@ -85,8 +85,8 @@ pub struct ServerConfig {
     /// or the local socket when unset.
     pub docker_host: Option<String>,
     /// Place the sandbox agent (`wharf-sandboxd`) as PID 1 of every container the host
-    /// creates on a local engine (default `true`): commands and background processes then
-    /// go through it. `false` runs containers as the image says, commands through the
+    /// creates (default `true`; on a remote engine it is copied into each container and
+    /// reached through the engine): commands and background processes then go through it. `false` runs containers as the image says, commands through the
     /// engine's exec, and no background processes.
     pub sandbox_agent: bool,
     /// The engine runtime of each isolation level beyond `container` (`[server.runtimes]

@@ -23,7 +23,9 @@
 mod agent_calls;
 mod agent_client;
 mod agent_files;
+mod agent_link;
 mod agent_processes;
+mod agent_stream;
 pub mod archive;
 pub mod client;
 mod container_body;
@@ -40,6 +42,7 @@ mod kill;
 mod known_agents;
 pub mod labels;
 mod leftovers;
+mod link_exec;
 mod output;
 mod resident_shell;
 mod runtimes;

@@ -2,7 +2,8 @@
 //! in every sandbox container the host creates.
 //!
 //! Transport: a Unix stream socket the agent listens on ([`SOCKET_PATH`] inside the
-//! container, a per-sandbox directory on the host). Framing: 4-byte big-endian length
+//! container, a per-sandbox directory on the host), reached directly or through the
+//! engine ([`link`]: a yamux stream per connection, relayed to the socket). Framing: 4-byte big-endian length
 //! prefixes (`tokio_util::codec::LengthDelimitedCodec`), at most [`MAX_FRAME_BYTES`] per
 //! frame. Payload: one [`Request`] or [`Reply`], encoded with `postcard` ([`encode`],
 //! [`decode`]). One connection carries one request: the client writes one request frame,
@@ -22,6 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 mod files;
+pub mod link;
 
 pub use files::{
     FileEvent, FileEventKind, FileInfo, FileKind, FileOp, FilesRequest, Listing, MAX_ANSWER_BYTES,

@@ -1,7 +1,7 @@
 //! `wharf-sandboxd`: the agent that runs as PID 1 in every Wharf sandbox container.
 //!
 //! `wharf-sandboxd [--socket PATH] [--user USER [--user-owns DIR]] [--egress-port PORT]
-//! [-- CMD ARGS...]`
+//! [-- CMD ARGS...]`; `wharf-sandboxd --link [SOCKET [PID]]` is the engine link (`link`).
 //!
 //! It reaps every child and orphan, serves the host's requests on a Unix socket (the
 //! protocol of `wharf-sandbox-protocol`), and, given a command after `--`, runs it as the
@@ -14,6 +14,7 @@
 mod egress;
 mod file_helper;
 mod files;
+mod link;
 mod processes;
 mod pty;
 mod reaper;
@@ -67,6 +68,9 @@ fn main() -> ExitCode {
         .is_some_and(|first| first == file_helper::HELPER_FLAG)
     {
         return file_helper::helper_main(&args[1..]);
+    }
+    if args.first().is_some_and(|first| first == link::LINK_FLAG) {
+        return link::link_main(&args[1..]);
     }
     let args = match parse_args(args) {
         Ok(args) => args,

@@ -218,8 +218,12 @@ pub fn docker_ready() -> bool {
 
 /// The gVisor runtime the tests register with the engine (`.ci/run`, `scripts/test`).
 pub const GVISOR_RUNTIME: &str = "runsc";
+/// gVisor registered without host Unix sockets (`scripts/register-gvisor.sh`): the agent
+/// of its sandboxes is reached through the engine.
+pub const GVISOR_WITHOUT_HOST_SOCKETS: &str = "runsc-no-host-uds";
 
-/// Whether the Docker engine has gVisor's runtime ([`GVISOR_RUNTIME`]). With
+/// Whether the Docker engine has gVisor's runtimes ([`GVISOR_RUNTIME`] and
+/// [`GVISOR_WITHOUT_HOST_SOCKETS`]). With
 /// `WHARF_REQUIRE_GVISOR=1` a missing runtime fails the test instead of skipping it.
 pub fn gvisor_ready() -> bool {
     let out = std::process::Command::new("docker")
@@ -227,8 +231,10 @@ pub fn gvisor_ready() -> bool {
         .output();
     let ok = out.is_ok_and(|o| {
         o.status.success()
-            && serde_json::from_slice::<Value>(&o.stdout)
-                .is_ok_and(|runtimes| runtimes.get(GVISOR_RUNTIME).is_some())
+            && serde_json::from_slice::<Value>(&o.stdout).is_ok_and(|runtimes| {
+                runtimes.get(GVISOR_RUNTIME).is_some()
+                    && runtimes.get(GVISOR_WITHOUT_HOST_SOCKETS).is_some()
+            })
     });
     if !ok {
         assert!(

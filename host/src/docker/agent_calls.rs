@@ -12,7 +12,8 @@ use wharf_sandbox_protocol::{
 
 use crate::call_output::{OutputPiece, OutputSink, OutputStream};
 
-use super::agent_client::{AgentEndpoint, AgentFailure, ExpectedPeer, call, parent_of};
+use super::agent_client::{AgentEndpoint, ExpectedPeer, call, parent_of};
+use super::agent_stream::AgentFailure;
 use super::client::Docker;
 use super::error::DockerError;
 use super::labels::{LABEL_AGENT, LABEL_USER, shorten};
@@ -92,7 +93,11 @@ impl Docker {
         if self.agent_placement().is_none() {
             return Ok(None);
         }
-        if let Some(endpoint) = self.known_agents().get(id, &owner.backend) {
+        if let Some(endpoint) = self
+            .known_agents()
+            .get(id, &owner.backend)
+            .filter(AgentEndpoint::is_current)
+        {
             return Ok(Some(endpoint));
         }
         let Some(found) = self.inspect_owned(owner, id).await? else {
@@ -113,10 +118,11 @@ impl Docker {
         };
         let endpoint = match home {
             None => return Ok(None),
-            Some(SocketHome::InContainer) => AgentEndpoint {
+            Some(SocketHome::InContainer) => AgentEndpoint::Socket {
                 socket: socket_of(pid.unsigned_abs()),
                 peer: ExpectedPeer::Pid(pid),
             },
+            Some(SocketHome::ThroughEngine) => AgentEndpoint::Engine(self.engine_link(id).await?),
             Some(SocketHome::OnHost) => {
                 // The engine says where the volume is mounted and which process is the
                 // container's; the runtime's processes are that one's siblings.
@@ -130,7 +136,7 @@ impl Docker {
                             && m.typ.as_deref() == Some("volume")
                     });
                 match (dir.and_then(|m| m.source.as_deref()), parent_of(pid)) {
-                    (Some(dir), Some(shim)) if dir.starts_with('/') => AgentEndpoint {
+                    (Some(dir), Some(shim)) if dir.starts_with('/') => AgentEndpoint::Socket {
                         socket: std::path::Path::new(dir).join(SOCKET_NAME),
                         peer: ExpectedPeer::ChildOf(shim),
                     },
@@ -164,11 +170,13 @@ impl Docker {
     /// without the agent returns at once). An agent that never answers is not an error
     /// here: commands then take the engine's exec.
     pub(crate) async fn await_agent(&self, owner: &Owner, id: &str) {
-        let Ok(Some(endpoint)) = self.agent_of(owner, id).await else {
-            return;
-        };
         let deadline = Instant::now() + AGENT_START_LIMIT;
         loop {
+            // Asked each time: an engine link started before the agent listened is fine,
+            // one that ended is started again.
+            let Ok(Some(endpoint)) = self.agent_of(owner, id).await else {
+                return;
+            };
             match call(&endpoint, &Request::Hello, QUICK_LIMIT, |_, _| {}).await {
                 Err(AgentFailure::Unreachable(_)) if Instant::now() < deadline => {
                     tokio::time::sleep(AGENT_START_POLL).await;

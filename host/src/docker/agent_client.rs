@@ -1,30 +1,69 @@
-//! One request to a container's sandbox agent over its Unix socket: connect, check that
-//! the process listening is the container's (the socket's peer credentials against the
-//! engine's view of the container: its PID 1, or under gVisor its runtime), send one frame, read the agent's chunks and its
-//! final reply within a time limit. Everything read is bounded by the protocol's frame
-//! limit; a frame that does not decode ends the request.
+//! One request to a container's sandbox agent: over its Unix socket (connect, then check
+//! that the process listening is the container's: the socket's peer credentials against
+//! the engine's view of the container, its PID 1, or under gVisor its runtime) or over the
+//! container's engine link (`agent_link`, which makes the same check inside); send one
+//! frame, read the agent's chunks and its final reply within a time limit. Everything read
+//! is bounded by the protocol's frame limit; a frame that does not decode ends the request.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt as _, StreamExt as _};
 use tokio::net::UnixStream;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
-use wharf_sandbox_protocol::{AgentError, MAX_FRAME_BYTES, Reply, Request, Stream, decode, encode};
+use wharf_sandbox_protocol::{MAX_FRAME_BYTES, Reply, Request, Stream, decode, encode};
+
+use super::agent_link::EngineLink;
+use super::agent_stream::{AgentFailure, AgentStream};
 
 /// The send buffer of the host's end of an egress relay (the kernel allows twice this
 /// queued, within `net.core.wmem_max`).
 const EGRESS_SEND_BUFFER: usize = 1 << 20;
 
-/// Where a container's agent listens, and who it must be.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AgentEndpoint {
-    /// The socket's path on this host.
-    pub socket: PathBuf,
-    /// The process that must hold the socket.
-    pub peer: ExpectedPeer,
+/// How this host reaches a container's agent, and who must answer.
+#[derive(Debug, Clone)]
+pub(crate) enum AgentEndpoint {
+    /// A socket on this host's filesystem.
+    Socket {
+        /// The socket's path on this host.
+        socket: PathBuf,
+        /// The process that must hold the socket.
+        peer: ExpectedPeer,
+    },
+    /// The container's engine link.
+    Engine(Arc<EngineLink>),
 }
+
+impl AgentEndpoint {
+    /// Whether the endpoint can still be used as remembered (an engine link whose exec
+    /// ended must be started again).
+    pub(crate) fn is_current(&self) -> bool {
+        match self {
+            AgentEndpoint::Socket { .. } => true,
+            AgentEndpoint::Engine(link) => link.is_alive(),
+        }
+    }
+}
+
+impl PartialEq for AgentEndpoint {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                AgentEndpoint::Socket { socket, peer },
+                AgentEndpoint::Socket {
+                    socket: other_socket,
+                    peer: other_peer,
+                },
+            ) => socket == other_socket && peer == other_peer,
+            (AgentEndpoint::Engine(a), AgentEndpoint::Engine(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for AgentEndpoint {}
 
 /// Who holds a container's agent socket, as this host sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,45 +94,31 @@ pub(crate) fn parent_of(pid: i32) -> Option<i32> {
     after.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Why a request to the agent did not get an answer.
-#[derive(Debug)]
-pub(crate) enum AgentFailure {
-    /// Nothing listens (the container stopped, or the agent is not up yet).
-    Unreachable(std::io::Error),
-    /// Something other than the container's PID 1 holds the socket.
-    Impostor(Option<i32>),
-    /// The connection broke, timed out, or carried something that is not the protocol.
-    Broken(String),
-    /// The agent refused the request.
-    Refused(AgentError),
-}
-
-impl std::fmt::Display for AgentFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AgentFailure::Unreachable(e) => write!(f, "the sandbox agent is not reachable: {e}"),
-            AgentFailure::Impostor(pid) => write!(
-                f,
-                "the sandbox agent's socket is held by another process (pid {pid:?}), not the agent"
-            ),
-            AgentFailure::Broken(m) => write!(f, "the sandbox agent's connection failed: {m}"),
-            AgentFailure::Refused(e) => f.write_str(&e.message),
-        }
-    }
-}
-
 /// Connects to the agent's socket and checks who holds it, before anything is sent.
-async fn connect_checked(endpoint: &AgentEndpoint) -> Result<UnixStream, AgentFailure> {
-    let stream = UnixStream::connect(&endpoint.socket)
+async fn connect_socket(
+    socket: &PathBuf,
+    expected: ExpectedPeer,
+) -> Result<UnixStream, AgentFailure> {
+    let stream = UnixStream::connect(socket)
         .await
         .map_err(AgentFailure::Unreachable)?;
     let peer = stream
         .peer_cred()
         .map_err(|e| AgentFailure::Broken(format!("reading the peer's credentials: {e}")))?;
-    if !endpoint.peer.admits(peer.pid()) {
+    if !expected.admits(peer.pid()) {
         return Err(AgentFailure::Impostor(peer.pid()));
     }
     Ok(stream)
+}
+
+/// One checked connection to the agent, however it is reached.
+async fn connect_checked(endpoint: &AgentEndpoint) -> Result<AgentStream, AgentFailure> {
+    match endpoint {
+        AgentEndpoint::Socket { socket, peer } => {
+            Ok(Box::new(connect_socket(socket, *peer).await?))
+        }
+        AgentEndpoint::Engine(link) => link.open().await,
+    }
 }
 
 /// Opens a relay to TCP `port` on the sandbox's loopback: the stream, once the agent has
@@ -102,7 +127,7 @@ pub(crate) async fn open_relay(
     endpoint: &AgentEndpoint,
     port: u16,
     limit: Duration,
-) -> Result<UnixStream, AgentFailure> {
+) -> Result<AgentStream, AgentFailure> {
     let mut stream = connect_checked(endpoint).await?;
     tokio::time::timeout(limit, relay_answer(&mut stream, &Request::Connect { port }))
         .await
@@ -115,20 +140,26 @@ pub(crate) async fn open_relay(
 /// Waits, as long as it takes, for the next connection a program in the sandbox makes to
 /// the agent's egress listener: the stream then carries that program's bytes both ways.
 /// Dropping the future (or the stream) gives the agent's slot back.
-pub(crate) async fn await_egress(endpoint: &AgentEndpoint) -> Result<UnixStream, AgentFailure> {
-    let mut stream = connect_checked(endpoint).await?;
-    // Downloads flow host → agent on this socket: with the kernel's default (208 KiB) the
-    // proxy and the agent wake each other per 200 KiB, and a 100 MB download ran at 0.6×
-    // a direct one; measured with 1 MiB, 0.8× (docs/benchmarks.md). What it may pin is in
-    // the resource ledger.
-    let _ = socket2::SockRef::from(&stream).set_send_buffer_size(EGRESS_SEND_BUFFER);
+pub(crate) async fn await_egress(endpoint: &AgentEndpoint) -> Result<AgentStream, AgentFailure> {
+    let mut stream: AgentStream = match endpoint {
+        AgentEndpoint::Socket { socket, peer } => {
+            let stream = connect_socket(socket, *peer).await?;
+            // Downloads flow host → agent on this socket: with the kernel's default
+            // (208 KiB) the proxy and the agent wake each other per 200 KiB, and a 100 MB
+            // download ran at 0.6× a direct one; measured with 1 MiB, 0.8×
+            // (docs/benchmarks.md). What it may pin is in the resource ledger.
+            let _ = socket2::SockRef::from(&stream).set_send_buffer_size(EGRESS_SEND_BUFFER);
+            Box::new(stream)
+        }
+        AgentEndpoint::Engine(link) => link.open().await?,
+    };
     relay_answer(&mut stream, &Request::EgressWait).await?;
     Ok(stream)
 }
 
 /// Sends a relay request and reads the agent's `Connected` frame-exact (length, then
 /// payload), so no relayed byte is taken with it.
-async fn relay_answer(stream: &mut UnixStream, request: &Request) -> Result<(), AgentFailure> {
+async fn relay_answer(stream: &mut AgentStream, request: &Request) -> Result<(), AgentFailure> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let request = encode(request);
     let len = u32::try_from(request.len())
@@ -167,7 +198,7 @@ async fn relay_answer(stream: &mut UnixStream, request: &Request) -> Result<(), 
 pub(crate) async fn open_framed(
     endpoint: &AgentEndpoint,
     request: &Request,
-) -> Result<Framed<UnixStream, LengthDelimitedCodec>, AgentFailure> {
+) -> Result<Framed<AgentStream, LengthDelimitedCodec>, AgentFailure> {
     let stream = connect_checked(endpoint).await?;
     let mut framed = Framed::new(stream, codec());
     framed
@@ -215,9 +246,14 @@ pub(crate) async fn call(
             }
         }
     };
-    tokio::time::timeout(limit, exchange)
-        .await
-        .map_err(|_| AgentFailure::Broken(format!("no answer within {} ms", limit.as_millis())))?
+    tokio::time::timeout(limit, exchange).await.map_err(|_| {
+        // An engine link that lets a request run out of time may be wedged by what was
+        // written into it: the next connection gets a new one.
+        if let AgentEndpoint::Engine(link) = endpoint {
+            link.end();
+        }
+        AgentFailure::Broken(format!("no answer within {} ms", limit.as_millis()))
+    })?
 }
 
 #[cfg(test)]
@@ -226,9 +262,23 @@ mod tests {
     use tokio::net::UnixListener;
 
     fn endpoint(dir: &std::path::Path) -> AgentEndpoint {
-        AgentEndpoint {
+        AgentEndpoint::Socket {
             socket: dir.join("agent.sock"),
             peer: ExpectedPeer::Pid(i32::try_from(std::process::id()).unwrap()),
+        }
+    }
+
+    fn socket_of(ep: &AgentEndpoint) -> PathBuf {
+        match ep {
+            AgentEndpoint::Socket { socket, .. } => socket.clone(),
+            AgentEndpoint::Engine(_) => unreachable!(),
+        }
+    }
+
+    fn with_peer(ep: &AgentEndpoint, peer: ExpectedPeer) -> AgentEndpoint {
+        AgentEndpoint::Socket {
+            socket: socket_of(ep),
+            peer,
         }
     }
 
@@ -250,7 +300,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ep = endpoint(dir.path());
         serve(
-            UnixListener::bind(&ep.socket).unwrap(),
+            UnixListener::bind(socket_of(&ep)).unwrap(),
             vec![
                 encode(&Reply::Chunk {
                     stream: Stream::Stdout,
@@ -272,13 +322,13 @@ mod tests {
     #[tokio::test]
     async fn a_listener_that_is_not_the_containers_init_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let mut ep = endpoint(dir.path());
+        let ep = endpoint(dir.path());
         serve(
-            UnixListener::bind(&ep.socket).unwrap(),
+            UnixListener::bind(socket_of(&ep)).unwrap(),
             vec![encode(&Reply::Done)],
         );
         let me = i32::try_from(std::process::id()).unwrap();
-        ep.peer = ExpectedPeer::Pid(me + 1);
+        let ep = with_peer(&ep, ExpectedPeer::Pid(me + 1));
         let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
             .await
             .unwrap_err();
@@ -287,13 +337,13 @@ mod tests {
         // Under gVisor the runtime's children hold the socket: this process's parent's
         // children admit it, another parent's do not.
         let parent = parent_of(me).unwrap();
-        ep.peer = ExpectedPeer::ChildOf(parent);
+        let ep = with_peer(&ep, ExpectedPeer::ChildOf(parent));
         assert!(
             call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
                 .await
                 .is_ok()
         );
-        ep.peer = ExpectedPeer::ChildOf(me);
+        let ep = with_peer(&ep, ExpectedPeer::ChildOf(me));
         let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
             .await
             .unwrap_err();
@@ -309,7 +359,10 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, AgentFailure::Unreachable(_)), "{err}");
 
-        serve(UnixListener::bind(&ep.socket).unwrap(), vec![vec![0xff; 9]]);
+        serve(
+            UnixListener::bind(socket_of(&ep)).unwrap(),
+            vec![vec![0xff; 9]],
+        );
         let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
             .await
             .unwrap_err();
@@ -317,7 +370,7 @@ mod tests {
 
         let quiet = tempfile::tempdir().unwrap();
         let ep = endpoint(quiet.path());
-        let listener = UnixListener::bind(&ep.socket).unwrap();
+        let listener = UnixListener::bind(socket_of(&ep)).unwrap();
         tokio::spawn(async move {
             let mut held = Vec::new();
             while let Ok(conn) = listener.accept().await {

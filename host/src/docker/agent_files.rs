@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt as _, StreamExt as _};
-use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 use wharf_sandbox_protocol::{FilesRequest, MAX_CHUNK_BYTES, Reply, Request, Stream, decode};
@@ -16,7 +15,8 @@ use wharf_sandbox_protocol::{FilesRequest, MAX_CHUNK_BYTES, Reply, Request, Stre
 use crate::engines::sandbox_files::{FileInput, FileOp, FileOutput};
 
 use super::agent_calls::agent_error;
-use super::agent_client::{AgentFailure, open_framed};
+use super::agent_client::open_framed;
+use super::agent_stream::{AgentFailure, AgentStream};
 use super::client::Docker;
 use super::error::DockerError;
 use super::labels::shorten;
@@ -64,7 +64,7 @@ impl Docker {
     }
 }
 
-type AgentConnection = Framed<UnixStream, LengthDelimitedCodec>;
+type AgentConnection = Framed<AgentStream, LengthDelimitedCodec>;
 
 async fn pump(
     mut framed: AgentConnection,
@@ -153,7 +153,7 @@ mod tests {
 
     /// An agent on the other end of a socket pair that answers with `replies`.
     async fn answered(replies: Vec<Reply>) -> Vec<Result<Bytes, DockerError>> {
-        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (ours, theirs) = tokio::net::UnixStream::pair().unwrap();
         tokio::spawn(async move {
             let mut agent = Framed::new(theirs, LengthDelimitedCodec::new());
             for reply in replies {
@@ -162,7 +162,7 @@ mod tests {
             // Then it closes: a stream without `Done` is cut.
         });
         let (tx, mut rx) = mpsc::channel(4);
-        let framed = Framed::new(ours, LengthDelimitedCodec::new());
+        let framed = Framed::new(Box::new(ours) as AgentStream, LengthDelimitedCodec::new());
         tokio::spawn(pump(framed, None, tx, Duration::from_secs(5)));
         let mut got = Vec::new();
         while let Some(item) = rx.recv().await {

@@ -11,7 +11,8 @@ use wharf_sandbox_protocol::{
 use crate::engines::container_types::{OutputRead, ProcessStart};
 
 use super::agent_calls::{QUICK_LIMIT, agent_error, bounded, protocol_command, unexpected};
-use super::agent_client::{AgentFailure, open_relay};
+use super::agent_client::open_relay;
+use super::agent_stream::{AgentFailure, AgentStream};
 use super::client::Docker;
 use super::error::DockerError;
 use super::labels::shorten;
@@ -20,12 +21,12 @@ use super::types::Owner;
 impl Docker {
     /// A relay to TCP `port` on an owned container's loopback, through its agent (which
     /// works whatever the container's network, `none` included).
-    pub async fn connect_port(
+    pub(crate) async fn connect_port(
         &self,
         owner: &Owner,
         id: &str,
         port: u16,
-    ) -> Result<tokio::net::UnixStream, DockerError> {
+    ) -> Result<AgentStream, DockerError> {
         // A restarted container has a new PID 1: the remembered one is refused once, then
         // looked up again.
         for _ in 0..2 {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use bollard::models::ContainerInspectResponse;
 use tokio::sync::OnceCell;
 
+use super::agent_link::EngineLinks;
 use super::egress_registry::EgressLinks;
 use super::error::DockerError;
 use super::known_agents::KnownAgents;
@@ -84,6 +85,7 @@ struct Inner {
     shells: ShellPool,
     agent: std::sync::OnceLock<AgentPlacement>,
     agents: KnownAgents,
+    links: EngineLinks,
     runtimes: std::sync::OnceLock<IsolationRuntimes>,
     egress: EgressLinks,
 }
@@ -130,6 +132,7 @@ impl Docker {
                 shells: ShellPool::default(),
                 agent: std::sync::OnceLock::new(),
                 agents: KnownAgents::default(),
+                links: EngineLinks::default(),
                 runtimes: std::sync::OnceLock::new(),
                 egress: EgressLinks::default(),
             }),
@@ -141,17 +144,20 @@ impl Docker {
         &self.inner.node_id
     }
 
-    /// Puts the sandbox agent into every container this client creates from now on (a
-    /// local engine only: the agent's binary and socket are bind-mounted from this host).
-    /// Set once; a second placement is ignored.
+    /// Puts the sandbox agent into every container this client creates from now on:
+    /// bind-mounted from this host on a local engine, copied into each container through
+    /// the engine's archive API on one elsewhere (reached through the engine, then). Set
+    /// once; a second placement is ignored.
     pub fn place_agent(&self, placement: AgentPlacement) {
-        if matches!(self.inner.endpoint, Endpoint::Unix(_)) {
-            let _ = self.inner.agent.set(placement);
+        let placement = if matches!(self.inner.endpoint, Endpoint::Unix(_)) {
+            placement
         } else {
             tracing::info!(
-                "the docker engine is remote: sandboxes run without the agent (commands go through the engine's exec)"
+                "the docker engine is remote: the sandbox agent is copied into each sandbox and reached through the engine"
             );
-        }
+            placement.copied()
+        };
+        let _ = self.inner.agent.set(placement);
     }
 
     /// Maps isolation levels to this engine's runtimes (`[server.runtimes]`). Set once; a
@@ -189,6 +195,12 @@ impl Docker {
     /// The agents of the containers this client has talked to.
     pub(crate) fn known_agents(&self) -> &KnownAgents {
         &self.inner.agents
+    }
+
+    /// The engine links of the containers whose agent this client reaches through the
+    /// engine.
+    pub(crate) fn engine_links(&self) -> &EngineLinks {
+        &self.inner.links
     }
 
     /// The egress links of the containers this client serves.

@@ -1,13 +1,14 @@
 //! Container lifecycle: create, start, stop, remove, inspect, list — each scoped to the
 //! calling backend.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bollard::query_parameters::{
     CreateContainerOptions, ListContainersOptions, RemoveContainerOptions, StopContainerOptions,
 };
 
+use super::archive::build_archive;
 use super::client::{Docker, OP_TIMEOUT};
 use super::container_body::{container_name, create_body};
 use super::egress_registry::rule_of;
@@ -17,9 +18,11 @@ use super::labels::{
     LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, build_labels, check_id, is_full_id, owner_filters,
     shorten,
 };
+use super::runtimes::{EngineRuntime, EngineRuntimes, shares_host_sockets};
 use super::sandbox_agent::{ImageDefaults, SocketHome};
 use super::types::{ContainerInfo, ContainerSpec, Owner};
 use crate::policy::Isolation;
+use wharf_sandbox_protocol::BINARY_PATH;
 
 impl Docker {
     /// Creates (does not start) a container for `owner`, labelled with the host's labels.
@@ -33,11 +36,27 @@ impl Docker {
         let mut body = create_body(spec, labels)?;
         let runtime = self.runtime_for(spec.isolation).await?;
         if let Some(host_config) = body.host_config.as_mut() {
-            host_config.runtime.clone_from(&runtime);
+            host_config.runtime = runtime.as_ref().map(|r| r.name.clone());
         }
         let api = self.api().await?;
         let name = container_name(&owner.backend);
-        if let Some(placement) = self.agent_placement() {
+        let read_only_root = body
+            .host_config
+            .as_ref()
+            .and_then(|h| h.readonly_rootfs)
+            .unwrap_or(false);
+        // A copied agent needs a writable root to be copied to (the engine refuses an
+        // upload into a read-only one): such a sandbox runs without the agent, commands
+        // through the engine's exec.
+        let placement = self
+            .agent_placement()
+            .filter(|placement| !(placement.is_copied() && read_only_root));
+        if spec.egress.is_some() && !self.is_local() {
+            return Err(DockerError::Refused(
+                "an egress allowlist needs a local docker engine: this host cannot enforce one on a remote engine".into(),
+            ));
+        }
+        if let Some(placement) = placement {
             let image = self
                 .run(
                     "inspect image",
@@ -51,11 +70,18 @@ impl Docker {
                 cmd: config.cmd,
                 user: config.user,
             };
-            // gVisor's files are its own kernel's: the agent's socket must be on the host.
-            let home = if spec.isolation == crate::policy::Isolation::Gvisor {
-                SocketHome::OnHost
-            } else {
-                SocketHome::InContainer
+            // gVisor's files are its own kernel's: the agent's socket must be a host socket,
+            // or else reached through the engine.
+            let home = match &runtime {
+                _ if placement.is_copied() => SocketHome::ThroughEngine,
+                Some(runtime) if spec.isolation == crate::policy::Isolation::Gvisor => {
+                    if runtime.host_sockets {
+                        SocketHome::OnHost
+                    } else {
+                        SocketHome::ThroughEngine
+                    }
+                }
+                _ => SocketHome::InContainer,
             };
             placement.place(&mut body, defaults, home, spec.egress.is_some());
         } else if spec.egress.is_some() {
@@ -81,6 +107,24 @@ impl Docker {
                 api.create_container(Some(options), body),
             )
             .await?;
+        if let Some(placement) = placement.filter(|p| p.is_copied())
+            && let Err(e) = self.copy_agent_in(&api, &created.id, placement).await
+        {
+            // A container without the agent it is labelled with would answer nobody.
+            let remove = RemoveContainerOptions {
+                v: true,
+                force: true,
+                link: false,
+            };
+            let _ = self
+                .run(
+                    "remove container",
+                    OP_TIMEOUT,
+                    api.remove_container(&created.id, Some(remove)),
+                )
+                .await;
+            return Err(e);
+        }
         let found = self
             .run(
                 "inspect container",
@@ -158,6 +202,7 @@ impl Docker {
         }
         self.shells().forget(id);
         self.known_agents().forget(id);
+        self.engine_links().forget(id);
         self.unlink_egress(id);
         let options = RemoveContainerOptions {
             v: true,
@@ -266,31 +311,75 @@ impl Docker {
 }
 
 impl Docker {
+    /// Copies the agent's binary into a created container (an engine on another machine).
+    async fn copy_agent_in(
+        &self,
+        api: &bollard::Docker,
+        id: &str,
+        placement: &super::sandbox_agent::AgentPlacement,
+    ) -> Result<(), DockerError> {
+        let binary = std::fs::read(placement.binary()).map_err(|e| {
+            DockerError::Failed(format!(
+                "the sandbox agent: reading {}: {e}",
+                placement.binary().display()
+            ))
+        })?;
+        // Root's, mode 0755, at BINARY_PATH (uploaded at `/`).
+        let file = BINARY_PATH.trim_start_matches('/');
+        let dirs: Vec<String> = file
+            .rsplit_once('/')
+            .map(|(dir, _)| vec![dir.to_string()])
+            .unwrap_or_default();
+        let archive = build_archive(&dirs, file, &binary, 0o755)?;
+        let options = bollard::query_parameters::UploadToContainerOptions {
+            path: "/".to_string(),
+            ..Default::default()
+        };
+        self.run(
+            "copy the sandbox agent in",
+            OP_TIMEOUT,
+            api.upload_to_container(
+                id,
+                Some(options),
+                bollard::body_full(bytes::Bytes::from(archive)),
+            ),
+        )
+        .await
+    }
+
     /// The engine runtime a container at `level` runs under (`None`: the engine's
     /// default), or the refusal naming what is missing.
     pub(crate) async fn runtime_for(
         &self,
         level: Isolation,
-    ) -> Result<Option<String>, DockerError> {
+    ) -> Result<Option<EngineRuntime>, DockerError> {
         let Some(runtime) = self.runtimes().mapped(level)? else {
             return Ok(None);
         };
         let has = match self.runtimes().fresh() {
-            Some(set) if set.contains(runtime) => set,
+            Some(known) if known.contains_key(runtime) => known,
             _ => {
                 let api = self.api().await?;
                 let info = self.run("engine info", OP_TIMEOUT, api.info()).await?;
-                let set: BTreeSet<String> = info.runtimes.unwrap_or_default().into_keys().collect();
-                self.runtimes().remember(set.clone());
-                set
+                let known: EngineRuntimes = info
+                    .runtimes
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(name, runtime)| (name, runtime.runtime_args.unwrap_or_default()))
+                    .collect();
+                self.runtimes().remember(known.clone());
+                known
             }
         };
-        if has.contains(runtime) {
-            Ok(Some(runtime.to_string()))
-        } else {
-            Err(DockerError::Refused(format!(
-                "isolation `{level}` needs the engine runtime `{runtime}`, which the docker engine does not have (it has {has:?})"
-            )))
+        match has.get(runtime) {
+            Some(args) => Ok(Some(EngineRuntime {
+                name: runtime.to_string(),
+                host_sockets: shares_host_sockets(args),
+            })),
+            None => Err(DockerError::Refused(format!(
+                "isolation `{level}` needs the engine runtime `{runtime}`, which the docker engine does not have (it has {:?})",
+                has.keys().collect::<Vec<_>>()
+            ))),
         }
     }
 }

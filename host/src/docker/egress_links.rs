@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use wharf_sandbox_protocol::ErrorKind;
 
-use super::agent_client::{AgentEndpoint, AgentFailure, await_egress};
+use super::agent_client::{AgentEndpoint, await_egress};
+use super::agent_stream::AgentFailure;
 use super::client::Docker;
 use super::egress_registry::rule_in;
 use super::labels::{LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, LABEL_SESSION, shorten};

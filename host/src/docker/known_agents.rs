@@ -51,7 +51,7 @@ mod tests {
     #[test]
     fn remembered_agents_answer_only_their_backend() {
         let known = KnownAgents::default();
-        let ep = AgentEndpoint {
+        let ep = AgentEndpoint::Socket {
             socket: "/s".into(),
             peer: super::super::agent_client::ExpectedPeer::Pid(7),
         };

@@ -3,7 +3,7 @@
 //! asking for a level gets that runtime, after the engine says it has it. A level with no
 //! runtime, or a runtime the engine lacks, is refused: never a weaker sandbox than asked.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,26 @@ const RUNTIMES_FRESH_FOR: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub(crate) struct IsolationRuntimes {
     mapped: BTreeMap<Isolation, String>,
-    engine_has: Mutex<Option<(Instant, BTreeSet<String>)>>,
+    engine_has: Mutex<Option<(Instant, EngineRuntimes)>>,
+}
+
+/// The runtime a container is created with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EngineRuntime {
+    /// The engine's name for it.
+    pub name: String,
+    /// Whether it gives the host the sandbox's Unix sockets ([`shares_host_sockets`]).
+    pub host_sockets: bool,
+}
+
+/// The engine's runtimes: name → the arguments it is registered with.
+pub(crate) type EngineRuntimes = BTreeMap<String, Vec<String>>;
+
+/// Whether a runtime registered with `args` gives the host the sandbox's Unix sockets:
+/// gVisor only with `--host-uds=all` (this runsc binds host sockets with nothing less;
+/// scripts/register-gvisor.sh). Without, the agent is reached through the engine.
+pub(crate) fn shares_host_sockets(args: &[String]) -> bool {
+    args.iter().any(|arg| arg == "--host-uds=all")
 }
 
 impl IsolationRuntimes {
@@ -71,7 +90,7 @@ impl IsolationRuntimes {
     }
 
     /// What the engine said it has, if said recently.
-    pub(crate) fn fresh(&self) -> Option<BTreeSet<String>> {
+    pub(crate) fn fresh(&self) -> Option<EngineRuntimes> {
         let known = self.engine_has.lock().ok()?;
         known
             .as_ref()
@@ -80,9 +99,9 @@ impl IsolationRuntimes {
     }
 
     /// Remembers what the engine says it has.
-    pub(crate) fn remember(&self, set: BTreeSet<String>) {
+    pub(crate) fn remember(&self, runtimes: EngineRuntimes) {
         if let Ok(mut known) = self.engine_has.lock() {
-            *known = Some((Instant::now(), set));
+            *known = Some((Instant::now(), runtimes));
         }
     }
 }
@@ -106,6 +125,12 @@ mod tests {
             vec![Isolation::Container, Isolation::Gvisor]
         );
         assert_eq!(gvisor.mapped(Isolation::Gvisor).unwrap(), Some("runsc"));
+        assert!(shares_host_sockets(&[
+            "--platform=ptrace".into(),
+            "--host-uds=all".into()
+        ]));
+        assert!(!shares_host_sockets(&["--host-uds=open".into()]));
+        assert!(!shares_host_sockets(&[]));
         for bad in ["", "run sc", "../x", "a;b"] {
             assert!(
                 IsolationRuntimes::new(BTreeMap::from([(Isolation::Gvisor, bad.into())])).is_err()

@@ -1,12 +1,15 @@
 //! The sandbox agent in the containers this engine creates: `wharf-sandboxd`, embedded in
 //! the `wharf` binary, is written once under the data dir and bind-mounted read-only into
-//! every container as its PID 1 (it reaps orphans, so the engine's `--init` is not used).
+//! every container as its PID 1 (on an engine on another machine, copied into each
+//! container through the engine's archive API before it starts) (it reaps orphans, so the engine's `--init` is not used).
 //! It listens in a small tmpfs of the container's own (`/.wharf/run`, 64 KiB, counted in the
 //! container's memory), which the host reaches through `/proc/<PID 1>/root`: nothing the
 //! sandbox writes there lands on the host's disk. Under gVisor the container's files are
 //! its own kernel's, out of the host's reach: there the directory is an anonymous volume
 //! of the engine's, a 64 KiB tmpfs on the host, and the runtime (`--host-uds=all`)
-//! creates the agent's socket in it as a host socket. The image's own entrypoint and command
+//! creates the agent's socket in it as a host socket; where the runtime is registered
+//! without host sockets, the socket stays in the container's own tmpfs and the host reaches
+//! it through an engine link (`agent_link`). The image's own entrypoint and command
 //! become the agent's child, so a container behaves as it would without the agent.
 
 use std::path::{Path, PathBuf};
@@ -34,6 +37,9 @@ pub(crate) enum SocketHome {
     InContainer,
     /// In a tmpfs volume on the host (gVisor), reached at the volume's mount point.
     OnHost,
+    /// In a tmpfs of the container's own, reached through the container's engine link
+    /// (`agent_link`): where this host cannot reach the socket.
+    ThroughEngine,
 }
 
 impl SocketHome {
@@ -42,6 +48,7 @@ impl SocketHome {
         match self {
             SocketHome::InContainer => "1",
             SocketHome::OnHost => "host",
+            SocketHome::ThroughEngine => "engine",
         }
     }
 
@@ -50,15 +57,19 @@ impl SocketHome {
         match value {
             "1" => Some(SocketHome::InContainer),
             "host" => Some(SocketHome::OnHost),
+            "engine" => Some(SocketHome::ThroughEngine),
             _ => None,
         }
     }
 }
 
-/// Where the agent's binary lives on this host.
+/// Where the agent's binary lives on this host, and how it reaches a container.
 #[derive(Debug, Clone)]
 pub struct AgentPlacement {
     binary: PathBuf,
+    /// Copied into each container through the engine's archive API (an engine on another
+    /// machine), instead of bind-mounted from this host.
+    copied: bool,
 }
 
 /// The agent's socket of the container whose PID 1 is `pid` (as this host sees it),
@@ -89,7 +100,30 @@ impl AgentPlacement {
             std::fs::rename(&staged, &binary)
                 .with_context(|| format!("placing {}", binary.display()))?;
         }
-        Ok(AgentPlacement { binary })
+        Ok(AgentPlacement {
+            binary,
+            copied: false,
+        })
+    }
+
+    /// The same agent, copied into each container through the engine's archive API before
+    /// it starts (an engine on another machine cannot mount this host's files); its socket
+    /// is then reached through the engine ([`SocketHome::ThroughEngine`]).
+    pub(crate) fn copied(self) -> Self {
+        AgentPlacement {
+            copied: true,
+            ..self
+        }
+    }
+
+    /// Whether the binary is copied into each container ([`AgentPlacement::copied`]).
+    pub(crate) fn is_copied(&self) -> bool {
+        self.copied
+    }
+
+    /// The agent's binary on this host.
+    pub(crate) fn binary(&self) -> &Path {
+        &self.binary
     }
 
     /// Makes `body` run the agent as PID 1 and as root, with the image's entrypoint and
@@ -141,15 +175,17 @@ impl AgentPlacement {
         // The agent is PID 1 and reaps orphans itself.
         host_config.init = Some(false);
         let mounts = host_config.mounts.get_or_insert_with(Vec::new);
-        mounts.push(DockerMount {
-            target: Some(BINARY_PATH.to_string()),
-            source: Some(self.binary.to_string_lossy().into_owned()),
-            typ: Some(MountType::BIND),
-            read_only: Some(true),
-            ..Default::default()
-        });
+        if !self.copied {
+            mounts.push(DockerMount {
+                target: Some(BINARY_PATH.to_string()),
+                source: Some(self.binary.to_string_lossy().into_owned()),
+                typ: Some(MountType::BIND),
+                read_only: Some(true),
+                ..Default::default()
+            });
+        }
         mounts.push(match home {
-            SocketHome::InContainer => DockerMount {
+            SocketHome::InContainer | SocketHome::ThroughEngine => DockerMount {
                 target: Some(SOCKET_DIR.to_string()),
                 typ: Some(MountType::TMPFS),
                 tmpfs_options: Some(MountTmpfsOptions {
@@ -281,6 +317,31 @@ mod tests {
         assert_eq!(
             socket_of(42),
             PathBuf::from("/proc/42/root/.wharf/run/agent.sock")
+        );
+    }
+
+    #[test]
+    fn a_copied_agent_is_not_mounted() {
+        let dir = tempfile::tempdir().unwrap();
+        let placement = AgentPlacement::install(dir.path(), b"\x7fELF agent")
+            .unwrap()
+            .copied();
+        assert!(placement.is_copied());
+        let mut body = ContainerCreateBody::default();
+        placement.place(
+            &mut body,
+            ImageDefaults::default(),
+            SocketHome::ThroughEngine,
+            false,
+        );
+        let mounts = body.host_config.unwrap().mounts.unwrap();
+        assert!(
+            mounts.iter().all(|m| m.typ != Some(MountType::BIND)),
+            "nothing of this host is mounted: {mounts:?}"
+        );
+        assert_eq!(
+            body.labels.unwrap().get(LABEL_AGENT).map(String::as_str),
+            Some("engine")
         );
     }
 

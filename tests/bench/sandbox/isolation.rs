@@ -1,13 +1,15 @@
 //! The isolation rows: a gVisor sandbox's session create against `docker run -d
 //! --runtime=runsc` of the same image, `run_command "true"` under gVisor beside runc (the
-//! same host, the sandbox agent in both), and a warm-pool hit of a gVisor shape — all in
-//! one run.
+//! same host, the sandbox agent in both) and through the engine link (gVisor registered
+//! without host sockets), and a warm-pool hit of a gVisor shape — all in one run.
 
 use super::{CREATES, Cleanup, Client, EXECS, Figures, docker, ms, p50};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use wharf::config::WarmPoolConfig;
-use wharf_integration_tests::{GVISOR_RUNTIME, docker_provider, start_with};
+use wharf_integration_tests::{
+    GVISOR_RUNTIME, GVISOR_WITHOUT_HOST_SOCKETS, docker_provider, start_with,
+};
 
 /// Warm-pool takes timed (each after the pool has refilled).
 const TAKES: usize = 5;
@@ -21,10 +23,44 @@ fn gvisor_provider() -> wharf::config::BackendConfig {
 }
 
 async fn gvisor_host(cfg: wharf::config::BackendConfig) -> wharf_integration_tests::TestHost {
+    gvisor_host_on(cfg, GVISOR_RUNTIME).await
+}
+
+async fn gvisor_host_on(
+    cfg: wharf::config::BackendConfig,
+    runtime: &str,
+) -> wharf_integration_tests::TestHost {
     start_with(vec![("docker", cfg)], |s| {
-        s.runtimes.insert("gvisor".into(), GVISOR_RUNTIME.into());
+        s.runtimes.insert("gvisor".into(), runtime.into());
     })
     .await
+}
+
+/// `run_command "true"` p50 under gVisor registered without host sockets: the agent
+/// reached through the engine link, ms.
+async fn link_execs(cleanup: &mut Cleanup) -> f64 {
+    let mut cfg = gvisor_provider();
+    // gVisor's ptrace platform counts its own threads against the pids limit (about 80 at
+    // rest, 15-25 per running process): the link is one more process.
+    let mut config = toml::map::Map::new();
+    config.insert("pids_limit".into(), toml::Value::Integer(512));
+    cfg.config = Some(toml::Value::Table(config));
+    let host = gvisor_host_on(cfg, GVISOR_WITHOUT_HOST_SOCKETS).await;
+    let client = Client::new(&host);
+    let session = client
+        .create_session_with("gv-link", &json!({"isolation": "gvisor"}))
+        .await;
+    cleanup.sessions.push(session.clone());
+    client.run(&session, "true").await;
+    let mut samples = Vec::new();
+    for _ in 0..EXECS {
+        let t = Instant::now();
+        client.run(&session, "true").await;
+        samples.push(ms(t.elapsed()));
+    }
+    client.delete_all(&[session], cleanup).await;
+    drop(host);
+    p50(&mut samples)
 }
 
 /// gVisor session create vs `docker run -d --runtime=runsc`: (Wharf p50, CLI p50), ms.
@@ -101,6 +137,7 @@ pub(super) async fn rows(cleanup: &mut Cleanup) -> Figures {
     let (w, c) = creates(&client, cleanup).await;
     let (gv, runc) = execs(&client, cleanup).await;
     drop(host);
+    let linked = link_execs(cleanup).await;
     let hit = warm_hits(cleanup).await;
     let rows = vec![
         (
@@ -120,6 +157,15 @@ pub(super) async fn rows(cleanup: &mut Cleanup) -> Figures {
             format!(
                 "{gv:.2} ms (runc, same host: {runc:.2} ms; {:.1}x)",
                 gv / runc
+            ),
+        ),
+        (
+            format!(
+                "gVisor without host sockets: run_command \"true\" through the engine link, p50 of {EXECS}"
+            ),
+            format!(
+                "{linked:.2} ms (host socket, same run: {gv:.2} ms; {:.2}x)",
+                linked / gv
             ),
         ),
         (
