@@ -397,3 +397,48 @@ async fn a_granted_secret_is_the_bearer_token_of_an_outbound_call() {
     );
     drop(data);
 }
+
+/// The SDK's `files` and `process` modules against a real container: the workbench makes
+/// one of its own and, through the sandbox agent, writes, appends, reads (all and a piece),
+/// stats and lists a file, then runs a process that reads its stdin and reads its output
+/// to the end, and kills another (an argv, no shell).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_and_processes_through_the_agent_from_python() {
+    if !wharf_integration_tests::docker_ready() {
+        return;
+    }
+    wharf_integration_tests::remove_backend_containers("workbench");
+    let mut backend = workbench(None);
+    backend.grants.images = vec!["wharf-sandbox:test".into()];
+    let data = seeded_data_dir();
+    let dir = data.path().to_path_buf();
+    let h = start_with(vec![("workbench", backend)], |s| s.data_dir = dir).await;
+    let r = h
+        .call(
+            "workbench:sandbox_files",
+            json!({"image": "wharf-sandbox:test"}),
+        )
+        .await;
+    assert_eq!(r.code(), 0, "{}", r.body);
+    let result = &r.body["data"]["result"];
+    assert_eq!(result["content"], "one\ntwo\n", "{result}");
+    assert_eq!(result["size"], 8);
+    assert_eq!(result["piece"], "two", "from an offset, bounded");
+    assert_eq!(result["kind"], "file");
+    assert_eq!(result["entries"], json!([["a.txt", "file"]]));
+    assert_eq!(result["output"], "out\ngot hi\n");
+    assert_eq!(result["exit_code"], 0);
+    assert_eq!(result["listed"], true);
+    assert_eq!(result["killed"], 137, "SIGKILL: 128 + 9");
+
+    // An image the operator did not grant is refused before anything runs.
+    let refused = h
+        .call(
+            "workbench:sandbox_files",
+            json!({"image": "busybox:latest"}),
+        )
+        .await;
+    assert_eq!(refused.code(), 4030, "{}", refused.body);
+    wharf_integration_tests::remove_backend_containers("workbench");
+    drop(data);
+}

@@ -9,10 +9,9 @@
 
 use serde_json::json;
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, UnixStream};
 use wharf_integration_tests::{
-    GVISOR_WITHOUT_HOST_SOCKETS, TestHost, docker_provider, docker_ready, gvisor_ready,
-    remove_backend_containers, start_with,
+    GVISOR_WITHOUT_HOST_SOCKETS, TestHost, docker_over_tcp, docker_provider, docker_ready,
+    gvisor_ready, remove_backend_containers, start_with,
 };
 
 async fn session(h: &TestHost, backend: &str) -> String {
@@ -245,29 +244,13 @@ async fn gvisor_without_host_sockets_reaches_the_agent_through_the_engine() {
     remove_backend_containers("gl");
 }
 
-/// This machine's engine behind a TCP relay: `tcp://127.0.0.1:PORT`.
-async fn engine_over_tcp() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                if let Ok(mut engine) = UnixStream::connect("/var/run/docker.sock").await {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut engine).await;
-                }
-            });
-        }
-    });
-    format!("tcp://127.0.0.1:{port}")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_engine_gets_the_agent_copied_in_and_reached_through_the_engine() {
     if !docker_ready() {
         return;
     }
     remove_backend_containers("gr");
-    let engine = engine_over_tcp().await;
+    let engine = docker_over_tcp().await;
     let h = start_with(vec![("gr", docker_provider())], |s| {
         s.docker_host = Some(engine.clone());
     })

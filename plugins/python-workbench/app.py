@@ -9,7 +9,9 @@ What it shows:
   enforces before the code runs;
 - `ToolError` with a code, an uncaught exception that still reaches the caller as 5000 with
   its message, and an attachment;
-- outbound HTTP with a secret the operator granted by name as its bearer token.
+- outbound HTTP with a secret the operator granted by name as its bearer token;
+- a container of its own, its files and a background process through the sandbox agent
+  (`files`, `process`: contract 0.3.0).
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ from wharf_sdk import (
     Output,
     Session,
     ToolError,
+    container,
+    files,
     http,
     kv,
     log,
+    process,
     secrets,
     tool,
 )
@@ -86,7 +91,7 @@ class Workbench(Backend):
     name = "workbench"
     version = "0.1.0"
     description = "Notes per session, a search index built at warmup, and kv counters (Python)."
-    requires = Capabilities()
+    requires = Capabilities(images=["wharf-sandbox:test"])
     config_schema = {
         "type": "object",
         "properties": {"documents": {"type": "object", "additionalProperties": {"type": "string"}}},
@@ -223,6 +228,54 @@ class Workbench(Backend):
         if text is not None:
             kv.session.set("draft", text)
         return {"draft": kv.session.get_str("draft")}
+
+    @tool("sandbox_files", idempotent=False, open_world=True)
+    def sandbox_files(self, image: str) -> dict:
+        """Creates a container of `image`, then through its sandbox agent writes, appends,
+        reads, stats and lists a file, runs a background process that reads its stdin and
+        reads its output to the end, and kills another; the container is removed after.
+
+        Args:
+            image: A granted image.
+        """
+        info = container.create(image, command=["sleep", "600"])
+        try:
+            container.start(info.id)
+            files.write(info.id, "/tmp/d/a.txt", "one\n")
+            files.write(info.id, "/tmp/d/a.txt", "two\n", append=True)
+            data = files.read(info.id, "/tmp/d/a.txt")
+            head = files.read(info.id, "/tmp/d/a.txt", offset=4, max_bytes=3)
+            st = files.stat(info.id, "/tmp/d/a.txt")
+            entries = [[e.name, e.kind] for e in files.list(info.id, "/tmp/d")]
+            started = process.start(info.id, "echo out; read line; echo got $line")
+            process.write_stdin(info.id, started.pid, "hi\n", close=True)
+            text, offset = "", 0
+            for _ in range(30):
+                out = process.output(info.id, started.pid, offset=offset, wait_ms=2000)
+                text += out.text
+                offset = out.offset + len(out.data)
+                if out.finished:
+                    break
+            sleeper = process.start(info.id, ["sleep", "30"])
+            process.signal(info.id, sleeper.pid, "kill")
+            for _ in range(30):
+                ended = process.output(info.id, sleeper.pid, offset=0, wait_ms=1000)
+                if not ended.process.running:
+                    break
+            listed = [p.pid for p in process.list(info.id)]
+            return {
+                "content": data.text,
+                "size": data.size,
+                "piece": head.text,
+                "kind": st.kind,
+                "entries": entries,
+                "output": text,
+                "exit_code": out.process.exit_code,
+                "listed": started.pid in listed,
+                "killed": ended.process.exit_code,
+            }
+        finally:
+            container.remove(info.id)
 
     @tool("divide", read_only=True)
     def divide(self, a: float, b: float) -> float:

@@ -218,6 +218,27 @@ pub fn docker_ready() -> bool {
 
 /// The gVisor runtime the tests register with the engine (`.ci/run`, `scripts/test`).
 pub const GVISOR_RUNTIME: &str = "runsc";
+/// This machine's Docker engine behind a TCP relay, as `tcp://127.0.0.1:PORT`: to a host
+/// given it, an engine on another machine (the relay lives as long as the runtime).
+pub async fn docker_over_tcp() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            // As dockerd's own sockets (Go sets TCP_NODELAY on every connection).
+            let _ = client.set_nodelay(true);
+            tokio::spawn(async move {
+                if let Ok(mut engine) =
+                    tokio::net::UnixStream::connect("/var/run/docker.sock").await
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut engine).await;
+                }
+            });
+        }
+    });
+    format!("tcp://127.0.0.1:{port}")
+}
+
 /// gVisor registered without host Unix sockets (`scripts/register-gvisor.sh`): the agent
 /// of its sandboxes is reached through the engine.
 pub const GVISOR_WITHOUT_HOST_SOCKETS: &str = "runsc-no-host-uds";

@@ -36,6 +36,39 @@ enum Endpoint {
     Http(String),
 }
 
+/// An engine over TCP: bollard's HTTP client, with `TCP_NODELAY` (the engine's side has it,
+/// as Go sets it on every connection). Without it a sandbox's engine link, small frames
+/// each way, waits for the engine's delayed ACK: measured 44 ms a command instead of 1.7
+/// (88 ms with each frame in two writes).
+fn connect_over_tcp(
+    addr: &str,
+    version: &bollard::ClientVersion,
+) -> Result<bollard::Docker, bollard::errors::Error> {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_nodelay(true);
+    let mut builder =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new());
+    builder.pool_max_idle_per_host(0);
+    let client = Arc::new(builder.build(connector));
+    let host = addr
+        .trim_start_matches("tcp://")
+        .trim_start_matches("http://");
+    bollard::Docker::connect_with_custom_transport(
+        move |request: bollard::BollardRequest| {
+            let client = Arc::clone(&client);
+            async move {
+                client
+                    .request(request)
+                    .await
+                    .map_err(bollard::errors::Error::from)
+            }
+        },
+        Some(format!("http://{host}")),
+        CLIENT_TIMEOUT_SECS,
+        version,
+    )
+}
+
 impl Endpoint {
     fn parse(s: &str) -> Result<Endpoint, DockerError> {
         let s = s.trim();
@@ -234,9 +267,7 @@ impl Docker {
                     Endpoint::Unix(path) => {
                         bollard::Docker::connect_with_unix(path, CLIENT_TIMEOUT_SECS, version)
                     }
-                    Endpoint::Http(addr) => {
-                        bollard::Docker::connect_with_http(addr, CLIENT_TIMEOUT_SECS, version)
-                    }
+                    Endpoint::Http(addr) => connect_over_tcp(addr, version),
                 }
                 .map_err(|e| DockerError::from_bollard(e, "connect"))?;
                 match tokio::time::timeout(CONNECT_TIMEOUT, client.negotiate_version()).await {

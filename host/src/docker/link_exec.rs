@@ -16,6 +16,9 @@ use super::client::{Docker, OP_TIMEOUT};
 use super::error::DockerError;
 use super::labels::shorten;
 
+/// What the host gathers of a link's outgoing frames before each write.
+const LINK_WRITE_BUFFER: usize = 64 * 1024;
+
 impl Docker {
     /// The engine link of a running container that runs the agent: the live one, or a new
     /// exec.
@@ -52,6 +55,9 @@ impl Docker {
                 Err(e) => Some(Err(std::io::Error::other(e))),
             }
         });
+        // yamux writes a frame's header and body apart: buffered, a frame leaves as one
+        // write (over TCP, one segment), flushed whenever yamux has nothing more to send.
+        let input = tokio::io::BufWriter::with_capacity(LINK_WRITE_BUFFER, input);
         let io = tokio::io::join(StreamReader::new(Box::pin(stdout)), input).compat();
         let connection = yamux::Connection::new(io, link_config(), yamux::Mode::Client);
         Ok(EngineLink::new(connection, shorten(id)))

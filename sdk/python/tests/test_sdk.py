@@ -232,5 +232,19 @@ class BuildTests(unittest.TestCase):
             find_class(module, Backend)
 
 
+class AgentImportTests(unittest.TestCase):
+    """`files` and `process` refuse bad arguments before reaching the host (their calls to
+    the host are tested against a real container: tests/python_backend.rs)."""
+
+    def test_a_negative_offset_or_an_unknown_signal_is_refused_here(self) -> None:
+        from wharf_sdk import files, process
+
+        with self.assertRaises(ValueError):
+            files.read("c", "/a", offset=-1)
+        with self.assertRaises(ValueError):
+            process.signal("c", 1, "SIGTERM")
+        self.assertIn("kill", process.SIGNALS)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -23,7 +23,7 @@ class Greeter(Backend):
 Build it with `wharf-py build app.py -o greeter.wasm` (or `python -m wharf_sdk build …`).
 """
 
-from . import cancellation, container, exec, http, kv, log, progress, secrets
+from . import cancellation, container, exec, files, http, kv, log, process, progress, secrets
 from .backend import Backend, Call, Capabilities, Discovery, Session
 from .contract import BACKEND_WORLD, PROVIDER_WORLD, VERSION as CONTRACT_VERSION
 from .errors import ToolError

@@ -1,14 +1,15 @@
 //! The isolation rows: a gVisor sandbox's session create against `docker run -d
 //! --runtime=runsc` of the same image, `run_command "true"` under gVisor beside runc (the
 //! same host, the sandbox agent in both) and through the engine link (gVisor registered
-//! without host sockets), and a warm-pool hit of a gVisor shape — all in one run.
+//! without host sockets; runc on an engine reached over TCP), and a warm-pool hit of a
+//! gVisor shape — all in one run.
 
 use super::{CREATES, Cleanup, Client, EXECS, Figures, docker, ms, p50};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use wharf::config::WarmPoolConfig;
 use wharf_integration_tests::{
-    GVISOR_RUNTIME, GVISOR_WITHOUT_HOST_SOCKETS, docker_provider, start_with,
+    GVISOR_RUNTIME, GVISOR_WITHOUT_HOST_SOCKETS, docker_over_tcp, docker_provider, start_with,
 };
 
 /// Warm-pool takes timed (each after the pool has refilled).
@@ -90,6 +91,31 @@ async fn execs(client: &Client, cleanup: &mut Cleanup) -> (f64, f64) {
     (p50(&mut gv), p50(&mut runc))
 }
 
+/// `run_command "true"` p50 on an engine reached over TCP (runc; the agent copied in and
+/// reached through the engine link), ms.
+async fn remote_execs(cleanup: &mut Cleanup) -> f64 {
+    let engine = docker_over_tcp().await;
+    let host = start_with(vec![("docker", docker_provider())], |s| {
+        s.docker_host = Some(engine.clone());
+    })
+    .await;
+    let client = Client::new(&host);
+    let session = client
+        .create_session_with("remote-link", &Value::Null)
+        .await;
+    cleanup.sessions.push(session.clone());
+    client.run(&session, "true").await;
+    let mut samples = Vec::new();
+    for _ in 0..EXECS {
+        let t = Instant::now();
+        client.run(&session, "true").await;
+        samples.push(ms(t.elapsed()));
+    }
+    client.delete_all(&[session], cleanup).await;
+    drop(host);
+    p50(&mut samples)
+}
+
 /// A warm-pool hit of a gVisor shape: session create p50 over [`TAKES`] takes, ms.
 async fn warm_hits(cleanup: &mut Cleanup) -> f64 {
     let mut cfg = gvisor_provider();
@@ -138,6 +164,7 @@ pub(super) async fn rows(cleanup: &mut Cleanup) -> Figures {
     let (gv, runc) = execs(&client, cleanup).await;
     drop(host);
     let linked = link_execs(cleanup).await;
+    let remote = remote_execs(cleanup).await;
     let hit = warm_hits(cleanup).await;
     let rows = vec![
         (
@@ -166,6 +193,15 @@ pub(super) async fn rows(cleanup: &mut Cleanup) -> Figures {
             format!(
                 "{linked:.2} ms (host socket, same run: {gv:.2} ms; {:.2}x)",
                 linked / gv
+            ),
+        ),
+        (
+            format!(
+                "runc on an engine over TCP: run_command \"true\" through the engine link, p50 of {EXECS}"
+            ),
+            format!(
+                "{remote:.2} ms (local socket, same run: {runc:.2} ms; {:.2}x)",
+                remote / runc
             ),
         ),
         (
