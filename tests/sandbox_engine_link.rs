@@ -10,41 +10,10 @@
 use serde_json::json;
 use std::time::{Duration, Instant};
 use wharf_integration_tests::{
-    GVISOR_WITHOUT_HOST_SOCKETS, TestHost, docker_over_tcp, docker_provider, docker_ready,
-    gvisor_ready, remove_backend_containers, start_with,
+    GVISOR_WITHOUT_HOST_SOCKETS, TestHost, docker_over_tcp, docker_provider, docker_ready, field,
+    gvisor_ready, remove_backend_containers, run_script as run, sandbox_session as session,
+    start_with,
 };
-
-async fn session(h: &TestHost, backend: &str) -> String {
-    let r = h
-        .post(
-            "/v1/sessions",
-            json!({"backend": backend, "config": {"isolation": "gvisor"}}),
-        )
-        .await;
-    assert_eq!(r.code(), 0, "{}", r.body);
-    r.body["data"]["id"].as_str().unwrap().to_string()
-}
-
-/// Runs `script` in the session's sandbox; its stdout (stderr appended).
-async fn run(h: &TestHost, session: &str, script: &str) -> String {
-    let r = h
-        .call_in(session, "gl:run_command", json!({"command": script}))
-        .await;
-    assert_eq!(r.code(), 0, "{script}: {}", r.body);
-    let result = &r.body["data"]["result"];
-    format!(
-        "{}{}",
-        result["stdout"].as_str().unwrap_or_default(),
-        result["stderr"].as_str().unwrap_or_default()
-    )
-}
-
-fn field<'a>(out: &'a str, name: &str) -> &'a str {
-    out.lines()
-        .find_map(|l| l.strip_prefix(name))
-        .map(str::trim)
-        .unwrap_or_else(|| panic!("no {name} in {out}"))
-}
 
 /// The `wharf.agent` label of the backend's one container.
 fn agent_label(backend: &str) -> String {
@@ -61,23 +30,110 @@ fn agent_label(backend: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// What goes through the agent works through the link: a command is the agent's child
+/// (not an engine exec); a ticking background process is read from an offset beside 30
+/// commands; a file is written and read; a directory comes out as a tar stream. Returns
+/// the ticking process's pid.
+async fn works_through_the_agent(h: &TestHost, backend: &str, s: &str) -> u64 {
+    let tool = |name: &str| format!("{backend}:{name}");
+    let out = run(
+        h,
+        backend,
+        s,
+        "echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); grep PPid /proc/$$/status",
+    )
+    .await;
+    assert!(field(&out, "pid1=").contains("/.wharf/sandboxd"), "{out}");
+    assert_eq!(
+        field(&out, "PPid:"),
+        "1",
+        "the command is the agent's child, not an engine exec: {out}"
+    );
+
+    let started = h
+        .call_in(
+            s,
+            &tool("start_process"),
+            json!({"command": "i=0; while :; do echo tick$i; i=$((i+1)); sleep 0.05; done"}),
+        )
+        .await;
+    assert_eq!(started.code(), 0, "{}", started.body);
+    let pid = started.body["data"]["result"]["pid"].as_u64().unwrap();
+    for n in 0..30 {
+        assert_eq!(
+            run(h, backend, s, &format!("echo {n}")).await,
+            format!("{n}\n")
+        );
+    }
+    let output = h
+        .call_in(
+            s,
+            &tool("process_output"),
+            json!({"pid": pid, "offset": 6, "max_bytes": 6, "wait_ms": 5000}),
+        )
+        .await;
+    assert_eq!(
+        output.body["data"]["result"]["output"], "tick1\n",
+        "{}",
+        output.body
+    );
+
+    let wrote = h
+        .call_in(
+            s,
+            &tool("write_file"),
+            json!({"path": "d/f.txt", "content": "through the engine"}),
+        )
+        .await;
+    assert_eq!(wrote.code(), 0, "{}", wrote.body);
+    let read = h
+        .call_in(s, &tool("read_file"), json!({"path": "d/f.txt"}))
+        .await;
+    assert_eq!(
+        read.body["data"]["result"]["content"], "through the engine",
+        "{}",
+        read.body
+    );
+    let tar = reqwest::get(format!("{}/v1/sessions/{s}/files?path=d", h.url))
+        .await
+        .unwrap();
+    assert_eq!(tar.headers()["content-type"], "application/x-tar");
+    let tar = tar.bytes().await.unwrap();
+    assert!(tar.windows(18).any(|w| w == b"through the engine"));
+    pid
+}
+
 /// Finds the link process inside the sandbox (by its command line, not this script's).
 const FIND_LINK: &str = "ps -o pid,args | grep 'sandboxd.--lin[k]' | awk '{print $1}' | head -1";
 
 async fn find_link(h: &TestHost, s: &str) -> String {
-    let r = h
-        .call_in(
-            s,
-            "gl:run_command",
-            json!({"command": FIND_LINK, "timeout_seconds": 5}),
-        )
-        .await;
-    assert_eq!(r.code(), 0, "{}", r.body);
-    r.body["data"]["result"]["stdout"]
-        .as_str()
-        .unwrap()
-        .trim()
-        .to_string()
+    run(h, "gl", s, FIND_LINK).await.trim().to_string()
+}
+
+/// Calls `gl:run_command "echo WORD"` until it answers (at most `within`), asserting that
+/// every answer on the way is the sandbox's own.
+async fn answered_again(h: &TestHost, s: &str, word: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let r = h
+            .call_in(
+                s,
+                "gl:run_command",
+                json!({"command": format!("echo {word}")}),
+            )
+            .await;
+        if r.code() == 0 {
+            assert_eq!(
+                r.body["data"]["result"]["stdout"],
+                format!("{word}\n"),
+                "{}",
+                r.body
+            );
+            return;
+        }
+        assert!(Instant::now() < deadline, "no answer again: {}", r.body);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,76 +156,15 @@ async fn gvisor_without_host_sockets_reaches_the_agent_through_the_engine() {
             .insert("gvisor".into(), GVISOR_WITHOUT_HOST_SOCKETS.into());
     })
     .await;
-    let s = session(&h, "gl").await;
+    let s = session(&h, "gl", json!({"isolation": "gvisor"})).await;
     assert_eq!(
         agent_label("gl"),
         "engine",
         "the agent is reached through the engine"
     );
-
-    let out = run(
-        &h,
-        &s,
-        "dmesg | head -1; echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); grep PPid /proc/$$/status",
-    )
-    .await;
+    let out = run(&h, "gl", &s, "dmesg | head -1").await;
     assert!(out.contains("gVisor"), "the kernel is gVisor's: {out}");
-    assert!(field(&out, "pid1=").contains("/.wharf/sandboxd"), "{out}");
-    assert_eq!(
-        field(&out, "PPid:"),
-        "1",
-        "the command is the agent's child, not an engine exec: {out}"
-    );
-
-    // A background process, read from an offset, beside 30 commands.
-    let started = h
-        .call_in(
-            &s,
-            "gl:start_process",
-            json!({"command": "i=0; while :; do echo tick$i; i=$((i+1)); sleep 0.05; done"}),
-        )
-        .await;
-    assert_eq!(started.code(), 0, "{}", started.body);
-    let pid = started.body["data"]["result"]["pid"].as_u64().unwrap();
-    for n in 0..30 {
-        assert_eq!(run(&h, &s, &format!("echo {n}")).await, format!("{n}\n"));
-    }
-    let output = h
-        .call_in(
-            &s,
-            "gl:process_output",
-            json!({"pid": pid, "offset": 6, "max_bytes": 6}),
-        )
-        .await;
-    assert_eq!(
-        output.body["data"]["result"]["output"], "tick1\n",
-        "{}",
-        output.body
-    );
-
-    // Files through the agent, and a directory out as a tar stream.
-    let wrote = h
-        .call_in(
-            &s,
-            "gl:write_file",
-            json!({"path": "d/f.txt", "content": "through the engine"}),
-        )
-        .await;
-    assert_eq!(wrote.code(), 0, "{}", wrote.body);
-    let read = h
-        .call_in(&s, "gl:read_file", json!({"path": "d/f.txt"}))
-        .await;
-    assert_eq!(
-        read.body["data"]["result"]["content"], "through the engine",
-        "{}",
-        read.body
-    );
-    let tar = reqwest::get(format!("{}/v1/sessions/{s}/files?path=d", h.url))
-        .await
-        .unwrap();
-    assert_eq!(tar.headers()["content-type"], "application/x-tar");
-    let tar = tar.bytes().await.unwrap();
-    assert!(tar.windows(18).any(|w| w == b"through the engine"));
+    let pid = works_through_the_agent(&h, "gl", &s).await;
 
     // The attacker: root in the sandbox writes forged bytes into the link's output. Under
     // runc the link's descriptors are not root's to open (it is not dumpable); gVisor does
@@ -188,30 +183,12 @@ async fn gvisor_without_host_sockets_reaches_the_agent_through_the_engine() {
             }),
         )
         .await;
-    let deadline = Instant::now() + Duration::from_secs(40);
-    loop {
-        let r = h
-            .call_in(&s, "gl:run_command", json!({"command": "echo still-mine"}))
-            .await;
-        if r.code() == 0 {
-            assert_eq!(
-                r.body["data"]["result"]["stdout"], "still-mine\n",
-                "{}",
-                r.body
-            );
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the link never came back: {}",
-            r.body
-        );
-    }
+    answered_again(&h, &s, "still-mine", Duration::from_secs(40)).await;
 
-    // Killing the link from inside: the next calls start another, and the process the
+    // Killing the link from inside (from a background process: a command would be cut
+    // with the link it runs through): the next calls start another, and the process the
     // agent keeps is still there.
     let link = find_link(&h, &s).await;
-    // (From a background process: a command would be cut with the link it runs through.)
     let killer = h
         .call_in(
             &s,
@@ -221,20 +198,8 @@ async fn gvisor_without_host_sockets_reaches_the_agent_through_the_engine() {
         .await;
     assert_eq!(killer.code(), 0, "{}", killer.body);
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let after = loop {
-        let r = h
-            .call_in(&s, "gl:run_command", json!({"command": "echo relinked"}))
-            .await;
-        if r.code() == 0 {
-            break r.body["data"]["result"]["stdout"].clone();
-        }
-        assert!(Instant::now() < deadline, "no new link: {}", r.body);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    assert_eq!(after, json!("relinked\n"));
-    let newest = find_link(&h, &s).await;
-    assert_ne!(newest.trim(), link, "a new link");
+    answered_again(&h, &s, "relinked", Duration::from_secs(20)).await;
+    assert_ne!(find_link(&h, &s).await, link, "a new link");
     let listed = h.call_in(&s, "gl:list_processes", json!({})).await;
     assert!(
         listed.body.to_string().contains(&format!("\"pid\":{pid}")),
@@ -255,70 +220,21 @@ async fn a_remote_engine_gets_the_agent_copied_in_and_reached_through_the_engine
         s.docker_host = Some(engine.clone());
     })
     .await;
-    let r = h
-        .post("/v1/sessions", json!({"backend": "gr", "config": null}))
-        .await;
-    assert_eq!(r.code(), 0, "{}", r.body);
-    let s = r.body["data"]["id"].as_str().unwrap().to_string();
+    let s = session(&h, "gr", serde_json::Value::Null).await;
     assert_eq!(agent_label("gr"), "engine");
-
-    let call = |command: String| {
-        let h = &h;
-        let s = s.clone();
-        async move {
-            let r = h
-                .call_in(&s, "gr:run_command", json!({"command": command}))
-                .await;
-            assert_eq!(r.code(), 0, "{}", r.body);
-            r.body["data"]["result"]["stdout"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        }
-    };
-    let out = call(
-        "echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); grep PPid /proc/$$/status; \
-         echo kind=$(stat -c %F /.wharf/sandboxd); grep -c ' /.wharf/sandboxd ' /proc/mounts"
-            .into(),
+    let out = run(
+        &h,
+        "gr",
+        &s,
+        "echo kind=$(stat -c %F /.wharf/sandboxd); echo mounts=$(grep -c ' /.wharf/sandboxd ' /proc/mounts)",
     )
     .await;
-    assert!(field(&out, "pid1=").contains("/.wharf/sandboxd"), "{out}");
-    assert_eq!(field(&out, "PPid:"), "1", "through the agent: {out}");
     assert_eq!(field(&out, "kind="), "regular file", "{out}");
-    assert!(
-        out.trim_end().ends_with('0'),
+    assert_eq!(
+        field(&out, "mounts="),
+        "0",
         "copied in, not mounted from this host: {out}"
     );
-
-    let started = h
-        .call_in(
-            &s,
-            "gr:start_process",
-            json!({"command": "echo from-afar; sleep 30"}),
-        )
-        .await;
-    assert_eq!(started.code(), 0, "{}", started.body);
-    let pid = started.body["data"]["result"]["pid"].as_u64().unwrap();
-    let output = h
-        .call_in(
-            &s,
-            "gr:process_output",
-            json!({"pid": pid, "offset": 0, "wait_ms": 5000}),
-        )
-        .await;
-    assert_eq!(
-        output.body["data"]["result"]["output"], "from-afar\n",
-        "{}",
-        output.body
-    );
-    let wrote = h
-        .call_in(
-            &s,
-            "gr:write_file",
-            json!({"path": "far.txt", "content": "copied agent"}),
-        )
-        .await;
-    assert_eq!(wrote.code(), 0, "{}", wrote.body);
-    assert_eq!(call("cat far.txt".into()).await, "copied agent");
+    works_through_the_agent(&h, "gr", &s).await;
     remove_backend_containers("gr");
 }

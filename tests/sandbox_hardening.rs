@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use wharf::config::{BackendConfig, WarmPoolConfig};
 use wharf_integration_tests::{
-    GVISOR_RUNTIME, TestHost, docker_provider, docker_ready, gvisor_ready,
-    remove_backend_containers, start_with,
+    GVISOR_RUNTIME, TestHost, docker_provider, docker_ready, field, gvisor_ready,
+    remove_backend_containers, run_script as run, sandbox_session as session, start_with,
 };
 
 /// The capabilities a sandbox keeps (CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID,
@@ -35,35 +35,6 @@ async fn host(backends: Vec<(&str, BackendConfig)>, gvisor_runtime: bool) -> Tes
     .await
 }
 
-async fn session(h: &TestHost, backend: &str, config: Value) -> String {
-    let r = h
-        .post(
-            "/v1/sessions",
-            json!({"backend": backend, "config": config}),
-        )
-        .await;
-    assert_eq!(r.code(), 0, "{config}: {}", r.body);
-    r.body["data"]["id"].as_str().unwrap().to_string()
-}
-
-/// Runs `script` in the session's sandbox; its stdout (stderr appended).
-async fn run(h: &TestHost, backend: &str, session: &str, script: &str) -> String {
-    let r = h
-        .call_in(
-            session,
-            &format!("{backend}:run_command"),
-            json!({"command": script}),
-        )
-        .await;
-    assert_eq!(r.code(), 0, "{script}: {}", r.body);
-    let result = &r.body["data"]["result"];
-    format!(
-        "{}{}",
-        result["stdout"].as_str().unwrap_or_default(),
-        result["stderr"].as_str().unwrap_or_default()
-    )
-}
-
 /// The attacks, each printing `name=exit status` (0: the attack worked).
 const ATTACKS: &str = r#"
 grep -E 'CapEff|NoNewPrivs' /proc/self/status
@@ -71,13 +42,6 @@ mkdir -p /mnt; mount -t tmpfs none /mnt 2>/dev/null; echo mount=$?
 ping -c1 -W1 127.0.0.1 >/dev/null 2>&1; echo raw_socket=$?
 cp /bin/suid-euid /work/probe && chmod 4755 /work/probe && echo setuid_euid=$(su -s /bin/sh sandbox -c /work/probe)
 "#;
-
-fn field<'a>(out: &'a str, name: &str) -> &'a str {
-    out.lines()
-        .find_map(|l| l.strip_prefix(name))
-        .map(str::trim)
-        .unwrap_or_else(|| panic!("no {name} in {out}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attacks_from_inside_a_sandbox_fail_and_succeed_without_the_hardening() {

@@ -197,6 +197,46 @@ impl TestHost {
     }
 }
 
+/// Opens a session of `backend` with `config` (a sandbox provider's: its sandbox is made);
+/// its id.
+pub async fn sandbox_session(h: &TestHost, backend: &str, config: Value) -> String {
+    let r = h
+        .post(
+            "/v1/sessions",
+            serde_json::json!({"backend": backend, "config": config}),
+        )
+        .await;
+    assert_eq!(r.code(), 0, "{config}: {}", r.body);
+    r.body["data"]["id"].as_str().unwrap().to_string()
+}
+
+/// Runs `script` with `backend`'s `run_command` in the session's sandbox; its stdout
+/// (stderr appended).
+pub async fn run_script(h: &TestHost, backend: &str, session: &str, script: &str) -> String {
+    let r = h
+        .call_in(
+            session,
+            &format!("{backend}:run_command"),
+            serde_json::json!({"command": script}),
+        )
+        .await;
+    assert_eq!(r.code(), 0, "{script}: {}", r.body);
+    let result = &r.body["data"]["result"];
+    format!(
+        "{}{}",
+        result["stdout"].as_str().unwrap_or_default(),
+        result["stderr"].as_str().unwrap_or_default()
+    )
+}
+
+/// The rest of the first line of `out` that starts with `name` (trimmed).
+pub fn field<'a>(out: &'a str, name: &str) -> &'a str {
+    out.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no {name} in {out}"))
+}
+
 /// Whether a Docker engine answers. With `WHARF_REQUIRE_DOCKER=1` a missing engine fails the
 /// test instead of skipping it.
 pub fn docker_ready() -> bool {

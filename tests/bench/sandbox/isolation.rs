@@ -47,10 +47,21 @@ async fn link_execs(cleanup: &mut Cleanup) -> f64 {
     config.insert("pids_limit".into(), toml::Value::Integer(512));
     cfg.config = Some(toml::Value::Table(config));
     let host = gvisor_host_on(cfg, GVISOR_WITHOUT_HOST_SOCKETS).await;
-    let client = Client::new(&host);
-    let session = client
-        .create_session_with("gv-link", &json!({"isolation": "gvisor"}))
-        .await;
+    let p50 = session_execs(&host, "gv-link", &json!({"isolation": "gvisor"}), cleanup).await;
+    drop(host);
+    p50
+}
+
+/// `run_command "true"` p50 in a new session of `host` with `config`, ms; the session is
+/// deleted after.
+async fn session_execs(
+    host: &wharf_integration_tests::TestHost,
+    key: &str,
+    config: &Value,
+    cleanup: &mut Cleanup,
+) -> f64 {
+    let client = Client::new(host);
+    let session = client.create_session_with(key, config).await;
     cleanup.sessions.push(session.clone());
     client.run(&session, "true").await;
     let mut samples = Vec::new();
@@ -60,7 +71,6 @@ async fn link_execs(cleanup: &mut Cleanup) -> f64 {
         samples.push(ms(t.elapsed()));
     }
     client.delete_all(&[session], cleanup).await;
-    drop(host);
     p50(&mut samples)
 }
 
@@ -99,21 +109,9 @@ async fn remote_execs(cleanup: &mut Cleanup) -> f64 {
         s.docker_host = Some(engine.clone());
     })
     .await;
-    let client = Client::new(&host);
-    let session = client
-        .create_session_with("remote-link", &Value::Null)
-        .await;
-    cleanup.sessions.push(session.clone());
-    client.run(&session, "true").await;
-    let mut samples = Vec::new();
-    for _ in 0..EXECS {
-        let t = Instant::now();
-        client.run(&session, "true").await;
-        samples.push(ms(t.elapsed()));
-    }
-    client.delete_all(&[session], cleanup).await;
+    let p50 = session_execs(&host, "remote-link", &Value::Null, cleanup).await;
     drop(host);
-    p50(&mut samples)
+    p50
 }
 
 /// A warm-pool hit of a gVisor shape: session create p50 over [`TAKES`] takes, ms.
