@@ -4,16 +4,9 @@
 
 use wharf_sandbox_protocol::AgentError;
 
-/// Bytes both ways on one connection to an agent.
-pub(crate) trait AgentIo:
-    tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin
-{
-}
-
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> AgentIo for T {}
-
-/// One connection to an agent: a Unix socket, or a stream on an engine link.
-pub(crate) type AgentStream = Box<dyn AgentIo>;
+/// One connection to an agent: a Unix socket, or a stream on an engine link. The engine's
+/// port stream, so a port relay is handed on as it is.
+pub(crate) type AgentStream = crate::engines::container_types::PortStream;
 
 /// Why a request to the agent did not get an answer.
 #[derive(Debug)]

@@ -223,6 +223,6 @@ impl ContainerEngine for Docker {
         id: &str,
         port: u16,
     ) -> Result<crate::engines::container_types::PortStream, DockerError> {
-        Ok(Box::new(Docker::connect_port(self, owner, id, port).await?))
+        Docker::connect_port(self, owner, id, port).await
     }
 }
