@@ -9,24 +9,17 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use wharf::config::TokenScope::{Call, Read};
 use wharf_integration_tests::tenant_client::TenantClient;
 use wharf_integration_tests::{
-    TestHost, docker_provider, docker_ready, raw_http_reply, remove_backend_containers, start_with,
-    token,
+    TestHost, command_text, docker_host_for, docker_ready, raw_http_reply,
+    remove_backend_containers,
 };
 
 const ALICE: &str = "alice-files-token";
 const BOB: &str = "bob-files-token";
 
 async fn host(backend: &str) -> TestHost {
-    start_with(vec![(backend, docker_provider())], |s| {
-        s.auth.tokens = vec![
-            token("alice", ALICE, &[Call, Read]),
-            token("bob", BOB, &[Call, Read]),
-        ];
-    })
-    .await
+    docker_host_for(backend, &[("alice", ALICE), ("bob", BOB)]).await
 }
 
 /// The tenant's client: `ALICE` or `BOB`.
@@ -58,12 +51,7 @@ async fn run(h: &TestHost, backend: &str, session: &str, script: &str) -> String
         )
         .await;
     assert_eq!(reply["code"], 0, "{script}: {reply}");
-    let result = &reply["data"]["result"];
-    format!(
-        "{}{}",
-        result["stdout"].as_str().unwrap_or_default(),
-        result["stderr"].as_str().unwrap_or_default()
-    )
+    command_text(&reply["data"]["result"])
 }
 
 /// This process's resident memory, KiB.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wharf_integration_tests::egress_destination::{BIG_BYTES, destination};
 use wharf_integration_tests::processes::WharfProcess;
-use wharf_integration_tests::{GVISOR_RUNTIME, docker_ready, gvisor_ready};
+use wharf_integration_tests::{GVISOR_RUNTIME, command_text, docker_ready, gvisor_ready};
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -100,12 +100,7 @@ async fn run(url: &str, backend: &str, session: &str, script: &str) -> String {
     )
     .await;
     assert_eq!(reply["code"], 0, "{script}: {reply}");
-    let result = &reply["data"]["result"];
-    format!(
-        "{}{}",
-        result["stdout"].as_str().unwrap_or_default(),
-        result["stderr"].as_str().unwrap_or_default()
-    )
+    command_text(&reply["data"]["result"])
 }
 
 /// A `CONNECT` through the proxy with busybox `nc`, then a request in the tunnel.

@@ -9,10 +9,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
-use wharf::config::TokenScope::{Call, Read};
-use wharf_integration_tests::{
-    TestHost, docker_provider, docker_ready, remove_backend_containers, start_with, token,
-};
+use wharf_integration_tests::{TestHost, docker_host_for, docker_ready, remove_backend_containers};
 
 const ALICE: &str = "alice-token";
 const BOB: &str = "bob-token";
@@ -21,13 +18,7 @@ type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn host(backend: &str) -> TestHost {
-    start_with(vec![(backend, docker_provider())], |s| {
-        s.auth.tokens = vec![
-            token("alice", ALICE, &[Call, Read]),
-            token("bob", BOB, &[Call, Read]),
-        ];
-    })
-    .await
+    docker_host_for(backend, &[("alice", ALICE), ("bob", BOB)]).await
 }
 
 async fn api(

@@ -221,12 +221,38 @@ pub async fn run_script(h: &TestHost, backend: &str, session: &str, script: &str
         )
         .await;
     assert_eq!(r.code(), 0, "{script}: {}", r.body);
-    let result = &r.body["data"]["result"];
+    command_text(&r.body["data"]["result"])
+}
+
+/// A `run_command` result's stdout with its stderr appended.
+pub fn command_text(result: &Value) -> String {
     format!(
         "{}{}",
         result["stdout"].as_str().unwrap_or_default(),
         result["stderr"].as_str().unwrap_or_default()
     )
+}
+
+/// A host serving the docker provider as `backend` to `tenants` (name, token value), each
+/// with the call and read scopes.
+pub async fn docker_host_for(backend: &str, tenants: &[(&str, &str)]) -> TestHost {
+    let tokens = tenants
+        .iter()
+        .map(|(name, value)| {
+            token(
+                name,
+                value,
+                &[
+                    wharf::config::TokenScope::Call,
+                    wharf::config::TokenScope::Read,
+                ],
+            )
+        })
+        .collect();
+    start_with(vec![(backend, docker_provider())], |s| {
+        s.auth.tokens = tokens
+    })
+    .await
 }
 
 /// The rest of the first line of `out` that starts with `name` (trimmed).

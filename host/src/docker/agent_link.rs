@@ -125,9 +125,17 @@ impl EngineLink {
 #[derive(Debug, Default)]
 pub(crate) struct EngineLinks {
     by_id: Mutex<HashMap<String, Arc<EngineLink>>>,
+    /// Held while a link is started, so callers that find none at once start one exec,
+    /// not one each (links start once per container, or after one ended).
+    starting: tokio::sync::Mutex<()>,
 }
 
 impl EngineLinks {
+    /// The turn to start a link; whoever takes it looks for a live one again first.
+    pub(crate) async fn start_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.starting.lock().await
+    }
+
     /// The live link of container `id`, if any.
     pub(crate) fn alive(&self, id: &str) -> Option<Arc<EngineLink>> {
         let links = self.by_id.lock().ok()?;

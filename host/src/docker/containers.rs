@@ -318,19 +318,13 @@ impl Docker {
         id: &str,
         placement: &super::sandbox_agent::AgentPlacement,
     ) -> Result<(), DockerError> {
-        let binary = std::fs::read(placement.binary()).map_err(|e| {
-            DockerError::Failed(format!(
-                "the sandbox agent: reading {}: {e}",
-                placement.binary().display()
-            ))
-        })?;
         // Root's, mode 0755, at BINARY_PATH (uploaded at `/`).
         let file = BINARY_PATH.trim_start_matches('/');
         let dirs: Vec<String> = file
             .rsplit_once('/')
             .map(|(dir, _)| vec![dir.to_string()])
             .unwrap_or_default();
-        let archive = build_archive(&dirs, file, &binary, 0o755)?;
+        let archive = build_archive(&dirs, file, placement.bytes(), 0o755)?;
         let options = bollard::query_parameters::UploadToContainerOptions {
             path: "/".to_string(),
             ..Default::default()

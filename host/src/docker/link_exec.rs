@@ -26,6 +26,10 @@ impl Docker {
         if let Some(link) = self.engine_links().alive(id) {
             return Ok(link);
         }
+        let _turn = self.engine_links().start_turn().await;
+        if let Some(link) = self.engine_links().alive(id) {
+            return Ok(link);
+        }
         let link = Arc::new(self.start_link(id).await?);
         self.engine_links().keep(id, link.clone());
         Ok(link)

@@ -67,6 +67,9 @@ impl SocketHome {
 #[derive(Debug, Clone)]
 pub struct AgentPlacement {
     binary: PathBuf,
+    /// The binary's bytes (the build embeds them): what a copy into a container carries,
+    /// with no read of the file per container.
+    bytes: &'static [u8],
     /// Copied into each container through the engine's archive API (an engine on another
     /// machine), instead of bind-mounted from this host.
     copied: bool,
@@ -81,7 +84,7 @@ pub(crate) fn socket_of(pid: u32) -> PathBuf {
 impl AgentPlacement {
     /// Writes the agent's `bytes` under `data_dir/sandboxd/`, named by their hash, so a new
     /// build never overwrites a binary a running container has mounted.
-    pub fn install(data_dir: &Path, bytes: &[u8]) -> anyhow::Result<Self> {
+    pub fn install(data_dir: &Path, bytes: &'static [u8]) -> anyhow::Result<Self> {
         if bytes.is_empty() {
             anyhow::bail!("this build carries no sandbox agent");
         }
@@ -102,6 +105,7 @@ impl AgentPlacement {
         }
         Ok(AgentPlacement {
             binary,
+            bytes,
             copied: false,
         })
     }
@@ -121,9 +125,9 @@ impl AgentPlacement {
         self.copied
     }
 
-    /// The agent's binary on this host.
-    pub(crate) fn binary(&self) -> &Path {
-        &self.binary
+    /// The agent's binary.
+    pub(crate) fn bytes(&self) -> &'static [u8] {
+        self.bytes
     }
 
     /// Makes `body` run the agent as PID 1 and as root, with the image's entrypoint and

@@ -58,15 +58,19 @@ pub fn info_json(info: &FileInfo) -> Value {
     })
 }
 
+/// One NDJSON line.
+fn ndjson_line(value: &Value) -> bytes::Bytes {
+    let mut line = value.to_string();
+    line.push('\n');
+    bytes::Bytes::from(line)
+}
+
 fn event_line(event: &FileEvent) -> bytes::Bytes {
-    let mut line = json!({
+    ndjson_line(&json!({
         "event": event.kind.as_str(),
         "path": event.path,
         "directory": event.directory,
-    })
-    .to_string();
-    line.push('\n');
-    bytes::Bytes::from(line)
+    }))
 }
 
 /// The session's sandbox for file operations, for a caller that may use its backend.
@@ -75,6 +79,17 @@ async fn files_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<SandboxFi
     let visible = wharf.session(caller.session_tenant(), id).await?;
     caller.require_tool(&visible.backend, None)?;
     wharf.sandbox_files(caller.session_tenant(), id).await
+}
+
+/// The session's sandbox and the `path` of an info or list query.
+async fn files_at(
+    wharf: &Wharf,
+    caller: &Caller,
+    id: &str,
+    query: Result<Query<InfoQuery>, QueryRejection>,
+) -> Result<(SandboxFiles, String), WharfError> {
+    let q = parse_query(query)?;
+    Ok((files_for(wharf, caller, id).await?, q.path))
 }
 
 /// A session route's answer in the envelope.
@@ -99,9 +114,8 @@ pub async fn info(
     query: Result<Query<InfoQuery>, QueryRejection>,
 ) -> Response {
     let answer = async {
-        let q = parse_query(query)?;
-        let files = files_for(&wharf, &caller, &id).await?;
-        Ok(info_json(&files.info(&q.path).await?))
+        let (files, path) = files_at(&wharf, &caller, &id, query).await?;
+        Ok(info_json(&files.info(&path).await?))
     };
     let answer = answer.await;
     enveloped(id, answer)
@@ -115,12 +129,11 @@ pub async fn list(
     query: Result<Query<InfoQuery>, QueryRejection>,
 ) -> Response {
     let answer = async {
-        let q = parse_query(query)?;
-        let files = files_for(&wharf, &caller, &id).await?;
-        let listing = files.list(&q.path).await?;
+        let (files, path) = files_at(&wharf, &caller, &id, query).await?;
+        let listing = files.list(&path).await?;
         let entries: Vec<Value> = listing.entries.iter().map(info_json).collect();
         Ok(json!({
-            "path": q.path,
+            "path": path,
             "entries": entries,
             "truncated": listing.truncated,
         }))
@@ -164,9 +177,10 @@ pub async fn watch(
                 Ok(Some(event)) => event_line(&event),
                 Ok(None) => return,
                 Err(e) => {
-                    let mut line = json!({"event": "error", "message": e.message}).to_string();
-                    line.push('\n');
-                    out.send(Ok(bytes::Bytes::from(line))).await;
+                    out.send(Ok(ndjson_line(
+                        &json!({"event": "error", "message": e.message}),
+                    )))
+                    .await;
                     return;
                 }
             };
