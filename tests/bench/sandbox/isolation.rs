@@ -42,7 +42,7 @@ async fn gvisor_host_on(
 async fn link_execs(cleanup: &mut Cleanup) -> f64 {
     let mut cfg = gvisor_provider();
     // gVisor's ptrace platform counts its own threads against the pids limit (about 80 at
-    // rest, 15-25 per running process): the link is one more process.
+    // rest, 12-27 per running process): the link is one more process.
     let mut config = toml::map::Map::new();
     config.insert("pids_limit".into(), toml::Value::Integer(512));
     cfg.config = Some(toml::Value::Table(config));
