@@ -17,7 +17,7 @@
 //! plain types and error are the engine-neutral ones of [`engines`](crate::engines).
 //!
 //! Files: [`client`] (connection, ownership check), [`containers`] (lifecycle), `container_body`
-//! (the create request and its hardening), `runtimes` (isolation levels), [`exec`],
+//! (the create request and its hardening), `runtimes` (isolation levels), [`exec`], `command_starts` (commands taking turns to start),
 //! [`archive`] (copy in/out), `resident_shell` (the fast exec path), `frames` and `leftovers`, [`labels`], [`types`], [`error`].
 
 mod agent_calls;
@@ -28,6 +28,7 @@ mod agent_processes;
 mod agent_stream;
 pub mod archive;
 pub mod client;
+mod command_starts;
 mod container_body;
 pub mod containers;
 mod egress_links;

@@ -160,7 +160,7 @@ impl Processes {
         };
         let spawned = agent
             .reaper
-            .spawn(&mut command)
+            .spawn_in(&mut command, prepared.spawn_dir())
             .map_err(|e| prepared.spawn_error(&e))?;
         // The command holds the child's ends of the pipes: the output ends only once
         // they are closed here.

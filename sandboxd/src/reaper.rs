@@ -14,6 +14,8 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::os::fd::OwnedFd;
+use std::path::Path;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -53,6 +55,8 @@ struct Shared {
     spawn_lock: Mutex<()>,
     /// Reaps so far.
     reaped: AtomicU64,
+    /// The agent's own working directory, to come back to after a spawn made in another.
+    home: Option<OwnedFd>,
 }
 
 /// A spawned child's waiter.
@@ -72,9 +76,16 @@ struct Reaped {
 impl Reaper {
     /// Starts the reaper thread and the task that delivers exits; call inside the runtime.
     pub fn start() -> io::Result<Self> {
+        let home = rustix::fs::open(
+            ".",
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .ok();
         let shared = Arc::new(Shared {
             spawn_lock: Mutex::new(()),
             reaped: AtomicU64::new(0),
+            home,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let handle = thread::Builder::new()
@@ -95,8 +106,30 @@ impl Reaper {
 
     /// Spawns `command` and registers the child before its exit can be delivered.
     pub fn spawn(&self, command: &mut Command) -> io::Result<Spawned> {
+        self.spawn_in(command, None)
+    }
+
+    /// The same, the child starting in working directory `dir`. std spawns a command with
+    /// its own working directory by `fork` when statically linked (it cannot find glibc's
+    /// `posix_spawn_file_actions_addchdir_np`), and a fork copies the agent's page tables
+    /// and faults its pages back in; so, for a command that changes no ids, the agent
+    /// moves into `dir` itself, spawns with `posix_spawn` (the child shares the agent's
+    /// memory until it execs), and moves back. Safe here: every spawn holds the spawn
+    /// lock, and nothing else in the agent uses a relative path.
+    pub fn spawn_in(&self, command: &mut Command, dir: Option<&Path>) -> io::Result<Spawned> {
         let guard = lock(&self.shared.spawn_lock);
-        let child = command.spawn()?;
+        let child = match (dir, &self.shared.home) {
+            (None, _) => command.spawn()?,
+            (Some(dir), Some(home)) if command.get_current_dir().is_none() => {
+                std::env::set_current_dir(dir)?;
+                let child = command.spawn();
+                // Back even when the spawn failed; an O_PATH descriptor of a directory
+                // that still exists (it is held open) does not fail fchdir.
+                let _ = rustix::process::fchdir(home);
+                child?
+            }
+            (Some(dir), _) => command.current_dir(dir).spawn()?,
+        };
         let after = self.shared.reaped.load(Ordering::SeqCst);
         let pid = child.id();
         let (tx, exit) = oneshot::channel();

@@ -126,7 +126,7 @@ pub fn spawn_piped(agent: &Agent, prepared: &Prepared, with_stdin: bool) -> Resu
         .process_group(0);
     let spawned = agent
         .reaper
-        .spawn(&mut command)
+        .spawn_in(&mut command, prepared.spawn_dir())
         .map_err(|e| Reply::Error(prepared.spawn_error(&e)))?;
     drop(command);
     let pid = spawned.pid;

@@ -135,9 +135,21 @@ impl Prepared {
         command
     }
 
+    /// The working directory the spawner enters for the spawn (`Reaper::spawn_in`): the
+    /// command's own, when it changes no ids (one that does is forked, and its working
+    /// directory set in the child).
+    pub fn spawn_dir(&self) -> Option<&Path> {
+        self.cwd
+            .as_deref()
+            .map(Path::new)
+            .filter(|_| self.ids.is_none())
+    }
+
     fn apply_setup(&self, command: &mut StdCommand) {
         command.envs(self.env.iter().map(|(k, v)| (k, v)));
-        if let Some(cwd) = &self.cwd {
+        if let Some(cwd) = &self.cwd
+            && self.ids.is_some()
+        {
             command.current_dir(cwd);
         }
         if let Some((uid, gid)) = self.ids {

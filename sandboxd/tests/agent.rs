@@ -186,6 +186,14 @@ async fn run_argv_without_a_shell() {
         Reply::Ran(out) => assert_eq!(out.stdout, b"bonjour\n/tmp\n"),
         other => panic!("{other:?}"),
     }
+    // The agent entered /tmp only for that spawn: a command without a directory starts
+    // where the agent itself was started.
+    let out = agent.run(argv(&["/bin/pwd"]), 10_000).await;
+    let here = std::env::current_dir().expect("the test's directory");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        here.to_string_lossy()
+    );
     // A missing program is an error naming it, not a crash of the agent.
     let reply = agent
         .call(&Request::Run(run_request(argv(&["no-such-program"]), 1000)))

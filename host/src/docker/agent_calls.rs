@@ -247,7 +247,7 @@ impl Docker {
             let Some(endpoint) = self.agent_of(owner, &request.container).await? else {
                 return Ok(None);
             };
-            answer = call(&endpoint, &run, limit, |stream, data| {
+            let command = call(&endpoint, &run, limit, |stream, data| {
                 if let Some(sink) = output {
                     let stream = match stream {
                         protocol::Stream::Stdout => OutputStream::Stdout,
@@ -255,8 +255,8 @@ impl Docker {
                     };
                     sink.send(OutputPiece { stream, data });
                 }
-            })
-            .await;
+            });
+            answer = self.command_starts().run(command).await;
             if !matches!(answer, Err(AgentFailure::Impostor(_))) {
                 break;
             }

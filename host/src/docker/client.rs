@@ -9,6 +9,7 @@ use bollard::models::ContainerInspectResponse;
 use tokio::sync::OnceCell;
 
 use super::agent_link::EngineLinks;
+use super::command_starts::CommandStarts;
 use super::egress_registry::EgressLinks;
 use super::error::DockerError;
 use super::known_agents::KnownAgents;
@@ -118,6 +119,7 @@ struct Inner {
     shells: ShellPool,
     agent: std::sync::OnceLock<AgentPlacement>,
     agents: KnownAgents,
+    starts: CommandStarts,
     links: EngineLinks,
     runtimes: std::sync::OnceLock<IsolationRuntimes>,
     egress: EgressLinks,
@@ -165,6 +167,7 @@ impl Docker {
                 shells: ShellPool::default(),
                 agent: std::sync::OnceLock::new(),
                 agents: KnownAgents::default(),
+                starts: CommandStarts::default(),
                 links: EngineLinks::default(),
                 runtimes: std::sync::OnceLock::new(),
                 egress: EgressLinks::default(),
@@ -228,6 +231,11 @@ impl Docker {
     /// The agents of the containers this client has talked to.
     pub(crate) fn known_agents(&self) -> &KnownAgents {
         &self.inner.agents
+    }
+
+    /// The start slots of the commands run through this engine's agents.
+    pub(crate) fn command_starts(&self) -> &CommandStarts {
+        &self.inner.starts
     }
 
     /// The engine links of the containers whose agent this client reaches through the
