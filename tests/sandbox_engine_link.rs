@@ -144,14 +144,6 @@ async fn gvisor_without_host_sockets_reaches_the_agent_through_the_engine() {
     remove_backend_containers("gl");
     let mut cfg = docker_provider();
     cfg.grants.isolation = vec!["container".into(), "gvisor".into()];
-    // Under gVisor's ptrace platform the container's pids limit counts gVisor's own host
-    // threads: about 80 at rest and 12–27 for each process running at once (measured: the
-    // threads of its ptrace stub). At the provider's default 256 this test's ticker,
-    // commands and link reached it, and gVisor stopped the sandbox; the grant's most is
-    // room enough.
-    let mut config = toml::map::Map::new();
-    config.insert("pids_limit".into(), toml::Value::Integer(512));
-    cfg.config = Some(toml::Value::Table(config));
     let h = start_with(vec![("gl", cfg)], |s| {
         s.runtimes
             .insert("gvisor".into(), GVISOR_WITHOUT_HOST_SOCKETS.into());

@@ -268,6 +268,32 @@ async fn gvisor_sandboxes_run_under_runsc_with_the_agent_and_beyond_the_grant_is
         "processes under gVisor: {}",
         started.body
     );
+    // gVisor's pids limit: the engine's counts gVisor's own host threads (about 80 at rest,
+    // 12–27 per process), so the provider's default of 256 stopped the whole sandbox at
+    // about thirty sleeping processes (measured) until the host translated it.
+    let container = wharf_integration_tests::containers_labelled("wharf.session", &s)
+        .pop()
+        .expect("the session's container");
+    let limit = std::process::Command::new("docker")
+        .args(["inspect", "-f", "{{.HostConfig.PidsLimit}}", &container])
+        .output()
+        .expect("docker inspect");
+    assert_eq!(String::from_utf8_lossy(&limit.stdout).trim(), "4096");
+    let many = run(
+        &h,
+        "gv",
+        &s,
+        "for i in $(seq 40); do sleep 60 & done; sleep 1; echo running=$(ps | grep -c 'sleep 60')",
+    )
+    .await;
+    assert!(
+        field(&many, "running=").parse::<u32>().unwrap_or(0) >= 40,
+        "forty processes at once under gVisor: {many}"
+    );
+    assert!(
+        run(&h, "gv", &s, "echo still").await.contains("still"),
+        "the sandbox survived them"
+    );
     // Files through the agent under gVisor: the tools' native write, read and listing, and
     // a directory out as a tar stream. (The write came out empty in 2 of 5 runs while the
     // files helper copied with `io::copy`, whose splice from a pipe gVisor answers 0 when

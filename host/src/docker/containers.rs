@@ -18,7 +18,7 @@ use super::labels::{
     LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, build_labels, check_id, is_full_id, owner_filters,
     shorten,
 };
-use super::runtimes::{EngineRuntime, EngineRuntimes, shares_host_sockets};
+use super::runtimes::{EngineRuntime, EngineRuntimes, gvisor_host_pids, shares_host_sockets};
 use super::sandbox_agent::{ImageDefaults, SocketHome};
 use super::types::{ContainerInfo, ContainerSpec, Owner};
 use crate::policy::Isolation;
@@ -37,6 +37,9 @@ impl Docker {
         let runtime = self.runtime_for(spec.isolation).await?;
         if let Some(host_config) = body.host_config.as_mut() {
             host_config.runtime = runtime.as_ref().map(|r| r.name.clone());
+            if runtime.is_some() && spec.isolation == crate::policy::Isolation::Gvisor {
+                host_config.pids_limit = host_config.pids_limit.map(gvisor_host_pids);
+            }
         }
         let api = self.api().await?;
         let name = container_name(&owner.backend);

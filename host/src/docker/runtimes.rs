@@ -13,6 +13,28 @@ use crate::policy::Isolation;
 /// How long the engine's list of runtimes is trusted (dockerd reloads runtimes on SIGHUP).
 const RUNTIMES_FRESH_FOR: Duration = Duration::from_secs(30);
 
+/// Host threads gVisor's sentry holds at rest, with room (measured: about 80 under the
+/// ptrace platform).
+const GVISOR_SENTRY_THREADS: i64 = 128;
+/// Host threads gVisor holds for each process running in its sandbox, with room (measured:
+/// 12–27 under the ptrace platform, the threads of its stub).
+const GVISOR_THREADS_PER_PROCESS: i64 = 32;
+/// The most host threads a gVisor sandbox's pids limit allows, whatever it was asked for.
+pub(crate) const GVISOR_MAX_HOST_PIDS: i64 = 4096;
+
+/// The engine's pids limit for a gVisor sandbox asked to hold `processes`: under gVisor
+/// the container's pids cgroup counts gVisor's own host threads, not the sandbox's
+/// processes, and past it gVisor stops the whole sandbox. So the limit asked for is
+/// translated into host threads (at most [`GVISOR_MAX_HOST_PIDS`]), which still bounds
+/// what a fork bomb inside can take from this host.
+pub(crate) fn gvisor_host_pids(processes: i64) -> i64 {
+    processes
+        .max(1)
+        .saturating_mul(GVISOR_THREADS_PER_PROCESS)
+        .saturating_add(GVISOR_SENTRY_THREADS)
+        .min(GVISOR_MAX_HOST_PIDS)
+}
+
 /// The operator's runtime per isolation level, and what the engine last said it has.
 #[derive(Debug)]
 pub(crate) struct IsolationRuntimes {
@@ -109,6 +131,19 @@ impl IsolationRuntimes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gvisor_pids_limit_counts_gvisors_threads_within_a_ceiling() {
+        assert_eq!(gvisor_host_pids(1), 160);
+        assert_eq!(gvisor_host_pids(64), 64 * 32 + 128);
+        assert_eq!(gvisor_host_pids(256), GVISOR_MAX_HOST_PIDS);
+        assert_eq!(gvisor_host_pids(i64::MAX), GVISOR_MAX_HOST_PIDS);
+        assert_eq!(
+            gvisor_host_pids(-5),
+            160,
+            "a nonsense limit is not unlimited"
+        );
+    }
 
     #[test]
     fn levels_need_a_runtime_beyond_container() {
