@@ -37,7 +37,7 @@ impl Docker {
         let runtime = self.runtime_for(spec.isolation).await?;
         if let Some(host_config) = body.host_config.as_mut() {
             host_config.runtime = runtime.as_ref().map(|r| r.name.clone());
-            if runtime.is_some() && spec.isolation == crate::policy::Isolation::Gvisor {
+            if runtime.is_some() && spec.isolation == Isolation::Gvisor {
                 host_config.pids_limit = host_config.pids_limit.map(gvisor_host_pids);
             }
         }
@@ -77,7 +77,7 @@ impl Docker {
             // or else reached through the engine.
             let home = match &runtime {
                 _ if placement.is_copied() => SocketHome::ThroughEngine,
-                Some(runtime) if spec.isolation == crate::policy::Isolation::Gvisor => {
+                Some(runtime) if spec.isolation == Isolation::Gvisor => {
                     if runtime.host_sockets {
                         SocketHome::OnHost
                     } else {
