@@ -6,7 +6,7 @@ host import raises `RuntimeError` (tests replace the functions they need).
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, Union
 
 from .errors import ToolError
 
@@ -31,6 +31,22 @@ def module(name: str) -> Any:
 
     bindings()
     return importlib.import_module(f"wit_world.imports.{name}")
+
+
+def function(module: Any, name: str) -> Callable[..., Any]:
+    """A generated function by its contract name (componentize-py appends `_` to a name
+    that is a Python builtin or keyword, such as `list`)."""
+    return getattr(module, f"{name}_", None) or getattr(module, name)
+
+
+def as_bytes(content: Union[bytes, str]) -> bytes:
+    """What a caller gave as bytes: text is UTF-8."""
+    return content.encode("utf-8") if isinstance(content, str) else bytes(content)
+
+
+def as_text(data: bytes) -> str:
+    """Bytes as text, invalid UTF-8 replaced."""
+    return data.decode("utf-8", errors="replace")
 
 
 def err_class() -> Any:

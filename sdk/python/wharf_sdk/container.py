@@ -125,8 +125,7 @@ def list_owned(session_id: Optional[str] = None) -> List[ContainerInfo]:
 
 def copy_in(id: str, path: str, content: Union[bytes, str], mode: int = 0o644) -> None:
     """Writes `content` to `path` in the container."""
-    data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-    _wit.host_call(_wit.module("container").copy_in, id, path, data, mode)
+    _wit.host_call(_wit.module("container").copy_in, id, path, _wit.as_bytes(content), mode)
 
 
 def copy_out(id: str, path: str, max_bytes: int = 4 << 20) -> bytes:

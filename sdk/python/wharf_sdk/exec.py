@@ -11,7 +11,7 @@ out.exit_code, out.text, out.stderr_text
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _wit
 
@@ -31,17 +31,23 @@ class ExecOutput:
     @property
     def text(self) -> str:
         """stdout as text (invalid UTF-8 replaced)."""
-        return self.stdout.decode("utf-8", errors="replace")
+        return _wit.as_text(self.stdout)
 
     @property
     def stderr_text(self) -> str:
         """stderr as text (invalid UTF-8 replaced)."""
-        return self.stderr.decode("utf-8", errors="replace")
+        return _wit.as_text(self.stderr)
 
     @property
     def ok(self) -> bool:
         """Whether the command exited 0."""
         return self.exit_code == 0
+
+
+def command_of(value: Union[str, Sequence[str]]) -> Any:
+    """The contract's command: a shell line, or an argv list run without a shell."""
+    m = _wit.module("exec")
+    return m.Command_Shell(value) if isinstance(value, str) else m.Command_Argv(list(value))
 
 
 def run(
@@ -57,15 +63,13 @@ def run(
 ) -> ExecOutput:
     """Runs `command` (a shell line, or an argv list run without a shell) and waits."""
     m = _wit.module("exec")
-    cmd = m.Command_Shell(command) if isinstance(command, str) else m.Command_Argv(list(command))
-    data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
     request = m.ExecRequest(
         container=container,
-        command=cmd,
+        command=command_of(command),
         env=[(str(k), str(v)) for k, v in (env or {}).items()],
         workdir=workdir,
         user=user,
-        stdin=data,
+        stdin=None if stdin is None else _wit.as_bytes(stdin),
         timeout_ms=timeout_ms,
         max_output_bytes=max_output_bytes,
     )

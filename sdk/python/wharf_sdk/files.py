@@ -46,7 +46,7 @@ class FileData:
     @property
     def text(self) -> str:
         """The bytes as text (invalid UTF-8 replaced)."""
-        return self.data.decode("utf-8", errors="replace")
+        return _wit.as_text(self.data)
 
 
 def _info(raw: object) -> FileInfo:
@@ -79,16 +79,14 @@ def read(container: str, path: str, *, offset: int = 0, max_bytes: int = 1 << 20
 def write(container: str, path: str, content: Union[bytes, str], *, append: bool = False) -> None:
     """Writes `content` (text is UTF-8) to a file, its parent directories made when
     missing, replacing it or, with `append`, adding to it."""
-    data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
     m = _wit.module("files")
-    _wit.host_call(m.write, container, path, data, append)
+    _wit.host_call(m.write, container, path, _wit.as_bytes(content), append)
 
 
 def list(container: str, path: str) -> builtins.list:  # noqa: A001 - the contract's name
     """A directory's entries (`FileInfo`), sorted by name, at most 10,000."""
     m = _wit.module("files")
-    fn = getattr(m, "list_", None) or getattr(m, "list")
-    return [_info(raw) for raw in _wit.host_call(fn, container, path)]
+    return [_info(raw) for raw in _wit.host_call(_wit.function(m, "list"), container, path)]
 
 
 __all__: List[str] = ["FileData", "FileInfo", "list", "read", "stat", "write"]

@@ -96,7 +96,7 @@ class Response:
     @property
     def text(self) -> str:
         """The body as UTF-8 text (invalid bytes replaced)."""
-        return self.body.decode("utf-8", errors="replace")
+        return _wit.as_text(self.body)
 
     def json(self) -> Any:
         """The body parsed as JSON."""

@@ -20,6 +20,7 @@ import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _wit
+from .exec import command_of
 
 #: The signals a process may be sent.
 SIGNALS = ("term", "kill", "int", "hup", "quit", "usr1", "usr2", "stop", "cont")
@@ -51,7 +52,7 @@ class ProcessOutput:
     @property
     def text(self) -> str:
         """The bytes as text (invalid UTF-8 replaced)."""
-        return self.data.decode("utf-8", errors="replace")
+        return _wit.as_text(self.data)
 
     @property
     def finished(self) -> bool:
@@ -83,17 +84,11 @@ def start(
 ) -> ProcessInfo:
     """Starts `command` (a shell line, or an argv list run without a shell). `buffer_bytes`
     of output are kept (0: 1 MiB); `terminal=(cols, rows)` runs it on a PTY."""
-    exec_types = _wit.module("exec")
     m = _wit.module("process")
-    cmd = (
-        exec_types.Command_Shell(command)
-        if isinstance(command, str)
-        else exec_types.Command_Argv(builtins.list(command))
-    )
     pairs = env.items() if isinstance(env, dict) else (env or ())
     spec = m.ProcessSpec(
         container=container,
-        command=cmd,
+        command=command_of(command),
         env=[(str(k), str(v)) for k, v in pairs],
         workdir=workdir,
         user=user,
@@ -120,9 +115,8 @@ def output(
 
 def write_stdin(container: str, pid: int, data: Union[bytes, str], *, close: bool = False) -> None:
     """Writes to its stdin (at most 256 KiB; text is UTF-8), then closes it when `close`."""
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     m = _wit.module("process")
-    _wit.host_call(m.write_stdin, container, pid, raw, close)
+    _wit.host_call(m.write_stdin, container, pid, _wit.as_bytes(data), close)
 
 
 def signal(container: str, pid: int, name: str = "term") -> None:
@@ -136,8 +130,7 @@ def signal(container: str, pid: int, name: str = "term") -> None:
 def list(container: str) -> builtins.list:  # noqa: A001 - the contract's name
     """The container's background processes (`ProcessInfo`), oldest first."""
     m = _wit.module("process")
-    fn = getattr(m, "list_", None) or getattr(m, "list")
-    return [_info(raw) for raw in _wit.host_call(fn, container)]
+    return [_info(raw) for raw in _wit.host_call(_wit.function(m, "list"), container)]
 
 
 __all__: List[str] = [
