@@ -31,6 +31,7 @@ pub mod client;
 mod command_starts;
 mod container_body;
 pub mod containers;
+mod egress_hand_over;
 mod egress_links;
 mod egress_registry;
 mod engine;

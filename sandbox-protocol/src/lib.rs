@@ -11,7 +11,8 @@
 //! [`RunRequest`]) and exactly one final reply, then closes. A client that closes the
 //! connection (both ways) before the final reply abandons the request: a command it ran
 //! is killed. Background processes belong to the agent, not to a connection. The two
-//! exceptions to the framing are [`Request::Connect`] and [`Request::EgressWait`]: after
+//! exceptions to the framing are [`Request::Connect`] and [`Request::EgressWait`] (and
+//! [`Request::EgressHandOver`] when its descriptor did not travel): after
 //! their [`Reply::Connected`] frame the connection carries raw bytes, relayed to and from
 //! a TCP connection in the sandbox (to a port there, or from a program that reached the
 //! agent's egress listener). A [`Request::Files`] that takes input is followed by the
@@ -281,6 +282,14 @@ pub enum Request {
     /// A file operation (see the `files` module's documentation for its frames):
     /// [`Reply::Chunk`]s of output, then [`Reply::Done`] or [`Reply::Error`].
     Files(FilesRequest),
+    /// As [`Request::EgressWait`], but the agent hands the program's TCP connection itself
+    /// over: its descriptor travels with the [`Reply::Connected`] frame (`SCM_RIGHTS`, in
+    /// the same `sendmsg`), the agent closes its copy and the host talks to the program
+    /// directly. Where the socket refuses the descriptor (gVisor's do), `Connected` comes
+    /// alone and the agent relays as for `EgressWait`: a host that finds no descriptor with
+    /// the frame reads and writes the connection it asked on. Over the engine link the host
+    /// asks `EgressWait`: a descriptor cannot cross it.
+    EgressHandOver,
 }
 
 /// A background process, as the agent keeps it.
@@ -457,6 +466,7 @@ mod tests {
         assert_eq!(encode(&Request::Connect { port: 8080 }), [9, 0x90, 0x3f]);
         assert_eq!(encode(&Reply::Connected), [8]);
         assert_eq!(encode(&Request::EgressWait), [10]);
+        assert_eq!(encode(&Request::EgressHandOver), [12]);
         assert_eq!(
             encode(&Request::Files(FilesRequest {
                 op: FileOp::Stat { path: "a".into() },

@@ -61,6 +61,11 @@ impl<'a> Opened<'a> {
         }
     }
 
+    /// The TCP connection (its descriptor is what an egress hand-over sends).
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
     /// The same, copied through [`BULK_BUFFER`]s: for egress, where downloads dominate
     /// (port relays keep small buffers: measured, a preview's many short connections are
     /// slower with large ones).

@@ -190,9 +190,15 @@ async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
                 crate::files::files(agent, files, &mut conn, &mut requests).await;
                 return;
             }
-            Request::EgressWait => {
+            Request::EgressWait | Request::EgressHandOver => {
+                let hand = matches!(request, Request::EgressHandOver);
                 match egress::wait(agent.egress.as_ref(), requests.get_ref()).await {
-                    Some(Ok(opened)) => break 'relay opened,
+                    Some(Ok(opened)) => {
+                        if hand && egress::hand_over(requests.get_ref().as_ref(), &opened).await {
+                            return;
+                        }
+                        break 'relay opened;
+                    }
                     Some(Err(reply)) => reply,
                     // The host went away while waiting.
                     None => return,

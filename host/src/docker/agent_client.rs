@@ -139,16 +139,24 @@ pub(crate) async fn open_relay(
 
 /// Waits, as long as it takes, for the next connection a program in the sandbox makes to
 /// the agent's egress listener: the stream then carries that program's bytes both ways.
-/// Dropping the future (or the stream) gives the agent's slot back.
-pub(crate) async fn await_egress(endpoint: &AgentEndpoint) -> Result<AgentStream, AgentFailure> {
+/// With `hand_over`, an agent on this host's filesystem is asked to hand the program's
+/// connection itself over (`egress_hand_over`), so its bytes skip the agent; the agent
+/// relays where it cannot. Dropping the future (or the stream) gives the agent's slot back.
+pub(crate) async fn await_egress(
+    endpoint: &AgentEndpoint,
+    hand_over: bool,
+) -> Result<AgentStream, AgentFailure> {
     let mut stream: AgentStream = match endpoint {
         AgentEndpoint::Socket { socket, peer } => {
             let stream = connect_socket(socket, *peer).await?;
-            // Downloads flow host → agent on this socket: with the kernel's default
-            // (208 KiB) the proxy and the agent wake each other per 200 KiB, and a 100 MB
-            // download ran at 0.6× a direct one; measured with 1 MiB, 0.8×
-            // (docs/benchmarks.md). What it may pin is in the resource ledger.
+            // Downloads the agent relays flow host → agent on this socket: with the
+            // kernel's default (208 KiB) the proxy and the agent wake each other per
+            // 200 KiB, and a 100 MB download ran at 0.6× a direct one; measured with 1 MiB,
+            // 0.8× (docs/benchmarks.md). What it may pin is in the resource ledger.
             let _ = socket2::SockRef::from(&stream).set_send_buffer_size(EGRESS_SEND_BUFFER);
+            if hand_over {
+                return super::egress_hand_over::await_hand_over(stream).await;
+            }
             Box::new(stream)
         }
         AgentEndpoint::Engine(link) => link.open().await?,

@@ -130,11 +130,13 @@ async fn keep_waiting(endpoint: AgentEndpoint, session: Arc<EgressSession>, id: 
     let places = Arc::new(Semaphore::new(session.rule.max_connections as usize));
     let mut backoff = Duration::from_millis(20);
     let mut failing_since: Option<Instant> = None;
+    // Until an agent that predates hand-overs (one an earlier host started) refuses them.
+    let mut hand_over = true;
     loop {
         let Ok(place) = places.clone().acquire_owned().await else {
             return;
         };
-        match await_egress(&endpoint).await {
+        match await_egress(&endpoint, hand_over).await {
             Ok(stream) => {
                 failing_since = None;
                 backoff = Duration::from_millis(20);
@@ -147,6 +149,10 @@ async fn keep_waiting(endpoint: AgentEndpoint, session: Arc<EgressSession>, id: 
             Err(AgentFailure::Impostor(pid)) => {
                 tracing::warn!(container = %shorten(&id), "the egress of a sandbox stops: its agent's socket is held by pid {pid:?}");
                 return;
+            }
+            Err(AgentFailure::Refused(e)) if hand_over && e.kind == ErrorKind::Invalid => {
+                tracing::debug!(container = %shorten(&id), "the sandbox's agent relays egress (no hand-over): {}", e.message);
+                hand_over = false;
             }
             Err(AgentFailure::Refused(e)) if e.kind == ErrorKind::NotFound => {
                 tracing::warn!(container = %shorten(&id), "the sandbox's agent has no egress listener: {}", e.message);
