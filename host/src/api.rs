@@ -18,6 +18,7 @@ pub mod preview;
 pub mod preview_links;
 pub mod quotas;
 pub mod rest;
+pub mod route_answer;
 pub mod session_access;
 pub mod session_pauses;
 pub mod session_reply;

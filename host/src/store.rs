@@ -115,6 +115,24 @@ impl StateStore {
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
+
+    /// Runs `statement`, whatever it changes.
+    pub(crate) async fn run<'q>(
+        &self,
+        statement: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<(), WharfError> {
+        statement.execute(self.pool()).await.map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// Runs `statement`; true when it changed exactly one row (a compare-and-set took).
+    pub(crate) async fn changed_one<'q>(
+        &self,
+        statement: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<bool, WharfError> {
+        let done = statement.execute(self.pool()).await.map_err(unavailable)?;
+        Ok(done.rows_affected() == 1)
+    }
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.

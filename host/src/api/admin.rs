@@ -16,7 +16,8 @@
 
 use crate::api::auth::Caller;
 use crate::api::backends::backend_entry;
-use crate::api::envelope::{Envelope, RequestClock};
+use crate::api::envelope::Envelope;
+use crate::api::route_answer::answer;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallPlace, Deployment, Wharf};
@@ -50,15 +51,12 @@ async fn admin_action(
     backend: &str,
     action: impl AsyncFnOnce() -> Result<Value, WharfError>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = match caller.require(TokenScope::Admin) {
-        Ok(()) => action().await,
-        Err(e) => Err(e),
-    };
-    clock.reply(result).at(CallPlace {
-        backend: Some(backend.to_string()),
-        ..CallPlace::default()
-    })
+    answer(caller, TokenScope::Admin, action())
+        .await
+        .at(CallPlace {
+            backend: Some(backend.to_string()),
+            ..CallPlace::default()
+        })
 }
 
 /// `?sha256=` on an upload.

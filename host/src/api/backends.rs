@@ -2,7 +2,8 @@
 //! lifecycle (`last_error`, `pending`, `rejected`); shared by the REST and admin routes.
 
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, RequestClock};
+use crate::api::envelope::Envelope;
+use crate::api::route_answer::answer;
 use crate::config::TokenScope;
 use crate::front_door::{BackendSummary, Wharf};
 use axum::extract::State;
@@ -62,10 +63,14 @@ pub fn rejected(wharf: &Wharf, caller: &Caller) -> Vec<Value> {
 
 /// `GET /v1/backends`.
 pub(super) async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
-    let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Read) {
-        return t.reply(Err(e));
-    }
+    answer(&caller, TokenScope::Read, async {
+        Ok(backend_list(&wharf, &caller))
+    })
+    .await
+}
+
+/// The backends `caller` may use, and the rejected components it may see.
+fn backend_list(wharf: &Wharf, caller: &Caller) -> Value {
     // The operator's config (redacted all the same) is for admins only, and so is what a
     // pending upgrade's grants add to it.
     let admin = caller.has(TokenScope::Admin);
@@ -74,7 +79,7 @@ pub(super) async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Calle
         .iter()
         .filter(|b| caller.may_use(&b.name, None))
         .map(|b| {
-            let mut entry = backend_entry(&wharf, b);
+            let mut entry = backend_entry(wharf, b);
             if let (false, Some(fields)) = (admin, entry.as_object_mut()) {
                 fields.remove("config");
                 if let Some(pending) = fields.get_mut("pending").and_then(Value::as_object_mut) {
@@ -84,6 +89,6 @@ pub(super) async fn list_backends(State(wharf): State<Arc<Wharf>>, caller: Calle
             entry
         })
         .collect();
-    let rejected = rejected(&wharf, &caller);
-    t.reply(Ok(json!({ "backends": list, "rejected": rejected })))
+    let rejected = rejected(wharf, caller);
+    json!({ "backends": list, "rejected": rejected })
 }

@@ -17,6 +17,7 @@ pub use spool::SpoolBudget;
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
 use crate::api::json_body::parse_query;
+use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
 use crate::front_door::SandboxTransfer;
@@ -51,9 +52,17 @@ async fn sandbox_for(
 ) -> Result<SandboxTransfer, WharfError> {
     caller.require(TokenScope::Call)?;
     // The token's allowlist holds here as on `/v1/call`: moving files is using the backend.
-    let visible = wharf.session(caller.session_tenant(), id).await?;
-    caller.require_tool(&visible.backend, None)?;
+    permitted_session(wharf, caller, id).await?;
     wharf.sandbox_transfer(caller.session_tenant(), id).await
+}
+
+/// The `?path=` of a transfer, once the caller's `call` scope is checked.
+fn transfer_path(
+    caller: &Caller,
+    query: Result<Query<FilePath>, QueryRejection>,
+) -> Result<FilePath, WharfError> {
+    caller.require(TokenScope::Call)?;
+    parse_query(query)
 }
 
 /// Streams a file out of the sandbox, slice by slice.
@@ -63,10 +72,7 @@ pub async fn download(
     Path(id): Path<String>,
     query: Result<Query<FilePath>, QueryRejection>,
 ) -> Response {
-    let q = match caller
-        .require(TokenScope::Call)
-        .and_then(|()| parse_query(query))
-    {
+    let q = match transfer_path(&caller, query) {
         Ok(q) => q,
         Err(e) => return failure(e),
     };
@@ -135,10 +141,7 @@ pub async fn upload(
     headers: axum::http::HeaderMap,
     body: Body,
 ) -> Response {
-    let q = match caller
-        .require(TokenScope::Call)
-        .and_then(|()| parse_query(query))
-    {
+    let q = match transfer_path(&caller, query) {
         Ok(q) => q,
         Err(e) => return failure(e),
     };

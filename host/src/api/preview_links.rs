@@ -3,9 +3,9 @@
 //! The URL is served by the preview listener (`api/preview`), never on this origin.
 
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, RequestClock};
-use crate::api::json_body::{self, EmptyBody};
-use crate::api::session_access::permitted_session;
+use crate::api::envelope::Envelope;
+use crate::api::json_body::EmptyBody;
+use crate::api::route_answer::{answer_on_session, answer_on_session_with};
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use axum::body::Bytes;
@@ -51,28 +51,26 @@ pub async fn create(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            let request: PreviewRequest = json_body::parse_body(body, EmptyBody::Refused)?;
-            permitted_session(&wharf, &caller, &id).await?;
+    // The work below borrows what the handler owns.
+    let (wharf, caller, id) = (&*wharf, &caller, id.as_str());
+    let call = (id, body, EmptyBody::Refused);
+    answer_on_session_with(
+        wharf,
+        caller,
+        TokenScope::Call,
+        call,
+        |request: PreviewRequest| async move {
+            let tenant = caller.session_tenant();
             let link = wharf
-                .preview_url(
-                    caller.session_tenant(),
-                    &id,
-                    request.port,
-                    request.ttl_seconds,
-                )
+                .preview_url(tenant, id, request.port, request.ttl_seconds)
                 .await?;
-            Ok(serde_json::to_value(PreviewReply {
+            Ok(PreviewReply {
                 url: link.url,
                 expires_at: link.expires_at_s,
             })
-            .unwrap_or_default())
-        }
-        .await,
+        },
     )
+    .await
 }
 
 /// `DELETE /v1/sessions/{id}/previews`.
@@ -81,14 +79,9 @@ pub async fn revoke(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            permitted_session(&wharf, &caller, &id).await?;
-            let epoch = wharf.revoke_previews(caller.session_tenant(), &id).await?;
-            Ok(serde_json::to_value(PreviewsRevoked { epoch }).unwrap_or_default())
-        }
-        .await,
-    )
+    answer_on_session(&wharf, &caller, TokenScope::Call, &id, async {
+        let epoch = wharf.revoke_previews(caller.session_tenant(), &id).await?;
+        Ok(PreviewsRevoked { epoch })
+    })
+    .await
 }

@@ -2,7 +2,8 @@
 //! tenant's.
 
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, RequestClock};
+use crate::api::envelope::Envelope;
+use crate::api::route_answer::answer;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use axum::extract::State;
@@ -10,13 +11,10 @@ use std::sync::Arc;
 
 /// `GET /v1/quotas`.
 pub async fn serve(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
-    let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Read) {
-        return t.reply(Err(e));
-    }
-    t.reply(
-        wharf
-            .quota_report(caller.session_tenant(), &caller.tenant)
-            .await,
+    answer(
+        &caller,
+        TokenScope::Read,
+        wharf.quota_report(caller.session_tenant(), &caller.tenant),
     )
+    .await
 }

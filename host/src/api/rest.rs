@@ -5,13 +5,13 @@ use crate::api::call_request::{self, CallRequest};
 use crate::api::call_stream;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::api::json_body::{self, EmptyBody};
+use crate::api::route_answer::{answer, answer_on_session};
 use crate::api::session_access::permitted_session;
 use crate::api::session_reply::{SessionList, SessionReply};
 use crate::call_output::OutputSink;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{Invocation, SessionChoice, SessionRequest, Wharf};
-use crate::session_record::SessionRecord;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
@@ -195,37 +195,27 @@ async fn readyz(State(wharf): State<Arc<Wharf>>) -> Envelope {
 }
 
 async fn list_tools(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
-    let t = RequestClock::start();
-    if let Err(e) = caller.require(TokenScope::Read) {
-        return t.reply(Err(e));
-    }
-    let tools: Vec<Value> = wharf
-        .tools()
-        .into_iter()
-        .filter(|(name, _, _)| caller.may_use(&name.backend, Some(&name.action)))
-        .map(|(name, version, tool)| {
-            json!({
-                "name": name.canonical(),
-                "backend": name.backend,
-                "version": version,
-                "description": tool.description,
-                "input_schema": tool.input_schema,
-                "output_schema": tool.output_schema,
-                "annotations": tool.annotations,
-                "session": tool.session,
+    answer(&caller, TokenScope::Read, async {
+        let tools: Vec<Value> = wharf
+            .tools()
+            .into_iter()
+            .filter(|(name, _, _)| caller.may_use(&name.backend, Some(&name.action)))
+            .map(|(name, version, tool)| {
+                json!({
+                    "name": name.canonical(),
+                    "backend": name.backend,
+                    "version": version,
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                    "output_schema": tool.output_schema,
+                    "annotations": tool.annotations,
+                    "session": tool.session,
+                })
             })
-        })
-        .collect();
-    t.reply(Ok(json!({ "tools": tools })))
-}
-
-fn session_json(s: &SessionRecord) -> Value {
-    to_data(SessionReply::from(s))
-}
-
-/// A reply type as the envelope's `data`.
-fn to_data(reply: impl serde::Serialize) -> Value {
-    serde_json::to_value(reply).unwrap_or(Value::Null)
+            .collect();
+        Ok(json!({ "tools": tools }))
+    })
+    .await
 }
 
 async fn create_session(
@@ -233,19 +223,16 @@ async fn create_session(
     caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    let result = async {
-        caller.require(TokenScope::Call)?;
+    let mut envelope = answer(&caller, TokenScope::Call, async {
         let request: SessionRequest = parse_body(body)?;
         caller.require_tool(&request.backend, None)?;
         let (record, created) = wharf.create_session(&caller.tenant, request).await?;
-        Ok(to_data(SessionReply {
+        Ok(SessionReply {
             created: Some(created),
             ..SessionReply::from(&record)
-        }))
-    }
+        })
+    })
     .await;
-    let mut envelope = t.reply(result);
     envelope.meta.session_id = envelope
         .data
         .get("id")
@@ -259,8 +246,6 @@ async fn create_session(
     envelope
 }
 
-/// A session the caller sees whose backend its token's allowlist lets it use.
-
 #[derive(Deserialize)]
 struct SessionFilter {
     backend: Option<String>,
@@ -272,28 +257,21 @@ async fn list_sessions(
     caller: Caller,
     filter: Result<Query<SessionFilter>, QueryRejection>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    let filter = match caller
-        .require(TokenScope::Read)
-        .and_then(|()| json_body::parse_query(filter))
-    {
-        Ok(f) => f,
-        Err(e) => return t.reply(Err(e)),
-    };
-    let result = wharf
-        .sessions(
-            caller.session_tenant(),
-            filter.backend.as_deref(),
-            filter.key.as_deref(),
-        )
-        .await
-        .map(|list| {
-            let visible = list.iter().filter(|s| caller.may_use(&s.backend, None));
-            to_data(SessionList {
-                sessions: visible.map(SessionReply::from).collect(),
-            })
-        });
-    t.reply(result)
+    answer(&caller, TokenScope::Read, async {
+        let filter = json_body::parse_query(filter)?;
+        let list = wharf
+            .sessions(
+                caller.session_tenant(),
+                filter.backend.as_deref(),
+                filter.key.as_deref(),
+            )
+            .await?;
+        let visible = list.iter().filter(|s| caller.may_use(&s.backend, None));
+        Ok(SessionList {
+            sessions: visible.map(SessionReply::from).collect(),
+        })
+    })
+    .await
 }
 
 async fn get_session(
@@ -301,16 +279,12 @@ async fn get_session(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Read)?;
-            permitted_session(&wharf, &caller, &id)
-                .await
-                .map(|s| session_json(&s))
-        }
-        .await,
-    )
+    answer(&caller, TokenScope::Read, async {
+        permitted_session(&wharf, &caller, &id)
+            .await
+            .map(|s| SessionReply::from(&s))
+    })
+    .await
 }
 
 async fn refresh_session(
@@ -318,18 +292,13 @@ async fn refresh_session(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            permitted_session(&wharf, &caller, &id).await?;
-            wharf
-                .refresh_session(caller.session_tenant(), &id)
-                .await
-                .map(|s| session_json(&s))
-        }
-        .await,
-    )
+    answer_on_session(&wharf, &caller, TokenScope::Call, &id, async {
+        wharf
+            .refresh_session(caller.session_tenant(), &id)
+            .await
+            .map(|s| SessionReply::from(&s))
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -343,19 +312,15 @@ async fn release_claim(
     Path(id): Path<String>,
     holder: Result<Query<Holder>, QueryRejection>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            let h = json_body::parse_query(holder)?;
-            permitted_session(&wharf, &caller, &id).await?;
-            wharf
-                .release_claim(caller.session_tenant(), &id, &h.holder)
-                .await
-                .map(|released| json!({ "id": id, "released": released }))
-        }
-        .await,
-    )
+    answer(&caller, TokenScope::Call, async {
+        let h = json_body::parse_query(holder)?;
+        permitted_session(&wharf, &caller, &id).await?;
+        wharf
+            .release_claim(caller.session_tenant(), &id, &h.holder)
+            .await
+            .map(|released| json!({ "id": id, "released": released }))
+    })
+    .await
 }
 
 async fn delete_session(
@@ -363,23 +328,19 @@ async fn delete_session(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            // An unknown id stays a no-op (delete is idempotent); a forbidden one is not.
-            if let Err(e) = permitted_session(&wharf, &caller, &id).await
-                && e.code != Code::SessionNotFound
-            {
-                return Err(e);
-            }
-            wharf
-                .delete_session(caller.session_tenant(), &id)
-                .await
-                .map(|deleted| json!({ "id": id, "deleted": deleted }))
+    answer(&caller, TokenScope::Call, async {
+        // An unknown id stays a no-op (delete is idempotent); a forbidden one is not.
+        if let Err(e) = permitted_session(&wharf, &caller, &id).await
+            && e.code != Code::SessionNotFound
+        {
+            return Err(e);
         }
-        .await,
-    )
+        wharf
+            .delete_session(caller.session_tenant(), &id)
+            .await
+            .map(|deleted| json!({ "id": id, "deleted": deleted }))
+    })
+    .await
 }
 
 async fn call(

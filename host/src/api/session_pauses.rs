@@ -3,13 +3,12 @@
 //! resume says in `data.resumed` whether the session was paused.
 
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, RequestClock};
-use crate::api::session_access::permitted_session;
+use crate::api::envelope::Envelope;
+use crate::api::route_answer::answer_on_session;
 use crate::api::session_reply::SessionReply;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use axum::extract::{Path, State};
-use serde_json::Value;
 use std::sync::Arc;
 
 /// `POST /v1/sessions/{id}/pause`.
@@ -18,16 +17,11 @@ pub async fn pause(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            permitted_session(&wharf, &caller, &id).await?;
-            let record = wharf.pause_session(caller.session_tenant(), &id).await?;
-            Ok(reply(&record, None))
-        }
-        .await,
-    )
+    answer_on_session(&wharf, &caller, TokenScope::Call, &id, async {
+        let record = wharf.pause_session(caller.session_tenant(), &id).await?;
+        Ok(SessionReply::from(&record))
+    })
+    .await
 }
 
 /// `POST /v1/sessions/{id}/resume`.
@@ -36,20 +30,12 @@ pub async fn resume(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            permitted_session(&wharf, &caller, &id).await?;
-            let (record, resumed) = wharf.resume_session(caller.session_tenant(), &id).await?;
-            Ok(reply(&record, Some(resumed)))
-        }
-        .await,
-    )
-}
-
-fn reply(record: &crate::session_record::SessionRecord, resumed: Option<bool>) -> Value {
-    let mut reply = SessionReply::from(record);
-    reply.resumed = resumed;
-    serde_json::to_value(reply).unwrap_or(Value::Null)
+    answer_on_session(&wharf, &caller, TokenScope::Call, &id, async {
+        let (record, resumed) = wharf.resume_session(caller.session_tenant(), &id).await?;
+        Ok(SessionReply {
+            resumed: Some(resumed),
+            ..SessionReply::from(&record)
+        })
+    })
+    .await
 }

@@ -5,9 +5,9 @@
 //! from a snapshot of one. A snapshot is its tenant's: another tenant gets 4007.
 
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, RequestClock};
-use crate::api::json_body::{self, EmptyBody};
-use crate::api::session_access::permitted_session;
+use crate::api::envelope::Envelope;
+use crate::api::json_body::EmptyBody;
+use crate::api::route_answer::{answer, answer_on_session_with};
 use crate::api::session_reply::SessionReply;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
@@ -60,10 +60,6 @@ pub struct SnapshotList {
     pub snapshots: Vec<SnapshotRecord>,
 }
 
-fn data(reply: impl Serialize) -> Value {
-    serde_json::to_value(reply).unwrap_or(Value::Null)
-}
-
 /// `POST /v1/sessions/{id}/snapshots`.
 pub async fn create(
     State(wharf): State<Arc<Wharf>>,
@@ -71,32 +67,28 @@ pub async fn create(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            let request: SnapshotRequest = json_body::parse_body(body, EmptyBody::EmptyObject)?;
-            permitted_session(&wharf, &caller, &id).await?;
-            let snapshot = wharf
-                .snapshot_session(caller.session_tenant(), &id, request.name)
-                .await?;
-            Ok(data(snapshot))
-        }
-        .await,
+    // The work below borrows what the handler owns.
+    let (wharf, caller, id) = (&*wharf, &caller, id.as_str());
+    let call = (id, body, EmptyBody::EmptyObject);
+    answer_on_session_with(
+        wharf,
+        caller,
+        TokenScope::Call,
+        call,
+        |request: SnapshotRequest| {
+            wharf.snapshot_session(caller.session_tenant(), id, request.name)
+        },
     )
+    .await
 }
 
 /// `GET /v1/snapshots`.
 pub async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Read)?;
-            let snapshots = wharf.snapshots(caller.session_tenant()).await?;
-            Ok(data(SnapshotList { snapshots }))
-        }
-        .await,
-    )
+    answer(&caller, TokenScope::Read, async {
+        let snapshots = wharf.snapshots(caller.session_tenant()).await?;
+        Ok(SnapshotList { snapshots })
+    })
+    .await
 }
 
 /// `GET /v1/snapshots/{id}`.
@@ -105,14 +97,12 @@ pub async fn get(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Read)?;
-            Ok(data(wharf.snapshot(caller.session_tenant(), &id).await?))
-        }
-        .await,
+    answer(
+        &caller,
+        TokenScope::Read,
+        wharf.snapshot(caller.session_tenant(), &id),
     )
+    .await
 }
 
 /// `DELETE /v1/snapshots/{id}`.
@@ -121,15 +111,11 @@ pub async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            wharf.delete_snapshot(caller.session_tenant(), &id).await?;
-            Ok(serde_json::json!({ "deleted": id }))
-        }
-        .await,
-    )
+    answer(&caller, TokenScope::Call, async {
+        wharf.delete_snapshot(caller.session_tenant(), &id).await?;
+        Ok(serde_json::json!({ "deleted": id }))
+    })
+    .await
 }
 
 /// `POST /v1/sessions/{id}/fork`.
@@ -139,27 +125,30 @@ pub async fn fork(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            let request: ForkRequest = json_body::parse_body(body, EmptyBody::Refused)?;
-            permitted_session(&wharf, &caller, &id).await?;
+    // The work below borrows what the handler owns.
+    let (wharf, caller, id) = (&*wharf, &caller, id.as_str());
+    let call = (id, body, EmptyBody::Refused);
+    answer_on_session_with(
+        wharf,
+        caller,
+        TokenScope::Call,
+        call,
+        |request: ForkRequest| async move {
             let (snapshot, sessions) = wharf
                 .fork_session(
                     &caller.tenant,
                     caller.session_tenant(),
-                    &id,
+                    id,
                     request.count,
                     request.keys,
                     request.config,
                 )
                 .await?;
-            Ok(data(ForkReply {
+            Ok(ForkReply {
                 snapshot,
                 sessions: sessions.iter().map(SessionReply::from).collect(),
-            }))
-        }
-        .await,
+            })
+        },
     )
+    .await
 }

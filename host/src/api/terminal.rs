@@ -9,7 +9,8 @@
 //! `ticket` minted by `POST /v1/sessions/{id}/terminal/tickets`.
 
 use crate::api::auth::{Caller, caller_in};
-use crate::api::envelope::{Envelope, Meta, RequestClock};
+use crate::api::envelope::{Envelope, Meta};
+use crate::api::route_answer::answer_on_session;
 use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
@@ -89,21 +90,15 @@ pub async fn mint_ticket(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            permitted_session(&wharf, &caller, &id).await?;
-            let minted = wharf.terminal_ticket(caller.session_tenant(), &id).await?;
-            Ok(serde_json::to_value(TicketReply {
-                path: format!("/v1/sessions/{id}/terminal?ticket={}", minted.ticket),
-                ticket: minted.ticket,
-                expires_at: minted.expires_at_s,
-            })
-            .unwrap_or_default())
-        }
-        .await,
-    )
+    answer_on_session(&wharf, &caller, TokenScope::Call, &id, async {
+        let minted = wharf.terminal_ticket(caller.session_tenant(), &id).await?;
+        Ok(TicketReply {
+            path: format!("/v1/sessions/{id}/terminal?ticket={}", minted.ticket),
+            ticket: minted.ticket,
+            expires_at: minted.expires_at_s,
+        })
+    })
+    .await
 }
 
 /// `GET /v1/sessions/{id}/terminal`.

@@ -4,8 +4,9 @@
 //! session config (`volumes: [{name, path, read_only}]`).
 
 use crate::api::auth::Caller;
-use crate::api::envelope::{Envelope, RequestClock};
+use crate::api::envelope::Envelope;
 use crate::api::json_body::{self, EmptyBody};
+use crate::api::route_answer::answer;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use crate::volume_record::VolumeRecord;
@@ -13,7 +14,6 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::sync::Arc;
 
 /// The body of `POST /v1/volumes`.
@@ -36,41 +36,28 @@ pub struct VolumeList {
     pub volumes: Vec<VolumeRecord>,
 }
 
-fn data(reply: impl Serialize) -> Value {
-    serde_json::to_value(reply).unwrap_or(Value::Null)
-}
-
 /// `POST /v1/volumes`.
 pub async fn create(
     State(wharf): State<Arc<Wharf>>,
     caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            let request: VolumeRequest = json_body::parse_body(body, EmptyBody::Refused)?;
-            let volume = wharf
-                .create_volume(&caller.tenant, &request.name, request.shared)
-                .await?;
-            Ok(data(volume))
-        }
-        .await,
-    )
+    answer(&caller, TokenScope::Call, async {
+        let request: VolumeRequest = json_body::parse_body(body, EmptyBody::Refused)?;
+        wharf
+            .create_volume(&caller.tenant, &request.name, request.shared)
+            .await
+    })
+    .await
 }
 
 /// `GET /v1/volumes`.
 pub async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Read)?;
-            let volumes = wharf.volumes(caller.session_tenant()).await?;
-            Ok(data(VolumeList { volumes }))
-        }
-        .await,
-    )
+    answer(&caller, TokenScope::Read, async {
+        let volumes = wharf.volumes(caller.session_tenant()).await?;
+        Ok(VolumeList { volumes })
+    })
+    .await
 }
 
 /// `GET /v1/volumes/{volume}`.
@@ -79,18 +66,12 @@ pub async fn get(
     caller: Caller,
     Path(volume): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Read)?;
-            Ok(data(
-                wharf
-                    .volume(caller.session_tenant(), &caller.tenant, &volume)
-                    .await?,
-            ))
-        }
-        .await,
+    answer(
+        &caller,
+        TokenScope::Read,
+        wharf.volume(caller.session_tenant(), &caller.tenant, &volume),
     )
+    .await
 }
 
 /// `DELETE /v1/volumes/{volume}`.
@@ -99,15 +80,11 @@ pub async fn delete(
     caller: Caller,
     Path(volume): Path<String>,
 ) -> Envelope {
-    let t = RequestClock::start();
-    t.reply(
-        async {
-            caller.require(TokenScope::Call)?;
-            let gone = wharf
-                .delete_volume(caller.session_tenant(), &caller.tenant, &volume)
-                .await?;
-            Ok(serde_json::json!({ "deleted": gone.id }))
-        }
-        .await,
-    )
+    answer(&caller, TokenScope::Call, async {
+        let gone = wharf
+            .delete_volume(caller.session_tenant(), &caller.tenant, &volume)
+            .await?;
+        Ok(serde_json::json!({ "deleted": gone.id }))
+    })
+    .await
 }

@@ -77,11 +77,7 @@ impl SessionManager {
         grant: SandboxGrant,
     ) -> Result<SessionRecord, WharfError> {
         let now = now_ms();
-        let archived_for = now.saturating_sub(record.last_activity_ms);
-        let max_expires = record.max_expires_at_ms.map(|end| {
-            end.saturating_add(archived_for)
-                .min(crate::bounded::MAX_TIMESTAMP_MS)
-        });
+        let max_expires = super::pauses::lifetime_end_after_rest(&record, now);
         let lifetime_seconds =
             max_expires.map_or(0, |end| end.saturating_sub(now).div_ceil(1000).max(1));
         let data =
@@ -100,13 +96,6 @@ impl SessionManager {
             }
             return Err(super::pauses::changed(&ready.id));
         };
-        ready.state = SessionState::Ready;
-        ready.last_activity_ms = now;
-        ready.paused_until_ms = None;
-        ready.max_expires_at_ms = max_expires;
-        ready.generation = generation;
-        self.cache_put(&ready);
-        self.wake_expiry(&ready.id);
-        Ok(ready)
+        Ok(self.ready_again(ready, now, max_expires, generation))
     }
 }

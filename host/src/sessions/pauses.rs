@@ -130,11 +130,7 @@ impl SessionManager {
             return Err(e);
         }
         let now = now_ms();
-        let paused_for = now.saturating_sub(record.last_activity_ms);
-        let max_expires = record.max_expires_at_ms.map(|end| {
-            end.saturating_add(paused_for)
-                .min(crate::bounded::MAX_TIMESTAMP_MS)
-        });
+        let max_expires = lifetime_end_after_rest(&record, now);
         let Some(generation) = self
             .store
             .mark_resumed(&record.id, record.generation, now, max_expires)
@@ -143,15 +139,26 @@ impl SessionManager {
             self.cache_drop(&record.id);
             return Err(changed(&record.id));
         };
-        let mut ready = record;
-        ready.state = SessionState::Ready;
-        ready.last_activity_ms = now;
-        ready.paused_until_ms = None;
-        ready.max_expires_at_ms = max_expires;
-        ready.generation = generation;
-        self.cache_put(&ready);
-        self.wake_expiry(&ready.id);
-        Ok((ready, true))
+        Ok((self.ready_again(record, now, max_expires, generation), true))
+    }
+
+    /// `record` as its row now is after a resume or a restore (ready at `generation`, its
+    /// lifetime's end at `max_expires`), cached, its expiry timer woken.
+    pub(super) fn ready_again(
+        &self,
+        mut record: SessionRecord,
+        now: u64,
+        max_expires: Option<u64>,
+        generation: u64,
+    ) -> SessionRecord {
+        record.state = SessionState::Ready;
+        record.last_activity_ms = now;
+        record.paused_until_ms = None;
+        record.max_expires_at_ms = max_expires;
+        record.generation = generation;
+        self.cache_put(&record);
+        self.wake_expiry(&record.id);
+        record
     }
 
     /// Makes a paused row true after a restart: its sandbox frozen again (a no-op when
@@ -178,6 +185,16 @@ fn check_backend(backend: &LoadedBackend, record: &SessionRecord) -> Result<(), 
         return Err(not_found(&record.id));
     }
     Ok(())
+}
+
+/// The end of `record`'s lifetime moved on by the time it rested (paused or archived since
+/// its last activity), so a session does not lose the time it spent out.
+pub(super) fn lifetime_end_after_rest(record: &SessionRecord, now: u64) -> Option<u64> {
+    let rested_for = now.saturating_sub(record.last_activity_ms);
+    record.max_expires_at_ms.map(|end| {
+        end.saturating_add(rested_for)
+            .min(crate::bounded::MAX_TIMESTAMP_MS)
+    })
 }
 
 pub(super) fn changed(id: &str) -> WharfError {

@@ -6,7 +6,7 @@
 //! blocks the backend's creates only until its node lease runs out. The container import
 //! reaches these rows through the `engines::CreateLedger` seam.
 
-use super::{StateStore, unavailable};
+use super::StateStore;
 use crate::engines::CreateLedger;
 use crate::error_code::WharfError;
 use async_trait::async_trait;
@@ -28,8 +28,9 @@ impl CreateLedger for StateStore {
         now_ms: i64,
         until_ms: i64,
     ) -> Result<bool, WharfError> {
-        let done = sqlx::query(
-            "INSERT INTO wharf_backend_locks (backend, holder, node, boot, lease_until)
+        self.changed_one(
+            sqlx::query(
+                "INSERT INTO wharf_backend_locks (backend, holder, node, boot, lease_until)
              VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (backend) DO UPDATE SET holder = excluded.holder, node = excluded.node,
                  boot = excluded.boot, lease_until = excluded.lease_until
@@ -38,29 +39,26 @@ impl CreateLedger for StateStore {
                                WHERE n.id = wharf_backend_locks.node
                                  AND n.boot = wharf_backend_locks.boot
                                  AND n.lease_until >= $6)",
+            )
+            .bind(backend)
+            .bind(holder)
+            .bind(node)
+            .bind(self.boot())
+            .bind(until_ms)
+            .bind(now_ms),
         )
-        .bind(backend)
-        .bind(holder)
-        .bind(node)
-        .bind(self.boot())
-        .bind(until_ms)
-        .bind(now_ms)
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// Gives `backend`'s lock back if `holder` still holds it.
     #[tracing::instrument(name = "store.unlock_backend", level = "debug", skip_all)]
     async fn unlock_backend(&self, backend: &str, holder: &str) -> Result<(), WharfError> {
-        sqlx::query("DELETE FROM wharf_backend_locks WHERE backend = $1 AND holder = $2")
-            .bind(backend)
-            .bind(holder)
-            .execute(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        self.run(
+            sqlx::query("DELETE FROM wharf_backend_locks WHERE backend = $1 AND holder = $2")
+                .bind(backend)
+                .bind(holder),
+        )
+        .await
     }
 
     async fn tenant_sessions(

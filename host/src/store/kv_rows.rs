@@ -50,18 +50,17 @@ impl StateStore {
         key: &str,
         value: &[u8],
     ) -> Result<(), WharfError> {
-        sqlx::query(
-            "INSERT INTO wharf_kv (backend, scope, k, v) VALUES ($1, $2, $3, $4)
+        self.run(
+            sqlx::query(
+                "INSERT INTO wharf_kv (backend, scope, k, v) VALUES ($1, $2, $3, $4)
              ON CONFLICT (backend, scope, k) DO UPDATE SET v = excluded.v",
+            )
+            .bind(backend)
+            .bind(scope.column())
+            .bind(key)
+            .bind(value.to_vec()),
         )
-        .bind(backend)
-        .bind(scope.column())
-        .bind(key)
-        .bind(value.to_vec())
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(())
     }
 
     /// Deletes a value (absent is fine).
@@ -72,14 +71,13 @@ impl StateStore {
         scope: &KvScope,
         key: &str,
     ) -> Result<(), WharfError> {
-        sqlx::query("DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k = $3")
-            .bind(backend)
-            .bind(scope.column())
-            .bind(key)
-            .execute(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        self.run(
+            sqlx::query("DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2 AND k = $3")
+                .bind(backend)
+                .bind(scope.column())
+                .bind(key),
+        )
+        .await
     }
 
     /// Stores `value` under `key` only if the key is absent; true when stored.
@@ -91,18 +89,17 @@ impl StateStore {
         key: &str,
         value: &[u8],
     ) -> Result<bool, WharfError> {
-        let done = sqlx::query(
-            "INSERT INTO wharf_kv (backend, scope, k, v) VALUES ($1, $2, $3, $4)
+        self.changed_one(
+            sqlx::query(
+                "INSERT INTO wharf_kv (backend, scope, k, v) VALUES ($1, $2, $3, $4)
              ON CONFLICT (backend, scope, k) DO NOTHING",
+            )
+            .bind(backend)
+            .bind(scope.column())
+            .bind(key)
+            .bind(value.to_vec()),
         )
-        .bind(backend)
-        .bind(scope.column())
-        .bind(key)
-        .bind(value.to_vec())
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// Replaces the value under `key` with `new` (deletes it when `None`) only if it is
@@ -133,8 +130,7 @@ impl StateStore {
             .bind(key)
             .bind(expected.to_vec()),
         };
-        let done = query.execute(self.pool()).await.map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+        self.changed_one(query).await
     }
 
     /// Keys starting with `prefix`, sorted.
@@ -189,13 +185,12 @@ impl StateStore {
     /// Removes a session's key-value state.
     #[tracing::instrument(name = "store.kv_drop_session", level = "debug", skip_all)]
     pub async fn kv_drop_session(&self, backend: &str, session: &str) -> Result<(), WharfError> {
-        sqlx::query("DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2")
-            .bind(backend)
-            .bind(KvScope::Session(session.to_string()).column())
-            .execute(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        self.run(
+            sqlx::query("DELETE FROM wharf_kv WHERE backend = $1 AND scope = $2")
+                .bind(backend)
+                .bind(KvScope::Session(session.to_string()).column()),
+        )
+        .await
     }
 }
 

@@ -15,18 +15,14 @@ impl StateStore {
         lease_until: i64,
         now: i64,
     ) -> Result<(), WharfError> {
-        sqlx::query(
+        self.run(sqlx::query(
             "INSERT INTO wharf_nodes (id, lease_until, started_at, boot) VALUES ($1, $2, $3, $4)
              ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until, boot = excluded.boot",
         )
         .bind(node)
         .bind(lease_until)
         .bind(now)
-        .bind(self.boot())
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok(())
+        .bind(self.boot())).await
     }
 
     /// Every node this store has heard of, with the end of its lease (ms).

@@ -5,7 +5,7 @@
 //! when it was archived in `last_activity`, when it ends in `paused_until`, and its
 //! snapshot in `archive`.
 
-use super::{StateStore, unavailable};
+use super::StateStore;
 use crate::bounded::to_column;
 use crate::error_code::WharfError;
 use serde_json::Value;
@@ -26,7 +26,7 @@ impl StateStore {
         cap: super::PauseCap,
     ) -> Result<Option<u64>, WharfError> {
         let generation = record.generation;
-        let done = sqlx::query(
+        let changed = self.changed_one(sqlx::query(
             "UPDATE wharf_sessions SET state = 'archived', archive = $1, last_activity = $2,
                     paused_until = $3, generation = generation + 1
              WHERE id = $4 AND state = 'ready' AND generation = $5
@@ -41,11 +41,8 @@ impl StateStore {
         .bind(&record.backend)
         .bind(to_column(cap.backend.unwrap_or(u64::MAX)))
         .bind(&record.tenant)
-        .bind(to_column(cap.tenant.unwrap_or(u64::MAX)))
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok((done.rows_affected() == 1).then_some(generation + 1))
+        .bind(to_column(cap.tenant.unwrap_or(u64::MAX)))).await?;
+        Ok(changed.then_some(generation + 1))
     }
 
     /// `archived` → `ready` at `now` with the restored sandbox's `data`, its running
@@ -61,29 +58,30 @@ impl StateStore {
         now: u64,
         max_expires_at: Option<u64>,
     ) -> Result<Option<u64>, WharfError> {
-        let done = sqlx::query(
-            "UPDATE wharf_sessions SET state = 'ready', data = $1, last_activity = $2,
+        let changed = self
+            .changed_one(
+                sqlx::query(
+                    "UPDATE wharf_sessions SET state = 'ready', data = $1, last_activity = $2,
                     paused_until = NULL, max_expires_at = $3, generation = generation + 1
              WHERE id = $4 AND state = 'archived' AND generation = $5",
-        )
-        .bind(data.to_string())
-        .bind(to_column(now))
-        .bind(max_expires_at.map(to_column))
-        .bind(id)
-        .bind(to_column(generation))
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok((done.rows_affected() == 1).then_some(generation + 1))
+                )
+                .bind(data.to_string())
+                .bind(to_column(now))
+                .bind(max_expires_at.map(to_column))
+                .bind(id)
+                .bind(to_column(generation)),
+            )
+            .await?;
+        Ok(changed.then_some(generation + 1))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::snapshot_record::{SnapshotRecord, SnapshotState};
-    use crate::store::session_leases::tests::creating;
+    use crate::store::session_leases::tests::store_with_a_ready_row;
     use crate::store::{PauseCap, SessionState, StateStore};
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     fn archive_of(id: &str, session: &str) -> SnapshotRecord {
         SnapshotRecord {
@@ -104,15 +102,8 @@ mod tests {
     async fn archives_are_compare_and_sets_and_an_archive_no_row_holds_is_stale()
     -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
+        let (store, ready) = store_with_a_ready_row(dir.path()).await?;
         let path = dir.path().join("s.db");
-        let store = StateStore::open_sqlite(&path).await?;
-        assert!(
-            store
-                .insert_creating(&creating("s", "n1", u64::MAX >> 12))
-                .await?
-        );
-        assert!(store.mark_ready("s", "n1", &Value::Null, 1_000).await?);
-        let ready = store.get_session("s").await?.expect("row");
         let g = ready.generation;
         let at = |generation: u64| {
             let mut record = ready.clone();

@@ -21,7 +21,7 @@ impl StateStore {
         data: &Value,
         now: i64,
     ) -> Result<bool, WharfError> {
-        let done = sqlx::query(
+        self.changed_one(sqlx::query(
             "UPDATE wharf_sessions SET state = 'ready', data = $1, last_activity = $2, lease_until = 0,
                     generation = generation + 1
              WHERE id = $3 AND state = 'creating' AND node = $4 AND boot = $5",
@@ -30,11 +30,7 @@ impl StateStore {
         .bind(now)
         .bind(id)
         .bind(node)
-        .bind(self.boot())
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+        .bind(self.boot())).await
     }
 
     /// Takes over a `creating` or `releasing` row whose lease ran out or is held by an
@@ -48,7 +44,7 @@ impl StateStore {
         lease_until: i64,
         now: i64,
     ) -> Result<bool, WharfError> {
-        let done = sqlx::query(
+        self.changed_one(sqlx::query(
             "UPDATE wharf_sessions SET node = $1, lease_until = $2, boot = $6, generation = generation + 1
              WHERE id = $3 AND state = $4 AND (lease_until < $5 OR (node = $1 AND boot <> $6))",
         )
@@ -57,11 +53,7 @@ impl StateStore {
         .bind(id)
         .bind(state.as_str())
         .bind(now)
-        .bind(self.boot())
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+        .bind(self.boot())).await
     }
 
     /// Extends the lease of a `creating` or `releasing` row this node holds in this
@@ -73,18 +65,17 @@ impl StateStore {
         node: &str,
         lease_until: i64,
     ) -> Result<bool, WharfError> {
-        let done = sqlx::query(
-            "UPDATE wharf_sessions SET lease_until = $1
+        self.changed_one(
+            sqlx::query(
+                "UPDATE wharf_sessions SET lease_until = $1
              WHERE id = $2 AND node = $3 AND boot = $4 AND state IN ('creating', 'releasing')",
+            )
+            .bind(lease_until)
+            .bind(id)
+            .bind(node)
+            .bind(self.boot()),
         )
-        .bind(lease_until)
-        .bind(id)
-        .bind(node)
-        .bind(self.boot())
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// `creating` and `releasing` rows nobody finishes: their lease ran out, or an earlier
@@ -120,7 +111,7 @@ impl StateStore {
         lease_until: i64,
         idle_before: Option<i64>,
     ) -> Result<bool, WharfError> {
-        let done = sqlx::query(
+        self.changed_one(sqlx::query(
             "UPDATE wharf_sessions SET state = 'releasing', node = $1, lease_until = $2, boot = $5,
                     generation = generation + 1
              WHERE id = $3 AND state IN ('ready', 'paused', 'archived') AND ($4 < 0 OR last_activity <= $4)",
@@ -129,11 +120,7 @@ impl StateStore {
         .bind(lease_until)
         .bind(id)
         .bind(idle_before.unwrap_or(-1))
-        .bind(self.boot())
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+        .bind(self.boot())).await
     }
 }
 
@@ -141,6 +128,25 @@ impl StateStore {
 pub(super) mod tests {
     use super::*;
     use crate::store::StateStore;
+
+    /// A store in `dir` with one `ready` row, `s` of node `n1`, as it was read back.
+    pub(in crate::store) async fn store_with_a_ready_row(
+        dir: &std::path::Path,
+    ) -> anyhow::Result<(StateStore, SessionRecord)> {
+        let store = StateStore::open_sqlite(&dir.join("s.db")).await?;
+        assert!(
+            store
+                .insert_creating(&creating("s", "n1", u64::MAX >> 12))
+                .await?
+        );
+        assert!(
+            store
+                .mark_ready("s", "n1", &serde_json::Value::Null, 1_000)
+                .await?
+        );
+        let ready = store.get_session("s").await?.expect("row");
+        Ok((store, ready))
+    }
 
     /// A `creating` row of tenant `t`, backend `b`, leased by `node` until `lease_until_ms`.
     pub(in crate::store) fn creating(id: &str, node: &str, lease_until_ms: u64) -> SessionRecord {

@@ -3,7 +3,7 @@
 //! A paused row keeps when it paused in `last_activity` and when it ends in
 //! `paused_until`.
 
-use super::{StateStore, unavailable};
+use super::StateStore;
 use crate::bounded::to_column;
 use crate::error_code::WharfError;
 
@@ -30,7 +30,7 @@ impl StateStore {
         paused_until: Option<u64>,
         cap: PauseCap,
     ) -> Result<Option<u64>, WharfError> {
-        let done = sqlx::query(
+        let changed = self.changed_one(sqlx::query(
             "UPDATE wharf_sessions SET state = 'paused', last_activity = $1, paused_until = $2,
                     generation = generation + 1
              WHERE id = $3 AND state = 'ready' AND generation = $4
@@ -44,11 +44,8 @@ impl StateStore {
         .bind(&record.backend)
         .bind(to_column(cap.backend.unwrap_or(u64::MAX)))
         .bind(&record.tenant)
-        .bind(to_column(cap.tenant.unwrap_or(u64::MAX)))
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok((done.rows_affected() == 1).then_some(record.generation + 1))
+        .bind(to_column(cap.tenant.unwrap_or(u64::MAX)))).await?;
+        Ok(changed.then_some(record.generation + 1))
     }
 
     /// `paused` → `ready` at `now`, its running lifetime ending at `max_expires_at`; the
@@ -61,7 +58,7 @@ impl StateStore {
         now: u64,
         max_expires_at: Option<u64>,
     ) -> Result<Option<u64>, WharfError> {
-        let done = sqlx::query(
+        let changed = self.changed_one(sqlx::query(
             "UPDATE wharf_sessions SET state = 'ready', last_activity = $1, paused_until = NULL,
                     max_expires_at = $2, generation = generation + 1
              WHERE id = $3 AND state = 'paused' AND generation = $4",
@@ -69,31 +66,21 @@ impl StateStore {
         .bind(to_column(now))
         .bind(max_expires_at.map(to_column))
         .bind(id)
-        .bind(to_column(generation))
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok((done.rows_affected() == 1).then_some(generation + 1))
+        .bind(to_column(generation))).await?;
+        Ok(changed.then_some(generation + 1))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::store::session_leases::tests::creating;
-    use crate::store::{PauseCap, SessionState, StateStore};
+    use crate::store::session_leases::tests::{creating, store_with_a_ready_row};
+    use crate::store::{PauseCap, SessionState};
     use serde_json::Value;
 
     #[tokio::test]
     async fn pauses_are_compare_and_sets_and_a_paused_row_can_be_released() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let store = StateStore::open_sqlite(&dir.path().join("s.db")).await?;
-        assert!(
-            store
-                .insert_creating(&creating("s", "n1", u64::MAX >> 12))
-                .await?
-        );
-        assert!(store.mark_ready("s", "n1", &Value::Null, 1_000).await?);
-        let ready = store.get_session("s").await?.expect("row");
+        let (store, ready) = store_with_a_ready_row(dir.path()).await?;
         let g = ready.generation;
         let at = |generation: u64| {
             let mut record = ready.clone();

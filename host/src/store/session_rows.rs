@@ -119,7 +119,7 @@ impl StateStore {
     /// identity already has one; true when inserted.
     #[tracing::instrument(name = "store.insert_creating", level = "debug", skip_all)]
     pub async fn insert_creating(&self, r: &SessionRecord) -> Result<bool, WharfError> {
-        let done = sqlx::query(&format!(
+        self.changed_one(sqlx::query(&format!(
             "INSERT INTO wharf_sessions ({COLUMNS}, boot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
              ON CONFLICT (tenant, backend, skey) DO NOTHING"
         ))
@@ -142,11 +142,7 @@ impl StateStore {
         .bind(to_column(r.generation))
         .bind(r.paused_until_ms.map(to_column))
         .bind(r.archive.clone())
-        .bind(self.boot())
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+        .bind(self.boot())).await
     }
 
     /// The row of an identity.
@@ -257,24 +253,19 @@ impl StateStore {
     /// Deletes a row (any state).
     #[tracing::instrument(name = "store.delete_session", level = "debug", skip_all)]
     pub async fn delete_session(&self, id: &str) -> Result<(), WharfError> {
-        sqlx::query("DELETE FROM wharf_sessions WHERE id = $1")
-            .bind(id)
-            .execute(self.pool())
+        self.run(sqlx::query("DELETE FROM wharf_sessions WHERE id = $1").bind(id))
             .await
-            .map_err(unavailable)?;
-        Ok(())
     }
 
     /// Deletes a row only if it is still at `generation` (nobody changed it since).
     #[tracing::instrument(name = "store.delete_session_at", level = "debug", skip_all)]
     pub async fn delete_session_at(&self, id: &str, generation: u64) -> Result<bool, WharfError> {
-        let done = sqlx::query("DELETE FROM wharf_sessions WHERE id = $1 AND generation = $2")
-            .bind(id)
-            .bind(to_column(generation))
-            .execute(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+        self.changed_one(
+            sqlx::query("DELETE FROM wharf_sessions WHERE id = $1 AND generation = $2")
+                .bind(id)
+                .bind(to_column(generation)),
+        )
+        .await
     }
 
     /// Writes new session data if the row is still at `generation`; the new generation.
@@ -286,32 +277,28 @@ impl StateStore {
         data: &Value,
         now: i64,
     ) -> Result<Option<u64>, WharfError> {
-        let done = sqlx::query(
+        let changed = self.changed_one(sqlx::query(
             "UPDATE wharf_sessions SET data = $1, last_activity = $2, generation = generation + 1
              WHERE id = $3 AND generation = $4 AND state = 'ready'",
         )
         .bind(data.to_string())
         .bind(now)
         .bind(id)
-        .bind(to_column(generation))
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok((done.rows_affected() == 1).then_some(generation + 1))
+        .bind(to_column(generation))).await?;
+        Ok(changed.then_some(generation + 1))
     }
 
     /// Records activity (extends the idle TTL); false when the row is gone.
     #[tracing::instrument(name = "store.touch", level = "debug", skip_all)]
     pub async fn touch(&self, id: &str, now: i64) -> Result<bool, WharfError> {
-        let done = sqlx::query(
-            "UPDATE wharf_sessions SET last_activity = $1 WHERE id = $2 AND state = 'ready'",
+        self.changed_one(
+            sqlx::query(
+                "UPDATE wharf_sessions SET last_activity = $1 WHERE id = $2 AND state = 'ready'",
+            )
+            .bind(now)
+            .bind(id),
         )
-        .bind(now)
-        .bind(id)
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// Sets the holder claim if it is free, expired or already this holder's, and the owner
@@ -325,32 +312,27 @@ impl StateStore {
         until: i64,
         now: i64,
     ) -> Result<bool, WharfError> {
-        let done = sqlx::query(
-            "UPDATE wharf_sessions SET holder = $1, holder_until = $2
+        self.changed_one(
+            sqlx::query(
+                "UPDATE wharf_sessions SET holder = $1, holder_until = $2
              WHERE id = $3 AND state IN ('ready', 'paused', 'archived')
                AND (owner IS NULL OR owner = $4)
                AND (holder IS NULL OR holder = $1 OR holder_until < $5)",
+            )
+            .bind(holder)
+            .bind(until)
+            .bind(id)
+            .bind(owner.unwrap_or(""))
+            .bind(now),
         )
-        .bind(holder)
-        .bind(until)
-        .bind(id)
-        .bind(owner.unwrap_or(""))
-        .bind(now)
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// Clears the holder claim if it is `holder`'s; true when cleared.
     #[tracing::instrument(name = "store.unclaim", level = "debug", skip_all)]
     pub async fn unclaim(&self, id: &str, holder: &str) -> Result<bool, WharfError> {
-        let done = sqlx::query("UPDATE wharf_sessions SET holder = NULL, holder_until = 0 WHERE id = $1 AND holder = $2")
+        self.changed_one(sqlx::query("UPDATE wharf_sessions SET holder = NULL, holder_until = 0 WHERE id = $1 AND holder = $2")
             .bind(id)
-            .bind(holder)
-            .execute(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+            .bind(holder)).await
     }
 }

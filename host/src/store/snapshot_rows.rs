@@ -50,7 +50,7 @@ impl StateStore {
         node: &str,
         max_count: u64,
     ) -> Result<bool, WharfError> {
-        let done = sqlx::query(
+        self.changed_one(sqlx::query(
             "INSERT INTO wharf_snapshots (id, tenant, backend, name, image, origin, bytes, state, node, boot, created_at, archive_of)
              SELECT $1, $2, $3, $4, $5, $6, 0, 'making', $7, $8, $9, $12
              WHERE (SELECT COUNT(*) FROM wharf_snapshots WHERE tenant = $10) < $11",
@@ -66,24 +66,16 @@ impl StateStore {
         .bind(to_column(s.created_at_ms))
         .bind(&s.tenant)
         .bind(to_column(max_count))
-        .bind(s.archive_of.clone())
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+        .bind(s.archive_of.clone())).await
     }
 
     /// `making` → `ready` with the bytes it added.
     pub async fn mark_snapshot_ready(&self, id: &str, bytes: u64) -> Result<bool, WharfError> {
-        let done = sqlx::query(
+        self.changed_one(sqlx::query(
             "UPDATE wharf_snapshots SET state = 'ready', bytes = $1 WHERE id = $2 AND state = 'making'",
         )
         .bind(to_column(bytes))
-        .bind(id)
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
+        .bind(id)).await
     }
 
     /// One snapshot.
@@ -147,12 +139,8 @@ impl StateStore {
 
     /// Forgets a snapshot.
     pub async fn delete_snapshot(&self, id: &str) -> Result<(), WharfError> {
-        sqlx::query("DELETE FROM wharf_snapshots WHERE id = $1")
-            .bind(id)
-            .execute(self.pool())
+        self.run(sqlx::query("DELETE FROM wharf_snapshots WHERE id = $1").bind(id))
             .await
-            .map_err(unavailable)?;
-        Ok(())
     }
 
     /// `making` rows nobody finishes: made by an earlier incarnation of `node`, or started

@@ -91,14 +91,13 @@ impl StateStore {
 
     /// `making` → `ready`.
     pub async fn mark_volume_ready(&self, id: &str) -> Result<bool, WharfError> {
-        let done = sqlx::query(
-            "UPDATE wharf_volumes SET state = 'ready' WHERE id = $1 AND state = 'making'",
+        self.changed_one(
+            sqlx::query(
+                "UPDATE wharf_volumes SET state = 'ready' WHERE id = $1 AND state = 'making'",
+            )
+            .bind(id),
         )
-        .bind(id)
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// Records what a volume's files held at `at_ms`.
@@ -108,14 +107,13 @@ impl StateStore {
         bytes: u64,
         at_ms: u64,
     ) -> Result<(), WharfError> {
-        sqlx::query("UPDATE wharf_volumes SET bytes = $1, measured_at = $2 WHERE id = $3")
-            .bind(to_column(bytes))
-            .bind(to_column(at_ms))
-            .bind(id)
-            .execute(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        self.run(
+            sqlx::query("UPDATE wharf_volumes SET bytes = $1, measured_at = $2 WHERE id = $3")
+                .bind(to_column(bytes))
+                .bind(to_column(at_ms))
+                .bind(id),
+        )
+        .await
     }
 
     /// One volume.
@@ -166,12 +164,8 @@ impl StateStore {
 
     /// Forgets a volume.
     pub async fn delete_volume(&self, id: &str) -> Result<(), WharfError> {
-        sqlx::query("DELETE FROM wharf_volumes WHERE id = $1")
-            .bind(id)
-            .execute(self.pool())
+        self.run(sqlx::query("DELETE FROM wharf_volumes WHERE id = $1").bind(id))
             .await
-            .map_err(unavailable)?;
-        Ok(())
     }
 
     /// `making` rows nobody finishes: made by an earlier incarnation of `node`, or started

@@ -32,7 +32,7 @@ impl StateStore {
         node: &str,
         now_ms: i64,
     ) -> Result<(), WharfError> {
-        sqlx::query(
+        self.run(sqlx::query(
             "INSERT INTO wharf_warm_sandboxes (id, backend, handle, state, node, boot, taken_by, created_at)
              VALUES ($1, $2, NULL, 'warming', $3, $4, NULL, $5)",
         )
@@ -40,53 +40,43 @@ impl StateStore {
         .bind(backend)
         .bind(node)
         .bind(self.boot())
-        .bind(now_ms)
-        .execute(self.pool())
-        .await
-        .map_err(unavailable)?;
-        Ok(())
+        .bind(now_ms)).await
     }
 
     /// The create finished: the sandbox is `idle` with `handle`. False when the row is gone
     /// (the sweeper took it): the caller destroys what it made.
     #[tracing::instrument(name = "store.warm_ready", level = "debug", skip_all)]
     pub async fn warm_ready(&self, id: &str, handle: &str) -> Result<bool, WharfError> {
-        let done = sqlx::query(
-            "UPDATE wharf_warm_sandboxes SET handle = $1, state = 'idle'
+        self.changed_one(
+            sqlx::query(
+                "UPDATE wharf_warm_sandboxes SET handle = $1, state = 'idle'
              WHERE id = $2 AND state = 'warming'",
+            )
+            .bind(handle)
+            .bind(id),
         )
-        .bind(handle)
-        .bind(id)
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// Hands idle sandbox `id` to `session`; true for exactly one caller.
     #[tracing::instrument(name = "store.claim_warm", level = "debug", skip_all)]
     pub async fn claim_warm(&self, id: &str, session: &str) -> Result<bool, WharfError> {
-        let done = sqlx::query(
-            "UPDATE wharf_warm_sandboxes SET state = 'taken', taken_by = $1
+        self.changed_one(
+            sqlx::query(
+                "UPDATE wharf_warm_sandboxes SET state = 'taken', taken_by = $1
              WHERE id = $2 AND state = 'idle'",
+            )
+            .bind(session)
+            .bind(id),
         )
-        .bind(session)
-        .bind(id)
-        .execute(self.pool())
         .await
-        .map_err(unavailable)?;
-        Ok(done.rows_affected() == 1)
     }
 
     /// Forgets a sandbox (destroyed, or never made).
     #[tracing::instrument(name = "store.delete_warm", level = "debug", skip_all)]
     pub async fn delete_warm(&self, id: &str) -> Result<(), WharfError> {
-        sqlx::query("DELETE FROM wharf_warm_sandboxes WHERE id = $1")
-            .bind(id)
-            .execute(self.pool())
+        self.run(sqlx::query("DELETE FROM wharf_warm_sandboxes WHERE id = $1").bind(id))
             .await
-            .map_err(unavailable)?;
-        Ok(())
     }
 
     /// Whether `id` is a warm sandbox's (so a container labelled with it is not an orphan).

@@ -19,7 +19,7 @@
 use super::{parse_body, require_worker, session_json, worker_id, worker_sessions};
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
-use crate::api::envelope::RequestClock;
+use crate::api::route_answer::answer;
 use crate::bounded::TtlSeconds;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
@@ -101,6 +101,12 @@ impl NamesWorker for WorkerBody {
     }
 }
 
+impl NamesWorker for CreateBody {
+    fn worker_id(&self) -> Option<&str> {
+        self.worker_id.as_deref()
+    }
+}
+
 impl NamesWorker for WorkerOnly {
     fn worker_id(&self) -> Option<&str> {
         self.worker_id.as_deref()
@@ -125,11 +131,8 @@ pub(super) async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        caller.require(TokenScope::Call)?;
-        let body: CreateBody = parse_body(body)?;
-        let worker = require_worker(body.worker_id.as_deref(), &headers)?;
+    let envelope = answer(&caller, TokenScope::Call, async {
+        let (body, worker) = worker_call::<CreateBody>(&headers, body)?;
         let backend = body
             .resource_type
             .filter(|r| !r.is_empty())
@@ -161,19 +164,17 @@ pub(super) async fn create(
         v["status"] = json!(if created { "created" } else { "exists" });
         v["created"] = json!(created);
         Ok(v)
-    }
+    })
     .await;
-    with_session_meta(clock.reply(result))
+    with_session_meta(envelope)
 }
 
-/// The start of a route acting for a worker: the `call` scope, the body, and the worker
-/// it names (body or header).
+/// The start of a route acting for a worker (after its `call` scope): the body, and the
+/// worker it names (body or header).
 fn worker_call<B: NamesWorker + serde::de::DeserializeOwned>(
-    caller: &Caller,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(B, String), WharfError> {
-    caller.require(TokenScope::Call)?;
     let body: B = parse_body(body)?;
     let worker = require_worker(body.worker_id(), headers)?;
     Ok((body, worker))
@@ -214,9 +215,8 @@ pub(super) async fn destroy(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        let (body, worker) = worker_call::<WorkerBody>(&caller, &headers, body)?;
+    let envelope = answer(&caller, TokenScope::Call, async {
+        let (body, worker) = worker_call::<WorkerBody>(&headers, body)?;
         let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
         if let Some(b) = backend {
             caller.require_tool(b, None)?;
@@ -245,9 +245,9 @@ pub(super) async fn destroy(
             "destroyed": destroyed,
             "count": destroyed.len(),
         }))
-    }
+    })
     .await;
-    with_session_meta(clock.reply(result))
+    with_session_meta(envelope)
 }
 
 /// `POST|GET /api/v1/session/list`.
@@ -258,9 +258,7 @@ pub(super) async fn list(
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        caller.require(TokenScope::Read)?;
+    answer(&caller, TokenScope::Read, async {
         let body: ListBody = parse_body(body)?;
         let query = query.map(|q| q.0).unwrap_or_default();
         let from_query = |k: &str| query.get(k).cloned();
@@ -286,9 +284,8 @@ pub(super) async fn list(
             .map(session_json)
             .collect();
         Ok(json!({ "worker_id": worker, "count": sessions.len(), "sessions": sessions }))
-    }
-    .await;
-    clock.reply(result)
+    })
+    .await
 }
 
 /// Refreshes the worker's ready sessions (of one backend, or all); sessions that went away
@@ -319,9 +316,8 @@ pub(super) async fn refresh(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        let (body, worker) = worker_call::<WorkerBody>(&caller, &headers, body)?;
+    answer(&caller, TokenScope::Call, async {
+        let (body, worker) = worker_call::<WorkerBody>(&headers, body)?;
         let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
         let refreshed = refresh_worker(&wharf, &caller, &worker, backend).await?;
         if refreshed.is_empty() && backend.is_some() {
@@ -348,9 +344,8 @@ pub(super) async fn refresh(
             "details": details,
             "sessions": refreshed,
         }))
-    }
-    .await;
-    clock.reply(result)
+    })
+    .await
 }
 
 /// `POST /api/v1/lifecycle/heartbeat`: extends the idle TTL of every session of the worker.
@@ -360,9 +355,8 @@ pub(super) async fn heartbeat(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        let (_, worker) = worker_call::<WorkerOnly>(&caller, &headers, body)?;
+    answer(&caller, TokenScope::Call, async {
+        let (_, worker) = worker_call::<WorkerOnly>(&headers, body)?;
         let refreshed = refresh_worker(&wharf, &caller, &worker, None).await?;
         let active: Vec<Value> = refreshed
             .iter()
@@ -374,9 +368,8 @@ pub(super) async fn heartbeat(
             "refreshed_count": refreshed.len(),
             "sessions": refreshed,
         }))
-    }
-    .await;
-    clock.reply(result)
+    })
+    .await
 }
 
 /// `POST /api/v1/worker/disconnect`: destroys every session of the worker.
@@ -386,18 +379,16 @@ pub(super) async fn disconnect(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    let clock = RequestClock::start();
-    let result = async {
-        let (_, worker) = worker_call::<WorkerOnly>(&caller, &headers, body)?;
-        let tenant = caller.session_tenant();
-        let sessions = worker_sessions(&wharf, tenant, None, &worker).await?;
-        let cleaned: Vec<&str> = delete_sessions(&wharf, tenant, &sessions)
-            .await?
-            .into_iter()
-            .map(|s| s.id.as_str())
-            .collect();
-        Ok(json!({ "worker_id": worker, "sessions_cleaned": cleaned.len(), "session_ids": cleaned }))
-    }
-    .await;
-    clock.reply(result)
+    answer(&caller, TokenScope::Call, async {
+            let (_, worker) = worker_call::<WorkerOnly>(&headers, body)?;
+            let tenant = caller.session_tenant();
+            let sessions = worker_sessions(&wharf, tenant, None, &worker).await?;
+            let cleaned: Vec<&str> = delete_sessions(&wharf, tenant, &sessions)
+                .await?
+                .into_iter()
+                .map(|s| s.id.as_str())
+                .collect();
+            Ok(json!({ "worker_id": worker, "sessions_cleaned": cleaned.len(), "session_ids": cleaned }))
+    })
+    .await
 }

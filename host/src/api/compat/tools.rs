@@ -11,7 +11,7 @@
 
 use super::mirrored;
 use crate::api::auth::Caller;
-use crate::api::envelope::RequestClock;
+use crate::api::route_answer::answer;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use crate::tool::{SessionNeed, ToolDescription};
@@ -55,17 +55,17 @@ fn tool_json(backend: &str, version: &str, tool: &ToolDescription) -> Value {
 
 /// `GET /api/v1/tools`: every tool the caller may use.
 pub(super) async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Response {
-    let clock = RequestClock::start();
-    let result = caller.require(TokenScope::Read).map(|()| {
+    let envelope = answer(&caller, TokenScope::Read, async {
         let tools: Vec<Value> = wharf
             .tools()
             .into_iter()
             .filter(|(name, _, _)| caller.may_use(&name.backend, Some(&name.action)))
             .map(|(name, version, tool)| tool_json(&name.backend, &version, &tool))
             .collect();
-        json!({ "count": tools.len(), "tools": tools })
-    });
-    mirrored(clock.reply(result), &["tools", "count"])
+        Ok(json!({ "count": tools.len(), "tools": tools }))
+    })
+    .await;
+    mirrored(envelope, &["tools", "count"])
 }
 
 /// `GET /api/v1/tools/{name}/schema`: one tool, by any of its names (4002 when unknown).
@@ -74,14 +74,12 @@ pub(super) async fn schema(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Response {
-    let clock = RequestClock::start();
-    let result = (|| {
-        caller.require(TokenScope::Read)?;
+    let mut envelope = answer(&caller, TokenScope::Read, async {
         let found = wharf.find_tool(&name)?;
         caller.require_tool(&found.backend, Some(&found.action))?;
         Ok(tool_json(&found.backend, &found.version, &found.tool))
-    })();
-    let mut envelope = clock.reply(result);
+    })
+    .await;
     envelope.meta.tool = envelope
         .data
         .get("name")

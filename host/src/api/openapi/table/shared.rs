@@ -6,80 +6,60 @@
 use super::{Param, ParamKind, param};
 use crate::error_code::Code::{self, *};
 
+/// What any route on a session can answer: the session found (the caller's, its backend
+/// on the token's allowlist), its fields read, and the store reached.
+const ON_SESSION: &[Code] = &[
+    Success,
+    MissingField,
+    InvalidType,
+    SessionNotFound,
+    Forbidden,
+    DependencyFailure,
+    Internal,
+];
+/// What running a backend's code can answer, beyond [`ON_SESSION`]: the host's
+/// refusals, the backend's own codes, and what running costs.
+const RUN: &[Code] = &with::<14>(
+    ON_SESSION,
+    &[
+        InvalidInput,
+        BusinessFailure,
+        InvalidRequest,
+        RateLimited,
+        ExecutionError,
+        Timeout,
+        BackendUnavailable,
+    ],
+);
+
+/// `base` and `more` as one list. `N` is their length together: a smaller one does not
+/// compile (the copy runs out of room), a larger one only repeats `Success`.
+const fn with<const N: usize>(base: &[Code], more: &[Code]) -> [Code; N] {
+    let mut out = [Success; N];
+    let mut i = 0;
+    while i < base.len() {
+        out[i] = base[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < more.len() {
+        out[i + j] = more[j];
+        j += 1;
+    }
+    out
+}
+
 /// A tool call: the host's refusals, the backend's own codes, and what running costs.
-pub(super) const CALL: &[Code] = &[
-    Success,
-    InvalidInput,
-    BusinessFailure,
-    InvalidRequest,
-    MissingField,
-    InvalidType,
-    NoResults,
-    SessionNotFound,
-    Forbidden,
-    RateLimited,
-    ExecutionError,
-    Timeout,
-    BackendUnavailable,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const CALL: &[Code] = &with::<15>(RUN, &[NoResults]);
 /// Acquiring a session: the backend's `initialize` runs, under the tenant's quotas.
-pub(super) const ACQUIRE: &[Code] = &[
-    Success,
-    InvalidInput,
-    BusinessFailure,
-    InvalidRequest,
-    MissingField,
-    InvalidType,
-    SessionNotFound,
-    Forbidden,
-    Conflict,
-    RateLimited,
-    ExecutionError,
-    Timeout,
-    BackendUnavailable,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const ACQUIRE: &[Code] = &with::<15>(RUN, &[Conflict]);
 /// Ending sessions: the backend's `cleanup` runs.
-pub(super) const RELEASE: &[Code] = &[
-    Success,
-    MissingField,
-    InvalidType,
-    SessionNotFound,
-    Forbidden,
-    ExecutionError,
-    Timeout,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const RELEASE: &[Code] = &with::<9>(ON_SESSION, &[ExecutionError, Timeout]);
 /// Reading or touching session rows (a paused session is not refreshed: 4090).
-pub(super) const SESSION_ROWS: &[Code] = &[
-    Success,
-    MissingField,
-    InvalidType,
-    SessionNotFound,
-    Forbidden,
-    Conflict,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const SESSION_ROWS: &[Code] = &with::<8>(ON_SESSION, &[Conflict]);
 /// Pausing or resuming a session's sandbox: the provider's `suspension` export runs.
-pub(super) const SUSPEND: &[Code] = &[
-    Success,
-    InvalidInput,
-    MissingField,
-    InvalidType,
-    SessionNotFound,
-    Forbidden,
-    Conflict,
-    ExecutionError,
-    Timeout,
-    BackendUnavailable,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const SUSPEND: &[Code] =
+    &with::<12>(RELEASE, &[InvalidInput, Conflict, BackendUnavailable]);
 /// A terminal opened (the refusals before the upgrade; after it, the WebSocket's own
 /// messages).
 pub(super) const TERMINAL: &[Code] = &[
@@ -118,32 +98,17 @@ pub(super) const TERMINAL_QUERY: &[Param] = &[
     .kind(ParamKind::TextUpTo(1024)),
 ];
 /// A preview URL minted.
-pub(super) const PREVIEWS: &[Code] = &[
-    Success,
-    InvalidInput,
-    MissingField,
-    InvalidType,
-    SessionNotFound,
-    Forbidden,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const PREVIEWS: &[Code] = &with::<8>(ON_SESSION, &[InvalidInput]);
 /// A file moved in or out of a sandbox.
-pub(super) const FILES: &[Code] = &[
-    Success,
-    InvalidInput,
-    InvalidRequest,
-    MissingField,
-    InvalidType,
-    SessionNotFound,
-    Forbidden,
-    PayloadTooLarge,
-    ExecutionError,
-    Timeout,
-    BackendUnavailable,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const FILES: &[Code] = &with::<13>(
+    RELEASE,
+    &[
+        InvalidInput,
+        InvalidRequest,
+        PayloadTooLarge,
+        BackendUnavailable,
+    ],
+);
 
 /// MCP's transport: its own refusals in Wharf's codes (a bad message, an unknown MCP
 /// session or one another token opened, a failure inside the transport); 202, 405 and 406
@@ -182,35 +147,12 @@ pub(super) const FILE_PATH: &[Param] = &[param(
 )];
 
 /// What a path is, or a directory's entries, through the sandbox agent.
-pub(super) const FILE_INFO: &[Code] = &[
-    Success,
-    InvalidInput,
-    InvalidRequest,
-    MissingField,
-    InvalidType,
-    SessionNotFound,
-    Forbidden,
-    Conflict,
-    ExecutionError,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const FILE_INFO: &[Code] = &with::<11>(
+    SESSION_ROWS,
+    &[InvalidInput, InvalidRequest, ExecutionError],
+);
 /// A watch: as [`FILE_INFO`], and the host's watch slots.
-pub(super) const WATCH: &[Code] = &[
-    Success,
-    InvalidInput,
-    InvalidRequest,
-    MissingField,
-    InvalidType,
-    SessionNotFound,
-    Forbidden,
-    Conflict,
-    RateLimited,
-    ExecutionError,
-    Timeout,
-    DependencyFailure,
-    Internal,
-];
+pub(super) const WATCH: &[Code] = &with::<13>(FILE_INFO, &[RateLimited, Timeout]);
 pub(super) const INFO_PATH: &[Param] = &[param(
     "path",
     true,
@@ -239,3 +181,35 @@ pub(super) const WORKER_QUERY: &[Param] = &[
     param("worker_id", false, "Only this worker's sessions"),
     param("resource_type", false, "Only this backend's sessions"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_set_names_each_code_once() {
+        let sets = [
+            ON_SESSION,
+            RUN,
+            CALL,
+            ACQUIRE,
+            RELEASE,
+            SESSION_ROWS,
+            SUSPEND,
+            TERMINAL,
+            PREVIEWS,
+            FILES,
+            MCP,
+            FILE_INFO,
+            WATCH,
+        ];
+        for set in sets {
+            let mut seen = set.to_vec();
+            seen.sort_by_key(|c| c.as_u32());
+            seen.dedup();
+            assert_eq!(seen.len(), set.len(), "{set:?}");
+        }
+        assert!(CALL.contains(&NoResults) && !ACQUIRE.contains(&NoResults));
+        assert!(WATCH.contains(&Conflict) && WATCH.contains(&Timeout));
+    }
+}
