@@ -19,6 +19,7 @@ use super::{UPLOAD_CHUNK, failure};
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
 use crate::api::json_body::parse_query;
+use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{
@@ -76,8 +77,7 @@ fn event_line(event: &FileEvent) -> bytes::Bytes {
 /// The session's sandbox for file operations, for a caller that may use its backend.
 async fn files_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<SandboxFiles, WharfError> {
     caller.require(TokenScope::Call)?;
-    let visible = wharf.session(caller.session_tenant(), id).await?;
-    caller.require_tool(&visible.backend, None)?;
+    permitted_session(wharf, caller, id).await?;
     wharf.sandbox_files(caller.session_tenant(), id).await
 }
 
