@@ -5,7 +5,7 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
 use crate::api::json_body::EmptyBody;
-use crate::api::route_answer::{answer_on_session, answer_on_session_with};
+use crate::api::route_answer::{answer, answer_on_session, session_body};
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use axum::body::Bytes;
@@ -51,25 +51,22 @@ pub async fn create(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    // The work below borrows what the handler owns.
-    let (wharf, caller, id) = (&*wharf, &caller, id.as_str());
-    let call = (id, body, EmptyBody::Refused);
-    answer_on_session_with(
-        wharf,
-        caller,
-        TokenScope::Call,
-        call,
-        |request: PreviewRequest| async move {
-            let tenant = caller.session_tenant();
-            let link = wharf
-                .preview_url(tenant, id, request.port, request.ttl_seconds)
-                .await?;
-            Ok(PreviewReply {
-                url: link.url,
-                expires_at: link.expires_at_s,
-            })
-        },
-    )
+    answer(&caller, TokenScope::Call, async {
+        let request: PreviewRequest =
+            session_body(&wharf, &caller, &id, body, EmptyBody::Refused).await?;
+        let link = wharf
+            .preview_url(
+                caller.session_tenant(),
+                &id,
+                request.port,
+                request.ttl_seconds,
+            )
+            .await?;
+        Ok(PreviewReply {
+            url: link.url,
+            expires_at: link.expires_at_s,
+        })
+    })
     .await
 }
 

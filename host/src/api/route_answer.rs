@@ -49,30 +49,23 @@ pub async fn answer_on_session<T: Serialize>(
     .await
 }
 
-/// Checks `scope`, then reads the JSON body (before any store read: a malformed one costs
-/// nothing), then checks session `id` as [`answer_on_session`] does, then runs `work` with
-/// the body.
-pub async fn answer_on_session_with<B, T, F>(
+/// The JSON body of a request on session `id`, read before the session is looked up (a
+/// malformed body costs no store read), then the session checked as
+/// [`answer_on_session`] does: the step a session route with a body takes first inside
+/// [`answer`].
+pub async fn session_body<B: DeserializeOwned>(
     wharf: &Wharf,
     caller: &Caller,
-    scope: TokenScope,
-    (id, body, empty): (&str, Result<Bytes, BytesRejection>, EmptyBody),
-    work: impl FnOnce(B) -> F,
-) -> Envelope
-where
-    B: DeserializeOwned,
-    T: Serialize,
-    F: Future<Output = Result<T, WharfError>>,
-{
-    answer(caller, scope, async {
-        let request: B = parse_body(body, empty)?;
-        permitted_session(wharf, caller, id).await?;
-        work(request).await
-    })
-    .await
+    id: &str,
+    body: Result<Bytes, BytesRejection>,
+    empty: EmptyBody,
+) -> Result<B, WharfError> {
+    let request = parse_body(body, empty)?;
+    permitted_session(wharf, caller, id).await?;
+    Ok(request)
 }
 
 /// A reply as the envelope's `data`.
-pub fn as_data(reply: impl Serialize) -> Value {
+fn as_data(reply: impl Serialize) -> Value {
     serde_json::to_value(reply).unwrap_or(Value::Null)
 }

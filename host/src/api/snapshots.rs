@@ -7,7 +7,7 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
 use crate::api::json_body::EmptyBody;
-use crate::api::route_answer::{answer, answer_on_session_with};
+use crate::api::route_answer::{answer, session_body};
 use crate::api::session_reply::SessionReply;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
@@ -67,18 +67,13 @@ pub async fn create(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    // The work below borrows what the handler owns.
-    let (wharf, caller, id) = (&*wharf, &caller, id.as_str());
-    let call = (id, body, EmptyBody::EmptyObject);
-    answer_on_session_with(
-        wharf,
-        caller,
-        TokenScope::Call,
-        call,
-        |request: SnapshotRequest| {
-            wharf.snapshot_session(caller.session_tenant(), id, request.name)
-        },
-    )
+    answer(&caller, TokenScope::Call, async {
+        let request: SnapshotRequest =
+            session_body(&wharf, &caller, &id, body, EmptyBody::EmptyObject).await?;
+        wharf
+            .snapshot_session(caller.session_tenant(), &id, request.name)
+            .await
+    })
     .await
 }
 
@@ -125,30 +120,23 @@ pub async fn fork(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    // The work below borrows what the handler owns.
-    let (wharf, caller, id) = (&*wharf, &caller, id.as_str());
-    let call = (id, body, EmptyBody::Refused);
-    answer_on_session_with(
-        wharf,
-        caller,
-        TokenScope::Call,
-        call,
-        |request: ForkRequest| async move {
-            let (snapshot, sessions) = wharf
-                .fork_session(
-                    &caller.tenant,
-                    caller.session_tenant(),
-                    id,
-                    request.count,
-                    request.keys,
-                    request.config,
-                )
-                .await?;
-            Ok(ForkReply {
-                snapshot,
-                sessions: sessions.iter().map(SessionReply::from).collect(),
-            })
-        },
-    )
+    answer(&caller, TokenScope::Call, async {
+        let request: ForkRequest =
+            session_body(&wharf, &caller, &id, body, EmptyBody::Refused).await?;
+        let (snapshot, sessions) = wharf
+            .fork_session(
+                &caller.tenant,
+                caller.session_tenant(),
+                &id,
+                request.count,
+                request.keys,
+                request.config,
+            )
+            .await?;
+        Ok(ForkReply {
+            snapshot,
+            sessions: sessions.iter().map(SessionReply::from).collect(),
+        })
+    })
     .await
 }

@@ -169,13 +169,8 @@ pub(crate) async fn await_egress(
 /// payload), so no relayed byte is taken with it.
 async fn relay_answer(stream: &mut AgentStream, request: &Request) -> Result<(), AgentFailure> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let request = encode(request);
-    let len = u32::try_from(request.len())
-        .map_err(|_| AgentFailure::Broken("request too large".into()))?;
-    let mut frame = len.to_be_bytes().to_vec();
-    frame.extend_from_slice(&request);
     stream
-        .write_all(&frame)
+        .write_all(&request_frame(request)?)
         .await
         .map_err(|e| AgentFailure::Broken(format!("sending: {e}")))?;
     let mut len = [0u8; 4];
@@ -183,16 +178,36 @@ async fn relay_answer(stream: &mut AgentStream, request: &Request) -> Result<(),
         .read_exact(&mut len)
         .await
         .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
-    let len = usize::try_from(u32::from_be_bytes(len)).unwrap_or(usize::MAX);
-    if len > MAX_FRAME_BYTES {
-        return Err(AgentFailure::Broken(format!("a frame of {len} bytes")));
-    }
-    let mut payload = vec![0u8; len];
+    let mut payload = vec![0u8; reply_length(len)?];
     stream
         .read_exact(&mut payload)
         .await
         .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
-    match decode::<Reply>(&payload).map_err(|e| AgentFailure::Broken(e.to_string()))? {
+    connected(&payload)
+}
+
+/// `request` as one frame: its length, then its payload.
+pub(super) fn request_frame(request: &Request) -> Result<Vec<u8>, AgentFailure> {
+    let request = encode(request);
+    let len = u32::try_from(request.len())
+        .map_err(|_| AgentFailure::Broken("request too large".into()))?;
+    let mut frame = len.to_be_bytes().to_vec();
+    frame.extend_from_slice(&request);
+    Ok(frame)
+}
+
+/// The length a reply frame's prefix announces, within the protocol's frame limit.
+pub(super) fn reply_length(prefix: [u8; 4]) -> Result<usize, AgentFailure> {
+    let len = usize::try_from(u32::from_be_bytes(prefix)).unwrap_or(usize::MAX);
+    if len > MAX_FRAME_BYTES {
+        return Err(AgentFailure::Broken(format!("a frame of {len} bytes")));
+    }
+    Ok(len)
+}
+
+/// The agent's answer to a relay request: `Connected`, or why not.
+pub(super) fn connected(payload: &[u8]) -> Result<(), AgentFailure> {
+    match decode::<Reply>(payload).map_err(|e| AgentFailure::Broken(e.to_string()))? {
         Reply::Connected => Ok(()),
         Reply::Error(e) => Err(AgentFailure::Refused(e)),
         _ => Err(AgentFailure::Broken(

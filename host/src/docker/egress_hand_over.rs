@@ -15,38 +15,27 @@ use rustix::net::{
 };
 use tokio::io::{AsyncWriteExt as _, Interest};
 use tokio::net::{TcpStream, UnixStream};
-use wharf_sandbox_protocol::{MAX_FRAME_BYTES, Reply, Request, decode, encode};
+use wharf_sandbox_protocol::Request;
 
+use super::agent_client::{connected, reply_length, request_frame};
 use super::agent_stream::{AgentFailure, AgentStream};
 
 /// Asks the agent on `stream` for the next egress connection, handed over: the program's
 /// TCP connection when its descriptor came, else `stream` itself, relayed by the agent.
 pub(crate) async fn await_hand_over(mut stream: UnixStream) -> Result<AgentStream, AgentFailure> {
-    let request = encode(&Request::EgressHandOver);
-    let mut frame = (request.len() as u32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&request);
     stream
-        .write_all(&frame)
+        .write_all(&request_frame(&Request::EgressHandOver)?)
         .await
         .map_err(|e| AgentFailure::Broken(format!("sending: {e}")))?;
     let mut descriptor = None;
     let mut len = [0u8; 4];
     receive(&stream, &mut len, &mut descriptor).await?;
-    let len = usize::try_from(u32::from_be_bytes(len)).unwrap_or(usize::MAX);
-    if len > MAX_FRAME_BYTES {
-        return Err(AgentFailure::Broken(format!("a frame of {len} bytes")));
-    }
-    let mut payload = vec![0u8; len];
+    let mut payload = vec![0u8; reply_length(len)?];
     receive(&stream, &mut payload, &mut descriptor).await?;
-    match decode::<Reply>(&payload).map_err(|e| AgentFailure::Broken(e.to_string()))? {
-        Reply::Connected => match descriptor {
-            Some(fd) => Ok(Box::new(program_connection(fd)?)),
-            None => Ok(Box::new(stream)),
-        },
-        Reply::Error(e) => Err(AgentFailure::Refused(e)),
-        _ => Err(AgentFailure::Broken(
-            "the agent answered a relay out of turn".into(),
-        )),
+    connected(&payload)?;
+    match descriptor {
+        Some(fd) => Ok(Box::new(program_connection(fd)?)),
+        None => Ok(Box::new(stream)),
     }
 }
 
