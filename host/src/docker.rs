@@ -46,6 +46,7 @@ pub mod labels;
 mod leftovers;
 mod link_exec;
 mod output;
+mod relay_frames;
 mod resident_shell;
 mod runtimes;
 pub mod sandbox_agent;

@@ -1,7 +1,9 @@
 //! The egress proxy of sandboxes with an allowlist: an HTTP forward proxy (`CONNECT`
 //! tunnels, so TLS stays end to end, and absolute-form `http://` requests) served in the
 //! host process on connections a sandbox's agent hands over. The sandbox itself has no
-//! network, so the proxy is the only way out.
+//! network, so the proxy is the only way out. Each connection carries one request: the
+//! proxy reads and checks its head, and from then on the bytes flow both ways as they are
+//! (`tunnel`), spliced in the kernel where the agent handed the program's socket over.
 //!
 //! Every connection: the target checked against the session's [`EgressRule`] by name,
 //! the name resolved once, every address checked (private, loopback, link-local and
@@ -10,35 +12,30 @@
 //! (`event = "sandbox_egress"`) with what was asked, what happened and the bytes moved.
 
 mod metered;
+mod request_head;
 mod resolver;
+mod tunnel;
 
 pub use metered::{Counts, Meter, Metered};
 pub use resolver::Resolver;
+pub use tunnel::ProgramConnection;
 
-use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite};
+use http::StatusCode;
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 
 use crate::policy::{EgressRefusal, EgressRule};
+use request_head::HeadError;
 
 /// How long a connection to a destination may take (all its addresses together).
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 /// How long a sandbox may take to send a request's head.
 const HEAD_LIMIT: Duration = Duration::from_secs(30);
-/// The largest request head the proxy reads.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
-/// The copy buffer of a tunnel, each way.
-const TUNNEL_BUFFER: usize = 256 * 1024;
 
 /// One sandbox's egress: its rule, who it belongs to (for the audit line), its session's
 /// budget and the resolver.
@@ -58,57 +55,46 @@ pub struct EgressSession {
     pub resolver: Arc<Resolver>,
 }
 
-type ProxyBody = BoxBody<Bytes, hyper::Error>;
-
-/// Serves one connection from a sandbox as an HTTP proxy until either side closes.
-pub async fn serve<S>(stream: S, session: Arc<EgressSession>)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service = hyper::service::service_fn(move |request| {
-        let session = session.clone();
-        async move { Ok::<_, Infallible>(handle(request, session).await) }
-    });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_LIMIT)
-        .max_buf_size(MAX_HEAD_BYTES)
-        .serve_connection(TokioIo::new(stream), service)
-        .with_upgrades();
-    let _ = connection.await;
-}
-
-/// What one request asked, for its audit line.
-struct Attempt {
-    method: Method,
-    host: String,
-    port: u16,
-    started: Instant,
-}
-
-async fn handle(
-    mut request: Request<Incoming>,
-    session: Arc<EgressSession>,
-) -> Response<ProxyBody> {
-    let method = request.method().clone();
-    let Some((host, port)) = target(&request) else {
+/// Serves one connection from a sandbox: one request head, checked; then a `CONNECT`
+/// tunnel, or the request sent on to its destination and its answer streamed back, both
+/// ways as they are until both sides close. Refusals are answered on the connection.
+pub async fn serve(mut program: ProgramConnection, session: Arc<EgressSession>) {
+    let started = Instant::now();
+    let head = match tokio::time::timeout(HEAD_LIMIT, request_head::read(program.io())).await {
+        Ok(Ok(head)) => head,
+        Ok(Err(HeadError::Malformed(why))) => {
+            let attempt = Attempt {
+                method: "-".into(),
+                host: "-".into(),
+                port: 0,
+                started,
+            };
+            audit(&session, &attempt, None, &format!("refused: {why}"), None);
+            answer(&mut program, StatusCode::BAD_REQUEST, &why).await;
+            return;
+        }
+        // Closed, failed or too slow before a whole head: nothing was asked.
+        Ok(Err(HeadError::Closed | HeadError::Io(_))) | Err(_) => return,
+    };
+    let Some((host, port)) = head.target.clone() else {
         let attempt = Attempt {
-            method,
+            method: head.method,
             host: "-".into(),
             port: 0,
-            started: Instant::now(),
+            started,
         };
         let why = "a proxy request is `CONNECT host:port` or an absolute `http://` URL";
         audit(&session, &attempt, None, &format!("refused: {why}"), None);
-        return text(StatusCode::BAD_REQUEST, why);
+        answer(&mut program, StatusCode::BAD_REQUEST, why).await;
+        return;
     };
     let attempt = Attempt {
-        method,
+        method: head.method.clone(),
         host,
         port,
-        started: Instant::now(),
+        started,
     };
-    let (upstream, address) = match open(&session, &attempt.host, attempt.port).await {
+    let (mut upstream, address) = match open(&session, &attempt.host, attempt.port).await {
         Ok(opened) => opened,
         Err((status, why)) => {
             let outcome = if status == StatusCode::FORBIDDEN {
@@ -117,59 +103,40 @@ async fn handle(
                 format!("failed: {why}")
             };
             audit(&session, &attempt, None, &outcome, None);
-            return text(status, &why);
+            answer(&mut program, status, &why).await;
+            return;
         }
     };
     let counts = Arc::new(Counts::default());
-    let upstream = Metered::new(upstream, session.meter.clone(), counts.clone());
-    if attempt.method == Method::CONNECT {
-        let upgrade = hyper::upgrade::on(&mut request);
-        tokio::spawn(async move {
-            let outcome = match upgrade.await {
-                Ok(client) => {
-                    let mut client = TokioIo::new(client);
-                    let mut upstream = upstream;
-                    match tokio::io::copy_bidirectional_with_sizes(
-                        &mut client,
-                        &mut upstream,
-                        TUNNEL_BUFFER,
-                        TUNNEL_BUFFER,
-                    )
-                    .await
-                    {
-                        Ok(_) => "allowed".to_string(),
-                        Err(e) => format!("allowed, ended: {e}"),
-                    }
-                }
-                Err(e) => format!("allowed, no tunnel: {e}"),
-            };
-            audit(&session, &attempt, Some(address), &outcome, Some(&counts));
-        });
-        return Response::new(empty());
-    }
-    forward(request, upstream, session, attempt, address, counts).await
+    let connect = head.is_connect();
+    let mut first = head.forwarded.unwrap_or_default();
+    first.extend_from_slice(&head.rest);
+    let started_tunnel = async {
+        if connect {
+            program.io().write_all(b"HTTP/1.1 200 OK\r\n\r\n").await?;
+        }
+        counts.sent.fetch_add(first.len() as u64, Ordering::Relaxed);
+        if !session.meter.charge(first.len()) {
+            return Err(metered::spent());
+        }
+        upstream.write_all(&first).await
+    };
+    let outcome = match started_tunnel.await {
+        Ok(()) => match tunnel::run(program, upstream, &session.meter, &counts).await {
+            Ok(()) => "allowed".to_string(),
+            Err(e) => format!("allowed, ended: {e}"),
+        },
+        Err(e) => format!("allowed, ended: {e}"),
+    };
+    audit(&session, &attempt, Some(address), &outcome, Some(&*counts));
 }
 
-/// Where a request goes: `CONNECT`'s authority, or an absolute `http://` URL's host and
-/// port (80 by default).
-fn target(request: &Request<Incoming>) -> Option<(String, u16)> {
-    let uri = request.uri();
-    let authority = uri.authority()?;
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    if host.is_empty() {
-        return None;
-    }
-    let port = if request.method() == Method::CONNECT {
-        authority.port_u16()?
-    } else if uri.scheme_str() == Some("http") {
-        authority.port_u16().unwrap_or(80)
-    } else {
-        return None;
-    };
-    (port != 0).then(|| (host.to_ascii_lowercase(), port))
+/// What one request asked, for its audit line.
+struct Attempt {
+    method: String,
+    host: String,
+    port: u16,
+    started: Instant,
 }
 
 /// Checks `host:port`, resolves it once, checks every address and connects to one.
@@ -232,73 +199,6 @@ async fn open(
     }
 }
 
-/// Sends an absolute-form `http://` request on to its destination, in origin form, and
-/// streams the answer back.
-async fn forward(
-    mut request: Request<Incoming>,
-    upstream: Metered<TcpStream>,
-    session: Arc<EgressSession>,
-    attempt: Attempt,
-    address: SocketAddr,
-    counts: Arc<Counts>,
-) -> Response<ProxyBody> {
-    let origin_form = request
-        .uri()
-        .path_and_query()
-        .map_or("/", |pq| pq.as_str())
-        .parse()
-        .unwrap_or_default();
-    if !request.headers().contains_key(header::HOST)
-        && let Some(authority) = request.uri().authority()
-        && let Ok(value) = header::HeaderValue::from_str(authority.as_str())
-    {
-        request.headers_mut().insert(header::HOST, value);
-    }
-    *request.uri_mut() = origin_form;
-    for name in ["proxy-connection", "proxy-authorization", "keep-alive"] {
-        request.headers_mut().remove(name);
-    }
-    let handshake = hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await;
-    let (mut sender, connection) = match handshake {
-        Ok(pair) => pair,
-        Err(e) => {
-            audit(
-                &session,
-                &attempt,
-                Some(address),
-                &format!("failed: {e}"),
-                Some(&counts),
-            );
-            return text(StatusCode::BAD_GATEWAY, &e.to_string());
-        }
-    };
-    // The connection is driven by its own task, which writes the audit line when it ends:
-    // the bytes are known then.
-    let status = Arc::new(std::sync::OnceLock::new());
-    let seen = status.clone();
-    tokio::spawn(async move {
-        let ended = connection.await;
-        let status: &String = seen.get_or_init(|| "none".to_string());
-        let outcome = match ended {
-            Ok(()) => format!("allowed, status {status}"),
-            Err(e) => format!("allowed, status {status}, ended: {e}"),
-        };
-        audit(&session, &attempt, Some(address), &outcome, Some(&counts));
-    });
-    let answer = sender.send_request(request).await;
-    let _ = status.set(
-        answer
-            .as_ref()
-            .map(|r| r.status().as_u16().to_string())
-            .unwrap_or_else(|e| format!("failed: {e}")),
-    );
-    drop(sender);
-    match answer {
-        Ok(response) => response.map(BodyExt::boxed),
-        Err(e) => text(StatusCode::BAD_GATEWAY, &e.to_string()),
-    }
-}
-
 fn audit(
     session: &EgressSession,
     attempt: &Attempt,
@@ -330,23 +230,19 @@ fn audit(
     );
 }
 
-fn empty() -> ProxyBody {
-    Full::new(Bytes::new())
-        .map_err(|never| match never {})
-        .boxed()
-}
-
-fn text(status: StatusCode, message: &str) -> Response<ProxyBody> {
-    let body = Full::new(Bytes::from(format!("wharf egress proxy: {message}\n")))
-        .map_err(|never| match never {})
-        .boxed();
-    let mut response = Response::new(body);
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+/// Answers a request the proxy refuses, then the connection closes.
+async fn answer(program: &mut ProgramConnection, status: StatusCode, message: &str) {
+    let body = format!("wharf egress proxy: {message}\n");
+    let head = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        body.len()
     );
-    response
+    let io = program.io();
+    if io.write_all(head.as_bytes()).await.is_ok() && io.write_all(body.as_bytes()).await.is_ok() {
+        let _ = io.shutdown().await;
+    }
 }
 
 #[cfg(test)]

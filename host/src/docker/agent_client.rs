@@ -17,6 +17,8 @@ use wharf_sandbox_protocol::{MAX_FRAME_BYTES, Reply, Request, Stream, decode, en
 
 use super::agent_link::EngineLink;
 use super::agent_stream::{AgentFailure, AgentStream};
+use super::relay_frames::{connected, reply_length, request_frame};
+use crate::egress_proxy::ProgramConnection;
 
 /// The send buffer of the host's end of an egress relay (the kernel allows twice this
 /// queued, within `net.core.wmem_max`).
@@ -145,7 +147,7 @@ pub(crate) async fn open_relay(
 pub(crate) async fn await_egress(
     endpoint: &AgentEndpoint,
     hand_over: bool,
-) -> Result<AgentStream, AgentFailure> {
+) -> Result<ProgramConnection, AgentFailure> {
     let mut stream: AgentStream = match endpoint {
         AgentEndpoint::Socket { socket, peer } => {
             let stream = connect_socket(socket, *peer).await?;
@@ -162,7 +164,7 @@ pub(crate) async fn await_egress(
         AgentEndpoint::Engine(link) => link.open().await?,
     };
     relay_answer(&mut stream, &Request::EgressWait).await?;
-    Ok(stream)
+    Ok(ProgramConnection::Relayed(stream))
 }
 
 /// Sends a relay request and reads the agent's `Connected` frame-exact (length, then
@@ -184,36 +186,6 @@ async fn relay_answer(stream: &mut AgentStream, request: &Request) -> Result<(),
         .await
         .map_err(|e| AgentFailure::Broken(format!("reading: {e}")))?;
     connected(&payload)
-}
-
-/// `request` as one frame: its length, then its payload.
-pub(super) fn request_frame(request: &Request) -> Result<Vec<u8>, AgentFailure> {
-    let request = encode(request);
-    let len = u32::try_from(request.len())
-        .map_err(|_| AgentFailure::Broken("request too large".into()))?;
-    let mut frame = len.to_be_bytes().to_vec();
-    frame.extend_from_slice(&request);
-    Ok(frame)
-}
-
-/// The length a reply frame's prefix announces, within the protocol's frame limit.
-pub(super) fn reply_length(prefix: [u8; 4]) -> Result<usize, AgentFailure> {
-    let len = usize::try_from(u32::from_be_bytes(prefix)).unwrap_or(usize::MAX);
-    if len > MAX_FRAME_BYTES {
-        return Err(AgentFailure::Broken(format!("a frame of {len} bytes")));
-    }
-    Ok(len)
-}
-
-/// The agent's answer to a relay request: `Connected`, or why not.
-pub(super) fn connected(payload: &[u8]) -> Result<(), AgentFailure> {
-    match decode::<Reply>(payload).map_err(|e| AgentFailure::Broken(e.to_string()))? {
-        Reply::Connected => Ok(()),
-        Reply::Error(e) => Err(AgentFailure::Refused(e)),
-        _ => Err(AgentFailure::Broken(
-            "the agent answered a relay out of turn".into(),
-        )),
-    }
 }
 
 /// The agent's framed connection, with `request` sent: for an exchange its caller drives

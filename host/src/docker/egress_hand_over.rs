@@ -17,12 +17,15 @@ use tokio::io::{AsyncWriteExt as _, Interest};
 use tokio::net::{TcpStream, UnixStream};
 use wharf_sandbox_protocol::Request;
 
-use super::agent_client::{connected, reply_length, request_frame};
-use super::agent_stream::{AgentFailure, AgentStream};
+use super::agent_stream::AgentFailure;
+use super::relay_frames::{connected, reply_length, request_frame};
+use crate::egress_proxy::ProgramConnection;
 
 /// Asks the agent on `stream` for the next egress connection, handed over: the program's
 /// TCP connection when its descriptor came, else `stream` itself, relayed by the agent.
-pub(crate) async fn await_hand_over(mut stream: UnixStream) -> Result<AgentStream, AgentFailure> {
+pub(crate) async fn await_hand_over(
+    mut stream: UnixStream,
+) -> Result<ProgramConnection, AgentFailure> {
     stream
         .write_all(&request_frame(&Request::EgressHandOver)?)
         .await
@@ -34,8 +37,8 @@ pub(crate) async fn await_hand_over(mut stream: UnixStream) -> Result<AgentStrea
     receive(&stream, &mut payload, &mut descriptor).await?;
     connected(&payload)?;
     match descriptor {
-        Some(fd) => Ok(Box::new(program_connection(fd)?)),
-        None => Ok(Box::new(stream)),
+        Some(fd) => Ok(ProgramConnection::Socket(program_connection(fd)?)),
+        None => Ok(ProgramConnection::Relayed(Box::new(stream))),
     }
 }
 

@@ -36,7 +36,7 @@ impl Meter {
     }
 
     /// Charges `bytes`; `false` once the budget is exceeded.
-    fn charge(&self, bytes: usize) -> bool {
+    pub(super) fn charge(&self, bytes: usize) -> bool {
         let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
         let before = self.used.fetch_add(bytes, Ordering::Relaxed);
         before.saturating_add(bytes) <= self.limit
@@ -71,7 +71,8 @@ impl<S> Metered<S> {
     }
 }
 
-fn spent() -> io::Error {
+/// The error a connection ends with once its session's budget is spent.
+pub(super) fn spent() -> io::Error {
     io::Error::other("this session's egress budget is spent")
 }
 

@@ -4,8 +4,8 @@
 use super::*;
 use crate::policy::{EgressAsk, Grants};
 use std::collections::BTreeMap;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpListener;
+use tokio::io::AsyncReadExt as _;
+use tokio::net::{TcpListener, TcpStream};
 
 /// A destination answering every request with `body`, then closing.
 async fn destination(body: &'static [u8]) -> u16 {
@@ -68,10 +68,38 @@ fn session(port: u16, max_bytes: u64) -> Arc<EgressSession> {
     })
 }
 
-/// Sends `request` through a fresh proxy connection; everything the proxy sends back.
-async fn through(session: Arc<EgressSession>, request: String) -> String {
-    let (mut sandbox, proxy_side) = tokio::io::duplex(1 << 20);
-    tokio::spawn(serve(proxy_side, session));
+/// How a program's connection reaches the proxy: relayed by the agent, or its own socket
+/// handed over (then spliced).
+#[derive(Debug, Clone, Copy)]
+enum Path {
+    Relayed,
+    Socket,
+}
+
+const PATHS: [Path; 2] = [Path::Relayed, Path::Socket];
+
+/// Sends `request` through a fresh proxy connection on `path`; everything the proxy sends
+/// back until it closes (or is quiet for two seconds).
+async fn through(path: Path, session: Arc<EgressSession>, request: String) -> String {
+    let mut sandbox: crate::engines::container_types::PortStream = match path {
+        Path::Relayed => {
+            let (sandbox, proxy_side) = tokio::io::duplex(1 << 20);
+            tokio::spawn(serve(
+                ProgramConnection::Relayed(Box::new(proxy_side)),
+                session,
+            ));
+            Box::new(sandbox)
+        }
+        Path::Socket => {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let program = TcpStream::connect(listener.local_addr().unwrap())
+                .await
+                .unwrap();
+            let (accepted, _) = listener.accept().await.unwrap();
+            tokio::spawn(serve(ProgramConnection::Socket(accepted), session));
+            Box::new(program)
+        }
+    };
     sandbox.write_all(request.as_bytes()).await.unwrap();
     let mut out = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
@@ -89,8 +117,15 @@ async fn through(session: Arc<EgressSession>, request: String) -> String {
 #[tokio::test]
 async fn connect_and_absolute_urls_reach_allowed_names_only() {
     let port = destination(b"hello-egress").await;
+    for path in PATHS {
+        reaches_allowed_names_only(path, port).await;
+    }
+}
+
+async fn reaches_allowed_names_only(path: Path, port: u16) {
     let s = session(port, 1 << 20);
     let tunnel = through(
+        path,
         s.clone(),
         format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\nGET / HTTP/1.0\r\n\r\n"),
     )
@@ -99,6 +134,7 @@ async fn connect_and_absolute_urls_reach_allowed_names_only() {
     assert!(tunnel.ends_with("hello-egress"), "{tunnel}");
 
     let plain = through(
+        path,
         s.clone(),
         format!("GET http://allowed.test:{port}/x HTTP/1.1\r\nHost: allowed.test:{port}\r\nConnection: close\r\n\r\n"),
     )
@@ -119,6 +155,7 @@ async fn connect_and_absolute_urls_reach_allowed_names_only() {
         (format!("rebind.test:{port}"), "169.254.169.254"),
     ] {
         let refused = through(
+            path,
             s.clone(),
             format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n"),
         )
@@ -127,12 +164,13 @@ async fn connect_and_absolute_urls_reach_allowed_names_only() {
         assert!(refused.contains(why), "{target}: {refused}");
     }
     let https = through(
+        path,
         s.clone(),
         format!("GET https://allowed.test:{port}/ HTTP/1.1\r\nHost: x\r\n\r\n"),
     )
     .await;
     assert!(https.starts_with("HTTP/1.1 400"), "{https}");
-    let garbage = through(s, "\u{1}\u{2} nonsense\r\n\r\n".into()).await;
+    let garbage = through(path, s, "\u{1}\u{2} nonsense\r\n\r\n".into()).await;
     assert!(
         garbage.starts_with("HTTP/1.1 400") || garbage.is_empty(),
         "{garbage}"
@@ -143,15 +181,27 @@ async fn connect_and_absolute_urls_reach_allowed_names_only() {
 async fn a_spent_budget_ends_the_transfer_and_refuses_the_next() {
     static BIG: [u8; 256 * 1024] = [b'x'; 256 * 1024];
     let port = destination(&BIG).await;
+    for path in PATHS {
+        budget_ends_the_transfer(path, port).await;
+    }
+}
+
+async fn budget_ends_the_transfer(path: Path, port: u16) {
     let s = session(port, 64 * 1024);
     let cut = through(
+        path,
         s.clone(),
         format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\nGET / HTTP/1.0\r\n\r\n"),
     )
     .await;
     assert!(cut.len() < 128 * 1024, "got {} bytes", cut.len());
     assert!(s.meter.spent());
-    let refused = through(s, format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n")).await;
+    let refused = through(
+        path,
+        s,
+        format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n"),
+    )
+    .await;
     assert!(
         refused.starts_with("HTTP/1.1 403") && refused.contains("budget"),
         "{refused}"
