@@ -207,3 +207,66 @@ async fn budget_ends_the_transfer(path: Path, port: u16) {
         "{refused}"
     );
 }
+
+/// A destination answering with the request it received (head and a `Content-Length`
+/// body) as its body, then closing.
+async fn mirror() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut byte = [0u8; 1];
+                while !seen.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap_or(0) == 1
+                {
+                    seen.push(byte[0]);
+                }
+                let length = String::from_utf8_lossy(&seen)
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Content-Length: ")?.parse::<usize>().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0u8; length];
+                socket.read_exact(&mut body).await.unwrap();
+                seen.extend_from_slice(&body);
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    seen.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.write_all(&seen).await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn a_forwarded_request_arrives_in_origin_form_with_its_body_and_without_proxy_fields() {
+    let port = mirror().await;
+    let body = "x".repeat(300 * 1024);
+    for path in PATHS {
+        let s = session(port, 1 << 30);
+        let got = through(
+            path,
+            s.clone(),
+            format!(
+                "POST http://allowed.test:{port}/up?x=1 HTTP/1.1\r\nHost: allowed.test:{port}\r\nProxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+        .await;
+        let (_, received) = got.split_once("\r\n\r\n").expect("an answer");
+        let expected = format!(
+            "POST /up?x=1 HTTP/1.1\r\nHost: allowed.test:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        assert!(
+            received == expected,
+            "{path:?}: {}",
+            &received[..200.min(received.len())]
+        );
+        // Both ways, charged to the session: the request with its body and the answer.
+        assert!(s.meter.used() > 2 * body.len() as u64, "{path:?}");
+    }
+}
