@@ -63,29 +63,31 @@ pub async fn serve(mut program: ProgramConnection, session: Arc<EgressSession>) 
     let head = match tokio::time::timeout(HEAD_LIMIT, request_head::read(program.io())).await {
         Ok(Ok(head)) => head,
         Ok(Err(HeadError::Malformed(why))) => {
-            let attempt = Attempt {
-                method: "-".into(),
-                host: "-".into(),
-                port: 0,
-                started,
-            };
-            audit(&session, &attempt, None, &format!("refused: {why}"), None);
-            answer(&mut program, StatusCode::BAD_REQUEST, &why).await;
+            let attempt = Attempt::unaimed("-".into(), started);
+            refuse(
+                &mut program,
+                &session,
+                &attempt,
+                StatusCode::BAD_REQUEST,
+                &why,
+            )
+            .await;
             return;
         }
         // Closed, failed or too slow before a whole head: nothing was asked.
         Ok(Err(HeadError::Closed | HeadError::Io(_))) | Err(_) => return,
     };
     let Some((host, port)) = head.target.clone() else {
-        let attempt = Attempt {
-            method: head.method,
-            host: "-".into(),
-            port: 0,
-            started,
-        };
+        let attempt = Attempt::unaimed(head.method, started);
         let why = "a proxy request is `CONNECT host:port` or an absolute `http://` URL";
-        audit(&session, &attempt, None, &format!("refused: {why}"), None);
-        answer(&mut program, StatusCode::BAD_REQUEST, why).await;
+        refuse(
+            &mut program,
+            &session,
+            &attempt,
+            StatusCode::BAD_REQUEST,
+            why,
+        )
+        .await;
         return;
     };
     let attempt = Attempt {
@@ -97,13 +99,7 @@ pub async fn serve(mut program: ProgramConnection, session: Arc<EgressSession>) 
     let (mut upstream, address) = match open(&session, &attempt.host, attempt.port).await {
         Ok(opened) => opened,
         Err((status, why)) => {
-            let outcome = if status == StatusCode::FORBIDDEN {
-                format!("refused: {why}")
-            } else {
-                format!("failed: {why}")
-            };
-            audit(&session, &attempt, None, &outcome, None);
-            answer(&mut program, status, &why).await;
+            refuse(&mut program, &session, &attempt, status, &why).await;
             return;
         }
     };
@@ -115,8 +111,7 @@ pub async fn serve(mut program: ProgramConnection, session: Arc<EgressSession>) 
         if connect {
             program.io().write_all(b"HTTP/1.1 200 OK\r\n\r\n").await?;
         }
-        counts.sent.fetch_add(first.len() as u64, Ordering::Relaxed);
-        if !session.meter.charge(first.len()) {
+        if !session.meter.charge(&counts.sent, first.len()) {
             return Err(metered::spent());
         }
         upstream.write_all(&first).await
@@ -137,6 +132,46 @@ struct Attempt {
     host: String,
     port: u16,
     started: Instant,
+}
+
+impl Attempt {
+    /// A request that named no target the proxy serves.
+    fn unaimed(method: String, started: Instant) -> Self {
+        Attempt {
+            method,
+            host: "-".into(),
+            port: 0,
+            started,
+        }
+    }
+}
+
+/// Refuses `attempt` with `status`: its audit line (`refused` for the program's fault,
+/// `failed` for the destination's), and the answer on the connection, which then closes.
+async fn refuse(
+    program: &mut ProgramConnection,
+    session: &EgressSession,
+    attempt: &Attempt,
+    status: StatusCode,
+    why: &str,
+) {
+    let outcome = if status.is_client_error() {
+        format!("refused: {why}")
+    } else {
+        format!("failed: {why}")
+    };
+    audit(session, attempt, None, &outcome, None);
+    let body = format!("wharf egress proxy: {why}\n");
+    let answer = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        body.len()
+    );
+    let io = program.io();
+    if io.write_all(answer.as_bytes()).await.is_ok() {
+        let _ = io.shutdown().await;
+    }
 }
 
 /// Checks `host:port`, resolves it once, checks every address and connects to one.
@@ -228,21 +263,6 @@ fn audit(
         session_bytes = session.meter.used(),
         duration_ms = attempt.started.elapsed().as_millis() as u64,
     );
-}
-
-/// Answers a request the proxy refuses, then the connection closes.
-async fn answer(program: &mut ProgramConnection, status: StatusCode, message: &str) {
-    let body = format!("wharf egress proxy: {message}\n");
-    let head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or(""),
-        body.len()
-    );
-    let io = program.io();
-    if io.write_all(head.as_bytes()).await.is_ok() && io.write_all(body.as_bytes()).await.is_ok() {
-        let _ = io.shutdown().await;
-    }
 }
 
 #[cfg(test)]

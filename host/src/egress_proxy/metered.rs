@@ -35,9 +35,11 @@ impl Meter {
         self.used() >= self.limit
     }
 
-    /// Charges `bytes`; `false` once the budget is exceeded.
-    pub(super) fn charge(&self, bytes: usize) -> bool {
+    /// Charges `bytes`, which a connection also adds to its own `count`; `false` once the
+    /// budget is exceeded.
+    pub(super) fn charge(&self, count: &AtomicU64, bytes: usize) -> bool {
         let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+        count.fetch_add(bytes, Ordering::Relaxed);
         let before = self.used.fetch_add(bytes, Ordering::Relaxed);
         before.saturating_add(bytes) <= self.limit
     }
@@ -86,10 +88,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Metered<S> {
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
             let read = buf.filled().len() - before;
-            self.counts
-                .received
-                .fetch_add(read as u64, Ordering::Relaxed);
-            if !self.meter.charge(read) {
+            if !self.meter.charge(&self.counts.received, read) {
                 return Poll::Ready(Err(spent()));
             }
         }
@@ -108,10 +107,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Metered<S> {
         }
         let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(written)) = polled {
-            self.counts
-                .sent
-                .fetch_add(written as u64, Ordering::Relaxed);
-            self.meter.charge(written);
+            self.meter.charge(&self.counts.sent, written);
         }
         polled
     }

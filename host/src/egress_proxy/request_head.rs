@@ -54,13 +54,23 @@ pub(super) enum HeadError {
     Io(#[from] std::io::Error),
 }
 
-/// Reads one request head from `program`: at most [`MAX_HEAD_BYTES`].
+/// Reads one request head from `program`: at most [`MAX_HEAD_BYTES`]. The bytes read so
+/// far are parsed again only when a read may have ended the head (or on the first, so
+/// that what is no HTTP is refused at once): a program sending a byte at a time does not
+/// make the proxy parse the growing head for each byte.
 pub(super) async fn read<S: AsyncRead + Unpin + ?Sized>(
     program: &mut S,
 ) -> Result<RequestHead, HeadError> {
     let mut read = Vec::with_capacity(8 * 1024);
     loop {
-        if let Some(head) = parse(&read)? {
+        let before = read.len();
+        let room = (MAX_HEAD_BYTES - before) as u64;
+        if (&mut *program).take(room).read_buf(&mut read).await? == 0 {
+            return Err(HeadError::Closed);
+        }
+        if (before == 0 || may_end_a_head(&read[before.saturating_sub(3)..]))
+            && let Some(head) = parse(&read)?
+        {
             return Ok(head);
         }
         if read.len() >= MAX_HEAD_BYTES {
@@ -68,13 +78,12 @@ pub(super) async fn read<S: AsyncRead + Unpin + ?Sized>(
                 "a request head larger than {MAX_HEAD_BYTES} bytes"
             )));
         }
-        let mut chunk = vec![0u8; (MAX_HEAD_BYTES - read.len()).min(16 * 1024)];
-        let got = program.read(&mut chunk).await?;
-        if got == 0 {
-            return Err(HeadError::Closed);
-        }
-        read.extend_from_slice(&chunk[..got]);
     }
+}
+
+/// Whether `bytes` hold an empty line's end (`httparse` takes `\r\n` and a bare `\n`).
+fn may_end_a_head(bytes: &[u8]) -> bool {
+    bytes.windows(2).any(|w| w == b"\n\n") || bytes.windows(3).any(|w| w == b"\n\r\n")
 }
 
 /// The head in `read`, if it is whole.
@@ -250,6 +259,21 @@ mod tests {
             parse(b"\x16\x03\x01\x02\x00 binary"),
             Err(HeadError::Malformed(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_head_sent_a_byte_at_a_time_is_read_whole() {
+        use tokio::io::AsyncWriteExt as _;
+        let (mut program, mut proxy) = tokio::io::duplex(1);
+        tokio::spawn(async move {
+            for byte in b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n" {
+                program.write_all(&[*byte]).await.expect("write");
+            }
+        });
+        let head = read(&mut proxy).await.expect("a head");
+        assert_eq!(head.target, Some(("a.test".into(), 80)));
+        assert!(may_end_a_head(b"x\n\n") && may_end_a_head(b"\n\r\n"));
+        assert!(!may_end_a_head(b"a\r\nb\r\n"));
     }
 
     #[tokio::test]

@@ -7,6 +7,17 @@ use std::collections::BTreeMap;
 use tokio::io::AsyncReadExt as _;
 use tokio::net::{TcpListener, TcpStream};
 
+/// A request's head as a destination reads it: byte by byte up to the empty line, so
+/// nothing after it is taken.
+async fn request_head_of(socket: &mut TcpStream) -> Vec<u8> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap_or(0) == 1 {
+        head.push(byte[0]);
+    }
+    head
+}
+
 /// A destination answering every request with `body`, then closing.
 async fn destination(body: &'static [u8]) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -14,12 +25,7 @@ async fn destination(body: &'static [u8]) -> u16 {
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap_or(0) == 1
-                {
-                    head.push(byte[0]);
-                }
+                request_head_of(&mut socket).await;
                 let answer = format!(
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
@@ -216,12 +222,7 @@ async fn mirror() -> u16 {
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut seen = Vec::new();
-                let mut byte = [0u8; 1];
-                while !seen.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap_or(0) == 1
-                {
-                    seen.push(byte[0]);
-                }
+                let mut seen = request_head_of(&mut socket).await;
                 let length = String::from_utf8_lossy(&seen)
                     .lines()
                     .find_map(|l| l.strip_prefix("Content-Length: ")?.parse::<usize>().ok())

@@ -7,7 +7,7 @@
 use std::io;
 use std::net::Shutdown;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use rustix::pipe::{PipeFlags, SpliceFlags};
 use tokio::io::Interest;
@@ -93,8 +93,7 @@ async fn pump(
                 _ => Ok(()),
             };
         }
-        count.fetch_add(moved as u64, Ordering::Relaxed);
-        if !meter.charge(moved) {
+        if !meter.charge(count, moved) {
             return Err(spent());
         }
         let mut left = moved;
