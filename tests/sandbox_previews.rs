@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wharf::config::TokenScope::{Admin, Call, Read};
 use wharf_integration_tests::{
-    TestHost, docker_provider, docker_ready, remove_backend_containers, start_with, token,
+    GVISOR_RUNTIME, TestHost, docker_provider, docker_ready, gvisor_ready,
+    remove_backend_containers, start_with, token,
 };
 
 const ALICE: &str = "alice-token";
@@ -83,11 +84,16 @@ async fn call(h: &TestHost, session: &str, tool: &str, args: Value) -> Value {
 
 /// A session exposing 8080 (busybox httpd) and 9000 (the WebSocket script), both running.
 async fn serving_session(h: &TestHost, backend: &str) -> String {
+    serving_session_with(h, backend, json!({"expose_ports": [8080, 9000]})).await
+}
+
+/// The same, with the session's `config`.
+async fn serving_session_with(h: &TestHost, backend: &str, config: Value) -> String {
     let created = api(
         h,
         reqwest::Method::POST,
         "/v1/sessions",
-        Some(json!({"backend": backend, "config": {"expose_ports": [8080, 9000]}})),
+        Some(json!({"backend": backend, "config": config})),
     )
     .await;
     assert_eq!(created["code"], 0, "{created}");
@@ -167,6 +173,47 @@ async fn mint(h: &TestHost, session: &str, port: u16, ttl: u64) -> Value {
         Some(json!({"port": port, "ttl_seconds": ttl})),
     )
     .await
+}
+
+/// Opens a WebSocket at `path` of the preview listener (with `bearer`, if given), checks
+/// the handshake's answer, and that a frame sent comes back.
+async fn websocket_echoes(h: &TestHost, path: &str, bearer: Option<&str>) {
+    let mut socket = tokio::net::TcpStream::connect(preview_addr(h))
+        .await
+        .unwrap();
+    let authorization = bearer
+        .map(|b| format!("Authorization: Bearer {b}\r\n"))
+        .unwrap_or_default();
+    socket
+        .write_all(
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: {}\r\n{authorization}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                preview_addr(h)
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            socket.read(&mut byte).await.unwrap(),
+            1,
+            "the handshake's answer"
+        );
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(head.contains(WS_ACCEPT), "{head}");
+    socket.write_all(b"\x81\x04ping").await.unwrap();
+    let mut echoed = [0u8; 6];
+    tokio::time::timeout(Duration::from_secs(5), socket.read_exact(&mut echoed))
+        .await
+        .expect("the echo comes back")
+        .unwrap();
+    assert_eq!(&echoed, b"\x81\x04ping");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -305,39 +352,7 @@ async fn a_preview_serves_the_sandbox_to_its_tenant_and_signed_urls_only() {
     let ws = mint(&h, &session, 9000, 600).await;
     let ws = ws["data"]["url"].as_str().unwrap().to_string();
     let path_and_query = ws.splitn(4, '/').nth(3).unwrap().to_string();
-    let mut socket = tokio::net::TcpStream::connect(preview_addr(&h))
-        .await
-        .unwrap();
-    socket
-        .write_all(
-            format!(
-                "GET /{path_and_query} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                preview_addr(&h)
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(
-            socket.read(&mut byte).await.unwrap(),
-            1,
-            "the handshake's answer"
-        );
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_string();
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    assert!(head.contains(WS_ACCEPT), "{head}");
-    socket.write_all(b"\x81\x04ping").await.unwrap();
-    let mut echoed = [0u8; 6];
-    tokio::time::timeout(Duration::from_secs(5), socket.read_exact(&mut echoed))
-        .await
-        .expect("the echo comes back")
-        .unwrap();
-    assert_eq!(&echoed, b"\x81\x04ping");
+    websocket_echoes(&h, &format!("/{path_and_query}"), None).await;
 
     // A page served from the preview cannot call the API with the tenant's token.
     let preview_origin = format!("http://{}", preview_addr(&h));
@@ -510,4 +525,44 @@ async fn in_a_real_browser_a_preview_reads_nothing_of_the_api_and_no_other_site_
     }
     b.close().await;
     remove_backend_containers("webpage");
+}
+
+/// Under gVisor the runtime's host sockets drop a descriptor sent over them: the agent
+/// relays the port instead of handing its connection over, and the preview works the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gvisor_sandbox_is_previewed_through_its_agents_relay() {
+    if !docker_ready() || !gvisor_ready() {
+        return;
+    }
+    remove_backend_containers("web-gvisor");
+    let mut provider = docker_provider();
+    provider.grants.isolation = vec!["container".into(), "gvisor".into()];
+    let h = start_with(vec![("web-gvisor", provider)], |s| {
+        s.preview_listen = Some("127.0.0.1:0".parse().expect("addr"));
+        s.runtimes.insert("gvisor".into(), GVISOR_RUNTIME.into());
+        s.auth.tokens = vec![token("alice", ALICE, &[Call, Read])];
+    })
+    .await;
+    let session = serving_session_with(
+        &h,
+        "web-gvisor",
+        json!({"isolation": "gvisor", "expose_ports": [8080, 9000]}),
+    )
+    .await;
+    let kernel = call(
+        &h,
+        &session,
+        "web-gvisor:run_command",
+        json!({"command": "dmesg 2>/dev/null | head -1"}),
+    )
+    .await;
+    assert!(
+        kernel.to_string().contains("gVisor"),
+        "the sandbox runs under gVisor: {kernel}"
+    );
+    let base = format!("http://{}/{session}", preview_addr(&h));
+    let (status, body, _) = get(&format!("{base}/8080/"), Some(ALICE), None).await;
+    assert_eq!((status, body.as_str()), (200, "hello-preview\n"));
+    websocket_echoes(&h, &format!("/{session}/9000/"), Some(ALICE)).await;
+    remove_backend_containers("web-gvisor");
 }

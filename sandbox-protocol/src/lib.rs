@@ -12,7 +12,8 @@
 //! connection (both ways) before the final reply abandons the request: a command it ran
 //! is killed. Background processes belong to the agent, not to a connection. The two
 //! exceptions to the framing are [`Request::Connect`] and [`Request::EgressWait`] (and
-//! [`Request::EgressHandOver`] when its descriptor did not travel): after
+//! [`Request::EgressHandOver`] and [`Request::ConnectHandOver`] when their descriptor did
+//! not travel): after
 //! their [`Reply::Connected`] frame the connection carries raw bytes, relayed to and from
 //! a TCP connection in the sandbox (to a port there, or from a program that reached the
 //! agent's egress listener). A [`Request::Files`] that takes input is followed by the
@@ -290,6 +291,16 @@ pub enum Request {
     /// the frame reads and writes the connection it asked on. Over the engine link the host
     /// asks `EgressWait`: a descriptor cannot cross it.
     EgressHandOver,
+    /// As [`Request::Connect`], but the agent hands the TCP connection to the port over,
+    /// as [`Request::EgressHandOver`] does a program's: its descriptor travels with the
+    /// [`Reply::Connected`] frame and the agent closes its copy. The relay slot stays
+    /// taken until the host closes the connection it asked on (so [`MAX_RELAYS`] still
+    /// bounds a sandbox's open ports). Where the descriptor cannot travel, `Connected`
+    /// comes alone and the agent relays as for `Connect`.
+    ConnectHandOver {
+        /// The port (not 0).
+        port: u16,
+    },
 }
 
 /// A background process, as the agent keeps it.
@@ -467,6 +478,7 @@ mod tests {
         assert_eq!(encode(&Reply::Connected), [8]);
         assert_eq!(encode(&Request::EgressWait), [10]);
         assert_eq!(encode(&Request::EgressHandOver), [12]);
+        assert_eq!(encode(&Request::ConnectHandOver { port: 80 }), [13, 80]);
         assert_eq!(
             encode(&Request::Files(FilesRequest {
                 op: FileOp::Stat { path: "a".into() },

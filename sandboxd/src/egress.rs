@@ -7,23 +7,19 @@
 //! made while no request waits stay in the listen backlog until one does.
 //!
 //! `EgressHandOver` takes the connection the same way, then sends its descriptor to the
-//! host with the `Connected` frame ([`hand_over`]): the host then reads and writes the
+//! host with the `Connected` frame ([`crate::relay::hand_over`]): the host then reads and writes the
 //! program's connection itself, and the agent is out of the data path (a download is no
 //! longer copied through the agent and a second socket). Where the descriptor cannot be
 //! sent, the frame goes alone and the agent relays.
 
-use std::io::{self, IoSlice};
-use std::mem::MaybeUninit;
+use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::AsFd;
 use std::time::Duration;
 
-use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-use tokio::io::Interest;
 use tokio::net::unix::ReadHalf;
-use tokio::net::{TcpListener, TcpStream, UnixStream};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use wharf_sandbox_protocol::{ErrorKind, MAX_EGRESS_RELAYS, Reply, encode};
+use wharf_sandbox_protocol::{ErrorKind, MAX_EGRESS_RELAYS, Reply};
 
 use crate::relay::Opened;
 use crate::server::{error_reply, hung_up};
@@ -72,51 +68,6 @@ pub async fn wait<'a>(
         tcp = accept(&egress.listener) => Some(Ok(Opened::new(tcp, slot).bulk())),
         () = hung_up(host.as_ref()) => None,
     }
-}
-
-/// Sends the `Connected` frame to `host` with `opened`'s descriptor (`SCM_RIGHTS`, in one
-/// `sendmsg`). True when the descriptor went (the caller closes its copy); false when the
-/// socket refused it and nothing was sent, so the caller answers and relays as for
-/// `EgressWait`.
-pub async fn hand_over(host: &UnixStream, opened: &Opened<'_>) -> bool {
-    let payload = encode(&Reply::Connected);
-    let mut frame = (payload.len() as u32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&payload);
-    let fds = [opened.tcp().as_fd()];
-    let sent = host
-        .async_io(Interest::WRITABLE, || {
-            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-            let mut control = SendAncillaryBuffer::new(&mut space);
-            if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-                return Err(io::Error::other("no room for the descriptor"));
-            }
-            rustix::net::sendmsg(
-                host,
-                &[IoSlice::new(&frame)],
-                &mut control,
-                SendFlags::NOSIGNAL,
-            )
-            .map_err(io::Error::from)
-        })
-        .await;
-    let Ok(mut written) = sent else {
-        return false;
-    };
-    // The descriptor went with the first byte; the rest of a five-byte frame into an
-    // empty socket buffer is written at once, but a short write is finished here.
-    while written < frame.len() {
-        let rest = &frame[written..];
-        match host
-            .async_io(Interest::WRITABLE, || {
-                rustix::net::send(host, rest, SendFlags::NOSIGNAL).map_err(io::Error::from)
-            })
-            .await
-        {
-            Ok(n) if n > 0 => written += n,
-            _ => break,
-        }
-    }
-    true
 }
 
 /// The next connection; a failed accept is retried (the waiting host keeps waiting).

@@ -1,20 +1,27 @@
 //! `Connect`: a port relay. The host reaches a TCP port served inside the sandbox through
 //! the agent's socket, so preview URLs work even when the container has no network.
+//! `ConnectHandOver` connects the same way, then hands the connection to the host
+//! ([`hand_over`]), which then reads and writes it itself.
 //!
 //! After the single `Connected` frame the connection is no longer framed: bytes are copied
 //! both ways, and a half-close on one side is passed on to the other. The egress listener
 //! (`crate::egress`) relays its connections the same way.
 
-use std::io;
+use std::io::{self, IoSlice};
+use std::mem::MaybeUninit;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::timeout;
-use wharf_sandbox_protocol::{AgentError, ErrorKind, MAX_RELAYS, RELAY_CONNECT_TIMEOUT_MS, Reply};
+use wharf_sandbox_protocol::{
+    AgentError, ErrorKind, MAX_RELAYS, RELAY_CONNECT_TIMEOUT_MS, Reply, encode,
+};
 
 use crate::refuse;
 use crate::server::{client_gone, error_reply};
@@ -73,6 +80,58 @@ impl<'a> Opened<'a> {
         self.buffer = BULK_BUFFER;
         self
     }
+
+    /// The slot alone, the agent's copy of the connection closed: after a hand-over the
+    /// host's end of stream must reach the port, and the slot still bounds the port
+    /// connections open at once.
+    pub fn into_slot(self) -> SemaphorePermit<'a> {
+        self._slot
+    }
+}
+
+/// Sends the `Connected` frame to `host` with `opened`'s descriptor (`SCM_RIGHTS`, in one
+/// `sendmsg`). True when the descriptor went (the caller closes its copy); false when the
+/// socket refused it and nothing was sent, so the caller answers and relays as for
+/// `Connect` and `EgressWait` (gVisor's host sockets refuse descriptors).
+pub async fn hand_over(host: &UnixStream, opened: &Opened<'_>) -> bool {
+    let payload = encode(&Reply::Connected);
+    let mut frame = (payload.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&payload);
+    let fds = [opened.tcp().as_fd()];
+    let sent = host
+        .async_io(Interest::WRITABLE, || {
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+                return Err(io::Error::other("no room for the descriptor"));
+            }
+            rustix::net::sendmsg(
+                host,
+                &[IoSlice::new(&frame)],
+                &mut control,
+                SendFlags::NOSIGNAL,
+            )
+            .map_err(io::Error::from)
+        })
+        .await;
+    let Ok(mut written) = sent else {
+        return false;
+    };
+    // The descriptor went with the first byte; the rest of a five-byte frame into an
+    // empty socket buffer is written at once, but a short write is finished here.
+    while written < frame.len() {
+        let rest = &frame[written..];
+        match host
+            .async_io(Interest::WRITABLE, || {
+                rustix::net::send(host, rest, SendFlags::NOSIGNAL).map_err(io::Error::from)
+            })
+            .await
+        {
+            Ok(n) if n > 0 => written += n,
+            _ => break,
+        }
+    }
+    true
 }
 
 /// Validates `port`, takes a relay slot and connects to the port; the error is the reply.

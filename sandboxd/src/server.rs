@@ -181,10 +181,23 @@ async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
             Request::Resize { pid, size } => agent.processes.resize(pid, size),
             Request::Wait { pid, timeout_ms } => agent.processes.wait(pid, timeout_ms).await,
             Request::List => agent.processes.list(),
-            Request::Connect { port } => match relay::open(&agent.relays, port).await {
-                Ok(opened) => break 'relay opened,
-                Err(reply) => reply,
-            },
+            Request::Connect { port } | Request::ConnectHandOver { port } => {
+                let hand = matches!(request, Request::ConnectHandOver { .. });
+                match relay::open(&agent.relays, port).await {
+                    Ok(opened) => {
+                        let host = requests.get_ref();
+                        if hand && relay::hand_over(host.as_ref(), &opened).await {
+                            // The host has the connection; the slot is its until it closes
+                            // this one (it sends nothing more on it).
+                            let _slot = opened.into_slot();
+                            client_gone(host).await;
+                            return;
+                        }
+                        break 'relay opened;
+                    }
+                    Err(reply) => reply,
+                }
+            }
             Request::Files(files) => {
                 // Files writes its own replies (output chunks, then the end).
                 crate::files::files(agent, files, &mut conn, &mut requests).await;
@@ -194,7 +207,7 @@ async fn serve_connection(mut stream: UnixStream, agent: &Agent) {
                 let hand = matches!(request, Request::EgressHandOver);
                 match egress::wait(agent.egress.as_ref(), requests.get_ref()).await {
                     Some(Ok(opened)) => {
-                        if hand && egress::hand_over(requests.get_ref().as_ref(), &opened).await {
+                        if hand && relay::hand_over(requests.get_ref().as_ref(), &opened).await {
                             return;
                         }
                         break 'relay opened;

@@ -23,7 +23,9 @@ use wharf_sandbox_protocol::{
     Signal, StartRequest, Stream, TerminalSize, VERSION, decode, encode,
 };
 
-use support::{Agent, call, codec, connect, echoed, error_kind, exchange, open_raw};
+use support::{
+    Agent, call, codec, connect, echoed, error_kind, exchange, handed_over, open_raw, send_raw,
+};
 
 impl Agent {
     fn pid(&self) -> u32 {
@@ -966,6 +968,96 @@ async fn connect_limit_keeps_command_slots() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert_eq!(echoed(&mut relay, b"new").await, b"new");
+}
+
+/// The handed-over descriptor as a tokio TCP stream.
+fn tcp_of(fd: std::os::fd::OwnedFd) -> tokio::net::TcpStream {
+    let tcp = std::net::TcpStream::from(fd);
+    tcp.set_nonblocking(true).unwrap();
+    tokio::net::TcpStream::from_std(tcp).unwrap()
+}
+
+/// Asks `ConnectHandOver` for `port` on a new connection: the connection (held open, as
+/// the host holds it), the reply and the descriptor that came with it.
+async fn hand_over_port(
+    socket: &Path,
+    port: u16,
+) -> (
+    std::os::unix::net::UnixStream,
+    Reply,
+    Option<std::os::fd::OwnedFd>,
+) {
+    let host = send_raw(socket, &Request::ConnectHandOver { port }, b"").await;
+    tokio::task::spawn_blocking(move || {
+        let host = host.into_std().unwrap();
+        let (reply, fd) = handed_over(&host);
+        (host, reply, fd)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn connect_hand_over_gives_the_host_the_port_and_keeps_its_slot() {
+    let agent = Agent::start();
+    let port = echo_server().await;
+    let mut held = Vec::new();
+    for round in 0..MAX_RELAYS {
+        let (host, reply, fd) = hand_over_port(&agent.socket, port).await;
+        assert_eq!(reply, Reply::Connected, "round {round}");
+        let mut tcp = tcp_of(fd.unwrap_or_else(|| panic!("round {round}: no descriptor came")));
+        // The host talks to the port itself.
+        assert_eq!(echoed_tcp(&mut tcp, b"hello").await, b"hello");
+        held.push((host, tcp));
+    }
+    // Every slot is held while the host keeps its agent connections: a relay, handed over
+    // or not, is refused.
+    for request in [Request::Connect { port }, Request::ConnectHandOver { port }] {
+        assert_eq!(error_kind(&agent.call(&request).await), ErrorKind::Limit);
+    }
+    // Closing the agent connection gives the slot back.
+    drop(held.pop());
+    let watched = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let watched_port = watched.local_addr().unwrap().port();
+    let started = Instant::now();
+    let (_host, tcp) = loop {
+        match hand_over_port(&agent.socket, watched_port).await {
+            (host, Reply::Connected, fd) => break (host, tcp_of(fd.expect("a descriptor"))),
+            (_, Reply::Error(e), _) if e.kind == ErrorKind::Limit => {}
+            (_, other, _) => panic!("{other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "no slot freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // The agent kept no copy of the connection: the host's close reaches the port.
+    let (mut accepted, _) = watched.accept().await.unwrap();
+    drop(tcp);
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), accepted.read_to_end(&mut rest))
+        .await
+        .expect("the host's close did not reach the port")
+        .unwrap();
+    assert!(rest.is_empty());
+    // Port 0 is refused as for `Connect`.
+    assert_eq!(
+        error_kind(&agent.call(&Request::ConnectHandOver { port: 0 }).await),
+        ErrorKind::Invalid
+    );
+    assert!(matches!(
+        agent.call(&Request::Hello).await,
+        Reply::Hello { .. }
+    ));
+}
+
+/// Writes `data` to `tcp` and reads as many bytes back within 10 s.
+async fn echoed_tcp(tcp: &mut tokio::net::TcpStream, data: &[u8]) -> Vec<u8> {
+    tcp.write_all(data).await.unwrap();
+    let mut back = vec![0; data.len()];
+    tokio::time::timeout(Duration::from_secs(10), tcp.read_exact(&mut back))
+        .await
+        .expect("no echo")
+        .unwrap();
+    back
 }
 
 #[tokio::test]

@@ -16,7 +16,9 @@ use wharf_sandbox_protocol::{
     Command, ErrorKind, MAX_EGRESS_RELAYS, ProcessSetup, Reply, Request, RunRequest,
 };
 
-use support::{Agent, BINARY, echoed, error_kind, open_raw, read_reply, send_raw, temp_dir};
+use support::{
+    Agent, BINARY, echoed, error_kind, handed_over, open_raw, read_reply, send_raw, temp_dir,
+};
 
 /// A loopback port that was free a moment ago.
 fn free_port() -> u16 {
@@ -307,36 +309,6 @@ fn egress_port_is_checked_at_start() {
     assert_eq!(exit_code(&[&format!("--egress-port={port}")]), Some(1));
 }
 
-/// Reads the reply to an `EgressHandOver` with `recvmsg`: the reply and the descriptor
-/// that came with it, if one did.
-fn handed_over(host: tokio::net::UnixStream) -> (Reply, Option<std::os::fd::OwnedFd>) {
-    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
-    use std::mem::MaybeUninit;
-    let host = host.into_std().unwrap();
-    host.set_nonblocking(false).unwrap();
-    host.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut frame = [0u8; 5];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut control = RecvAncillaryBuffer::new(&mut space);
-    let got = rustix::net::recvmsg(
-        &host,
-        &mut [std::io::IoSliceMut::new(&mut frame)],
-        &mut control,
-        RecvFlags::CMSG_CLOEXEC,
-    )
-    .unwrap();
-    assert_eq!(got.bytes, 5, "the whole frame comes in one piece");
-    let mut descriptor = None;
-    for message in control.drain() {
-        if let RecvAncillaryMessage::ScmRights(mut fds) = message {
-            descriptor = fds.next();
-        }
-    }
-    let reply = wharf_sandbox_protocol::decode::<Reply>(&frame[4..]).unwrap();
-    (reply, descriptor)
-}
-
 #[tokio::test]
 async fn egress_hand_over_gives_the_host_the_programs_connection() {
     let (agent, port) = egress_agent();
@@ -345,9 +317,10 @@ async fn egress_hand_over_gives_the_host_the_programs_connection() {
     for round in 0..MAX_EGRESS_RELAYS + 2 {
         let host = send_raw(&agent.socket, &Request::EgressHandOver, b"").await;
         let mut tcp = program(port).await;
-        let (reply, fd) = tokio::task::spawn_blocking(move || handed_over(host))
-            .await
-            .unwrap();
+        let (reply, fd) =
+            tokio::task::spawn_blocking(move || handed_over(&host.into_std().unwrap()))
+                .await
+                .unwrap();
         assert_eq!(reply, Reply::Connected, "round {round}");
         let fd = fd.unwrap_or_else(|| panic!("round {round}: no descriptor came"));
         let handed = std::net::TcpStream::from(fd);

@@ -13,10 +13,11 @@ use bytes::Bytes;
 use futures::{SinkExt as _, StreamExt as _};
 use tokio::net::UnixStream;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
-use wharf_sandbox_protocol::{MAX_FRAME_BYTES, Reply, Request, Stream, decode, encode};
+use wharf_sandbox_protocol::{ErrorKind, MAX_FRAME_BYTES, Reply, Request, Stream, decode, encode};
 
 use super::agent_link::EngineLink;
 use super::agent_stream::{AgentFailure, AgentStream};
+use super::hand_over::{HandedOver, HandedOverPort, await_hand_over};
 use super::relay_frames::{connected, reply_length, request_frame};
 use crate::egress_proxy::ProgramConnection;
 
@@ -123,26 +124,46 @@ async fn connect_checked(endpoint: &AgentEndpoint) -> Result<AgentStream, AgentF
     }
 }
 
-/// Opens a relay to TCP `port` on the sandbox's loopback: the stream, once the agent has
-/// answered `Connected`, carries the port's bytes both ways.
+/// Opens a connection to TCP `port` on the sandbox's loopback: the stream, once the agent
+/// has answered `Connected`, carries the port's bytes both ways. An agent on this host's
+/// filesystem hands the connection itself over (`Request::ConnectHandOver`), so the bytes
+/// skip the agent; over the engine link, under a runtime that drops the descriptor, or
+/// with an agent that predates hand-overs, the agent relays.
 pub(crate) async fn open_relay(
     endpoint: &AgentEndpoint,
     port: u16,
     limit: Duration,
 ) -> Result<AgentStream, AgentFailure> {
+    let no_answer = |_| AgentFailure::Broken(format!("no answer within {} ms", limit.as_millis()));
+    if let AgentEndpoint::Socket { socket, peer } = endpoint {
+        let stream = connect_socket(socket, *peer).await?;
+        let handed = tokio::time::timeout(
+            limit,
+            await_hand_over(stream, &Request::ConnectHandOver { port }),
+        )
+        .await
+        .map_err(no_answer)?;
+        match handed {
+            Ok(HandedOver::Socket { tcp, agent }) => {
+                return Ok(Box::new(HandedOverPort::new(tcp, agent)));
+            }
+            Ok(HandedOver::Relayed(stream)) => return Ok(Box::new(stream)),
+            // An agent an earlier host started does not know the request: it relays.
+            Err(AgentFailure::Refused(e)) if e.kind == ErrorKind::Invalid => {}
+            Err(failure) => return Err(failure),
+        }
+    }
     let mut stream = connect_checked(endpoint).await?;
     tokio::time::timeout(limit, relay_answer(&mut stream, &Request::Connect { port }))
         .await
-        .map_err(|_| {
-            AgentFailure::Broken(format!("no answer within {} ms", limit.as_millis()))
-        })??;
+        .map_err(no_answer)??;
     Ok(stream)
 }
 
 /// Waits, as long as it takes, for the next connection a program in the sandbox makes to
 /// the agent's egress listener: the stream then carries that program's bytes both ways.
 /// With `hand_over`, an agent on this host's filesystem is asked to hand the program's
-/// connection itself over (`egress_hand_over`), so its bytes skip the agent; the agent
+/// connection itself over (`hand_over`), so its bytes skip the agent; the agent
 /// relays where it cannot. Dropping the future (or the stream) gives the agent's slot back.
 pub(crate) async fn await_egress(
     endpoint: &AgentEndpoint,
@@ -157,7 +178,12 @@ pub(crate) async fn await_egress(
             // 0.8× (docs/benchmarks.md). What it may pin is in the resource ledger.
             let _ = socket2::SockRef::from(&stream).set_send_buffer_size(EGRESS_SEND_BUFFER);
             if hand_over {
-                return super::egress_hand_over::await_hand_over(stream).await;
+                return Ok(
+                    match await_hand_over(stream, &Request::EgressHandOver).await? {
+                        HandedOver::Socket { tcp, .. } => ProgramConnection::Socket(tcp),
+                        HandedOver::Relayed(stream) => ProgramConnection::Relayed(Box::new(stream)),
+                    },
+                );
             }
             Box::new(stream)
         }
@@ -343,6 +369,43 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, AgentFailure::Impostor(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_agent_without_port_hand_overs_relays_the_port() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let dir = tempfile::tempdir().unwrap();
+        let ep = endpoint(dir.path());
+        let listener = UnixListener::bind(socket_of(&ep)).unwrap();
+        // An agent an earlier host started: it cannot decode `ConnectHandOver`; for
+        // `Connect` it answers `Connected` and echoes the relayed bytes.
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let mut framed = Framed::new(stream, LengthDelimitedCodec::new());
+                let Some(Ok(frame)) = framed.next().await else {
+                    continue;
+                };
+                if frame[0] != 9 {
+                    let refusal = Reply::Error(wharf_sandbox_protocol::AgentError {
+                        kind: ErrorKind::Invalid,
+                        message: "Found an enum discriminant that was not valid".into(),
+                    });
+                    let _ = framed.send(Bytes::from(encode(&refusal))).await;
+                    continue;
+                }
+                let _ = framed.send(Bytes::from(encode(&Reply::Connected))).await;
+                let mut stream = framed.into_inner();
+                let mut buf = [0u8; 5];
+                if stream.read_exact(&mut buf).await.is_ok() {
+                    let _ = stream.write_all(&buf).await;
+                }
+            }
+        });
+        let mut relay = open_relay(&ep, 8080, Duration::from_secs(5)).await.unwrap();
+        relay.write_all(b"hello").await.unwrap();
+        let mut back = [0u8; 5];
+        relay.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"hello");
     }
 
     #[tokio::test]

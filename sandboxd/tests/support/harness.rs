@@ -174,3 +174,33 @@ pub async fn echoed(relay: &mut UnixStream, data: &[u8]) -> Vec<u8> {
     read.unwrap();
     back
 }
+
+/// Reads the reply to a hand-over (`EgressHandOver`, `ConnectHandOver`) with `recvmsg`:
+/// the reply (`Connected`, or a refusal) and the descriptor that came with it, if one did.
+pub fn handed_over(host: &std::os::unix::net::UnixStream) -> (Reply, Option<std::os::fd::OwnedFd>) {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    use std::mem::MaybeUninit;
+    host.set_nonblocking(false).unwrap();
+    host.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut frame = [0u8; 1024];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let got = rustix::net::recvmsg(
+        host,
+        &mut [std::io::IoSliceMut::new(&mut frame)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )
+    .unwrap();
+    let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+    assert_eq!(got.bytes, 4 + len, "the whole frame comes in one piece");
+    let mut descriptor = None;
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(mut fds) = message {
+            descriptor = fds.next();
+        }
+    }
+    let reply = wharf_sandbox_protocol::decode::<Reply>(&frame[4..got.bytes]).unwrap();
+    (reply, descriptor)
+}
