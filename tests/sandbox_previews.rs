@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wharf::config::TokenScope::{Admin, Call, Read};
+use wharf_integration_tests::http_head::read_http_head;
 use wharf_integration_tests::{
     GVISOR_RUNTIME, TestHost, docker_provider, docker_ready, gvisor_ready,
     remove_backend_containers, start_with, token,
@@ -175,45 +176,60 @@ async fn mint(h: &TestHost, session: &str, port: u16, ttl: u64) -> Value {
     .await
 }
 
-/// Opens a WebSocket at `path` of the preview listener (with `bearer`, if given), checks
-/// the handshake's answer, and that a frame sent comes back.
-async fn websocket_echoes(h: &TestHost, path: &str, bearer: Option<&str>) {
-    let mut socket = tokio::net::TcpStream::connect(preview_addr(h))
-        .await
-        .unwrap();
+/// Opens a WebSocket at `path` of the preview listener (with `bearer`, if given), retrying
+/// while the sandbox's server is still starting, and checks the handshake's answer: the
+/// upgraded connection.
+async fn websocket_opens(h: &TestHost, path: &str, bearer: Option<&str>) -> tokio::net::TcpStream {
     let authorization = bearer
         .map(|b| format!("Authorization: Bearer {b}\r\n"))
         .unwrap_or_default();
-    socket
-        .write_all(
-            format!(
-                "GET {path} HTTP/1.1\r\nHost: {}\r\n{authorization}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                preview_addr(h)
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (socket, head) = loop {
+        let mut socket = tokio::net::TcpStream::connect(preview_addr(h))
+            .await
+            .unwrap();
+        socket
+            .write_all(
+                format!(
+                    "GET {path} HTTP/1.1\r\nHost: {}\r\n{authorization}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                    preview_addr(h)
+                )
+                .as_bytes(),
             )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(
-            socket.read(&mut byte).await.unwrap(),
-            1,
-            "the handshake's answer"
-        );
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_string();
+            .await
+            .unwrap();
+        let head = read_http_head(&mut socket, 8192).await;
+        let head = String::from_utf8_lossy(&head).to_string();
+        // A 5xx while the server inside is not up yet (nothing listens), as for `get`.
+        if !head.starts_with("HTTP/1.1 5") || Instant::now() > deadline {
+            break (socket, head);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        head.ends_with("\r\n\r\n"),
+        "the handshake's whole answer: {head}"
+    );
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     assert!(head.contains(WS_ACCEPT), "{head}");
-    socket.write_all(b"\x81\x04ping").await.unwrap();
-    let mut echoed = [0u8; 6];
-    tokio::time::timeout(Duration::from_secs(5), socket.read_exact(&mut echoed))
+    socket
+}
+
+/// Reads `frame` off `socket` within 5 s.
+async fn frame_comes(socket: &mut tokio::net::TcpStream, frame: &[u8]) {
+    let mut got = vec![0u8; frame.len()];
+    tokio::time::timeout(Duration::from_secs(5), socket.read_exact(&mut got))
         .await
-        .expect("the echo comes back")
+        .expect("the frame comes")
         .unwrap();
-    assert_eq!(&echoed, b"\x81\x04ping");
+    assert_eq!(got, frame);
+}
+
+/// A WebSocket at `path` whose server echoes: a frame sent comes back.
+async fn websocket_echoes(h: &TestHost, path: &str, bearer: Option<&str>) {
+    let mut socket = websocket_opens(h, path, bearer).await;
+    socket.write_all(b"\x81\x04ping").await.unwrap();
+    frame_comes(&mut socket, b"\x81\x04ping").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -529,6 +545,9 @@ async fn in_a_real_browser_a_preview_reads_nothing_of_the_api_and_no_other_site_
 
 /// Under gVisor the runtime's host sockets drop a descriptor sent over them: the agent
 /// relays the port instead of handing its connection over, and the preview works the same.
+/// The WebSocket's server pushes a frame rather than echoing one: under this runsc a
+/// blocking read in the sandbox that finds no data yet fails with EAGAIN (see
+/// `sandbox_egress`), so `cat` reading a frame not yet arrived would end the echo.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gvisor_sandbox_is_previewed_through_its_agents_relay() {
     if !docker_ready() || !gvisor_ready() {
@@ -546,7 +565,7 @@ async fn a_gvisor_sandbox_is_previewed_through_its_agents_relay() {
     let session = serving_session_with(
         &h,
         "web-gvisor",
-        json!({"isolation": "gvisor", "expose_ports": [8080, 9000]}),
+        json!({"isolation": "gvisor", "expose_ports": [8080, 9000, 9001]}),
     )
     .await;
     let kernel = call(
@@ -560,9 +579,25 @@ async fn a_gvisor_sandbox_is_previewed_through_its_agents_relay() {
         kernel.to_string().contains("gVisor"),
         "the sandbox runs under gVisor: {kernel}"
     );
+    let pushing = WS_SCRIPT.replace("exec cat", "printf '\\201\\004pong'; sleep 5");
+    call(
+        &h,
+        &session,
+        "web-gvisor:write_file",
+        json!({"path": "/work/ws-push.sh", "content": pushing}),
+    )
+    .await;
+    call(
+        &h,
+        &session,
+        "web-gvisor:start_process",
+        json!({"command": "chmod +x /work/ws-push.sh && nc -ll -p 9001 -e /work/ws-push.sh"}),
+    )
+    .await;
     let base = format!("http://{}/{session}", preview_addr(&h));
     let (status, body, _) = get(&format!("{base}/8080/"), Some(ALICE), None).await;
     assert_eq!((status, body.as_str()), (200, "hello-preview\n"));
-    websocket_echoes(&h, &format!("/{session}/9000/"), Some(ALICE)).await;
+    let mut socket = websocket_opens(&h, &format!("/{session}/9001/"), Some(ALICE)).await;
+    frame_comes(&mut socket, b"\x81\x04pong").await;
     remove_backend_containers("web-gvisor");
 }

@@ -25,6 +25,7 @@ use wharf_sandbox_protocol::{
 
 use support::{
     Agent, call, codec, connect, echoed, error_kind, exchange, handed_over, open_raw, send_raw,
+    tcp_of,
 };
 
 impl Agent {
@@ -970,13 +971,6 @@ async fn connect_limit_keeps_command_slots() {
     assert_eq!(echoed(&mut relay, b"new").await, b"new");
 }
 
-/// The handed-over descriptor as a tokio TCP stream.
-fn tcp_of(fd: std::os::fd::OwnedFd) -> tokio::net::TcpStream {
-    let tcp = std::net::TcpStream::from(fd);
-    tcp.set_nonblocking(true).unwrap();
-    tokio::net::TcpStream::from_std(tcp).unwrap()
-}
-
 /// Asks `ConnectHandOver` for `port` on a new connection: the connection (held open, as
 /// the host holds it), the reply and the descriptor that came with it.
 async fn hand_over_port(
@@ -1007,7 +1001,7 @@ async fn connect_hand_over_gives_the_host_the_port_and_keeps_its_slot() {
         assert_eq!(reply, Reply::Connected, "round {round}");
         let mut tcp = tcp_of(fd.unwrap_or_else(|| panic!("round {round}: no descriptor came")));
         // The host talks to the port itself.
-        assert_eq!(echoed_tcp(&mut tcp, b"hello").await, b"hello");
+        assert_eq!(echoed(&mut tcp, b"hello").await, b"hello");
         held.push((host, tcp));
     }
     // Every slot is held while the host keeps its agent connections: a relay, handed over
@@ -1047,17 +1041,6 @@ async fn connect_hand_over_gives_the_host_the_port_and_keeps_its_slot() {
         agent.call(&Request::Hello).await,
         Reply::Hello { .. }
     ));
-}
-
-/// Writes `data` to `tcp` and reads as many bytes back within 10 s.
-async fn echoed_tcp(tcp: &mut tokio::net::TcpStream, data: &[u8]) -> Vec<u8> {
-    tcp.write_all(data).await.unwrap();
-    let mut back = vec![0; data.len()];
-    tokio::time::timeout(Duration::from_secs(10), tcp.read_exact(&mut back))
-        .await
-        .expect("no echo")
-        .unwrap();
-    back
 }
 
 #[tokio::test]

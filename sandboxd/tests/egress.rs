@@ -17,7 +17,8 @@ use wharf_sandbox_protocol::{
 };
 
 use support::{
-    Agent, BINARY, echoed, error_kind, handed_over, open_raw, read_reply, send_raw, temp_dir,
+    Agent, BINARY, echoed, error_kind, handed_over, open_raw, read_reply, send_raw, tcp_of,
+    temp_dir,
 };
 
 /// A loopback port that was free a moment ago.
@@ -323,9 +324,7 @@ async fn egress_hand_over_gives_the_host_the_programs_connection() {
                 .unwrap();
         assert_eq!(reply, Reply::Connected, "round {round}");
         let fd = fd.unwrap_or_else(|| panic!("round {round}: no descriptor came"));
-        let handed = std::net::TcpStream::from(fd);
-        handed.set_nonblocking(true).unwrap();
-        let mut handed = TcpStream::from_std(handed).unwrap();
+        let mut handed = tcp_of(fd);
         // The host now talks to the program itself, both ways.
         tcp.write_all(b"GET http://x/ HTTP/1.1\r\n\r\n")
             .await

@@ -1,7 +1,9 @@
 //! An HTTP destination for egress tests: on every address of this host, answering
 //! `hello-egress` for any path and [`BIG_BYTES`] bytes for `/big`.
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
+
+use crate::http_head::read_http_head;
 
 /// What the destination answers on `/big`.
 pub const BIG_BYTES: usize = 256 * 1024;
@@ -14,14 +16,7 @@ pub async fn destination() -> u16 {
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n")
-                    && head.len() < 8192
-                    && socket.read(&mut byte).await.unwrap_or(0) == 1
-                {
-                    head.push(byte[0]);
-                }
+                let head = read_http_head(&mut socket, 8192).await;
                 let big = String::from_utf8_lossy(&head).contains(" /big ");
                 let body = if big {
                     vec![b'x'; BIG_BYTES]

@@ -3,6 +3,7 @@
 
 pub mod collector;
 pub mod egress_destination;
+pub mod http_head;
 pub mod live_view;
 pub mod mcp_servers;
 pub mod processes;

@@ -385,7 +385,10 @@ mod tests {
                 let Some(Ok(frame)) = framed.next().await else {
                     continue;
                 };
-                if frame[0] != 9 {
+                if matches!(
+                    decode::<Request>(&frame),
+                    Ok(Request::ConnectHandOver { .. })
+                ) {
                     let refusal = Reply::Error(wharf_sandbox_protocol::AgentError {
                         kind: ErrorKind::Invalid,
                         message: "Found an enum discriminant that was not valid".into(),

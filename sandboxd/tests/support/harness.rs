@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio_util::bytes::Bytes;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
@@ -160,9 +160,9 @@ pub async fn open_raw(socket: &Path, request: &Request, early: &[u8]) -> (UnixSt
     (stream, reply)
 }
 
-/// Writes `data` to a relay and reads as many bytes back.
-pub async fn echoed(relay: &mut UnixStream, data: &[u8]) -> Vec<u8> {
-    let (mut read, mut write) = relay.split();
+/// Writes `data` to a relay (or a handed-over connection) and reads as many bytes back.
+pub async fn echoed<S: AsyncRead + AsyncWrite + Unpin>(relay: &mut S, data: &[u8]) -> Vec<u8> {
+    let (mut read, mut write) = tokio::io::split(relay);
     let mut back = vec![0; data.len()];
     let (written, read) = tokio::time::timeout(
         Duration::from_secs(10),
@@ -203,4 +203,11 @@ pub fn handed_over(host: &std::os::unix::net::UnixStream) -> (Reply, Option<std:
     }
     let reply = wharf_sandbox_protocol::decode::<Reply>(&frame[4..got.bytes]).unwrap();
     (reply, descriptor)
+}
+
+/// A handed-over descriptor as a tokio TCP stream.
+pub fn tcp_of(fd: std::os::fd::OwnedFd) -> tokio::net::TcpStream {
+    let tcp = std::net::TcpStream::from(fd);
+    tcp.set_nonblocking(true).unwrap();
+    tokio::net::TcpStream::from_std(tcp).unwrap()
 }

@@ -7,7 +7,8 @@
 use super::{Cleanup, Client, ms};
 use serde_json::json;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
+use wharf_integration_tests::http_head::read_http_head;
 use wharf_integration_tests::{docker_provider, start_with};
 
 /// The download's size.
@@ -28,12 +29,7 @@ async fn destination() -> u16 {
         while let Ok((mut socket, _)) = listener.accept().await {
             let chunk = chunk.clone();
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap_or(0) == 1
-                {
-                    head.push(byte[0]);
-                }
+                let head = read_http_head(&mut socket, 8192).await;
                 let big = String::from_utf8_lossy(&head).contains(" /big ");
                 let len = if big { BIG_BYTES } else { 2 };
                 let answer = format!(
