@@ -286,22 +286,20 @@ mod tests {
 
     #[test]
     fn expands_env_and_fails_on_unset() {
-        let c = WharfConfig::parse(
-            "[backends.echo]\npath = \"echo.wasm\"\nconfig = { token = \"${TOKEN}\", price = \"$5\", lit = \"$${TOKEN}\" }\n",
-            env,
-        )
-        .unwrap();
-        let cfg = toml_to_json(c.backends["echo"].config.as_ref().unwrap());
+        let echo_config = |config: &str| {
+            let c = WharfConfig::parse(
+                &format!("[backends.echo]\npath = \"echo.wasm\"\nconfig = {config}\n"),
+                env,
+            )
+            .unwrap();
+            toml_to_json(c.backends["echo"].config.as_ref().unwrap())
+        };
+        let cfg = echo_config(r#"{ token = "${TOKEN}", price = "$5", lit = "$${TOKEN}" }"#);
         assert_eq!(cfg["token"], "s3cret");
         assert_eq!(cfg["price"], "$5");
         assert_eq!(cfg["lit"], "${TOKEN}");
         // A granted secret's reference is the backend's to read, not an env variable.
-        let c = WharfConfig::parse(
-            "[backends.echo]\npath = \"echo.wasm\"\nconfig = { auth = \"Bearer ${secret:api} ${TOKEN}\" }\n",
-            env,
-        )
-        .unwrap();
-        let cfg = toml_to_json(c.backends["echo"].config.as_ref().unwrap());
+        let cfg = echo_config(r#"{ auth = "Bearer ${secret:api} ${TOKEN}" }"#);
         assert_eq!(cfg["auth"], "Bearer ${secret:api} s3cret");
         let err = WharfConfig::parse("[backends.echo]\npath = \"${NOPE}\"\n", env).unwrap_err();
         assert!(format!("{err:#}").contains("`NOPE` is not set"), "{err:#}");

@@ -5,9 +5,9 @@
 //! (ARCHITECTURE.md, "Adding a host import".)
 //!
 //! The shape is `wasi-http`'s: an import owns its context (its field of
-//! [`ImportContexts`]), implements the generated `Host` on its own view of the store (a
-//! borrow of that context, the call and the counter, nothing else), and links itself for any
-//! store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`,
+//! [`ImportContexts`], found by [`ImportContext`]), implements the generated `Host` on its
+//! own [`View`] of the store (a borrow of that context, the call and the counter, nothing
+//! else), and links itself with [`HasView`] for any store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`,
 //! `process`, `files`, `freezer` and `sandboxing` share `container`'s context and view: they act on
 //! the caller's own containers; `progress` and `cancellation` have no context, only the call);
 //! `wasi:http` keeps wasmtime's own (`http::HttpCtx`, linked by `runtime::linker`).
@@ -33,9 +33,10 @@ pub mod v0_1;
 
 use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types as wit_types;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
-use wasmtime::component::Linker;
+use wasmtime::component::{HasData, Linker};
 
 /// The context of the call in progress; cleared at check-in so nothing leaks to the next.
 #[derive(Debug, Clone)]
@@ -122,9 +123,10 @@ impl ImportCounter {
 pub struct ImportContexts {
     counter: ImportCounter,
     container: container::ContainerCtx,
-    egress: egress::EgressCtx,
     kv: kv::KvCtx,
-    secrets: secrets::SecretsCtx,
+    /// The backend's grants: the whole context of `egress` and `secrets`, which answer from
+    /// them alone.
+    grants: Arc<crate::policy::Grants>,
 }
 
 impl ImportContexts {
@@ -141,9 +143,8 @@ impl ImportContexts {
                 metrics: services.metrics.clone(),
             },
             container: container::ContainerCtx::new(grants.clone(), services),
-            egress: egress::EgressCtx::new(grants.clone()),
             kv: kv::KvCtx::new(services),
-            secrets: secrets::SecretsCtx::new(grants.clone()),
+            grants: grants.clone(),
         }
     }
 
@@ -167,23 +168,77 @@ pub trait HostImportsView: Send + 'static {
     fn host_imports(&mut self) -> ImportsView<'_>;
 }
 
+/// An import's own context: its field of [`ImportContexts`] (the backend's grants for
+/// `egress` and `secrets`), or `()` for an import that has none (`log`, `progress`,
+/// `cancellation`).
+pub trait ImportContext: Sync + 'static {
+    /// This import's context among `contexts`.
+    fn of(contexts: &ImportContexts) -> &Self;
+}
+
+impl ImportContext for () {
+    fn of(_: &ImportContexts) -> &Self {
+        &()
+    }
+}
+
+impl ImportContext for crate::policy::Grants {
+    fn of(contexts: &ImportContexts) -> &Self {
+        &contexts.grants
+    }
+}
+
+/// What one call of an import sees, the type its generated `Host` is implemented on (each
+/// import names it `NameView`): its own context, the call in progress (its session,
+/// deadline and trace id) and the counter, nothing else of the store.
+pub struct View<'a, C> {
+    ctx: &'a C,
+    call: &'a mut CallContext,
+    counter: &'a ImportCounter,
+}
+
+/// The `HasData` an import is linked with (wasi-http's `HasWasiHttp`): the [`View`] over its
+/// context `C`.
+pub struct HasView<C>(PhantomData<C>);
+
+impl<C: ImportContext> HasData for HasView<C> {
+    type Data<'a> = View<'a, C>;
+}
+
+impl<C: ImportContext> HasView<C> {
+    /// The view of a store's data that the generated `add_to_linker` is given.
+    pub fn view<T: HostImportsView>(state: &mut T) -> View<'_, C> {
+        let imports = state.host_imports();
+        View {
+            ctx: C::of(imports.contexts),
+            call: imports.call,
+            counter: imports.contexts.counter(),
+        }
+    }
+}
+
+/// One import's `add_to_linker`.
+type LinkImport<T> = fn(&mut Linker<T>) -> anyhow::Result<()>;
+
 /// Links every `wharf:plugin` import, each for every contract version it serves, for any
 /// store whose data is [`HostImportsView`]: the registration list (a new import adds its
 /// line here). `runtime::linker` adds WASI, `wasi:http` and the `types` interfaces.
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
-    log::add_to_linker(linker)?;
-    kv::add_to_linker(linker)?;
-    container::add_to_linker(linker)?;
-    exec::add_to_linker(linker)?;
-    process::add_to_linker(linker)?;
-    files::add_to_linker(linker)?;
-    freezer::add_to_linker(linker)?;
-    sandboxing::add_to_linker(linker)?;
-    progress::add_to_linker(linker)?;
-    cancellation::add_to_linker(linker)?;
-    egress::add_to_linker(linker)?;
-    secrets::add_to_linker(linker)?;
-    Ok(())
+    let imports: [LinkImport<T>; 12] = [
+        log::add_to_linker,
+        kv::add_to_linker,
+        container::add_to_linker,
+        exec::add_to_linker,
+        process::add_to_linker,
+        files::add_to_linker,
+        freezer::add_to_linker,
+        sandboxing::add_to_linker,
+        progress::add_to_linker,
+        cancellation::add_to_linker,
+        egress::add_to_linker,
+        secrets::add_to_linker,
+    ];
+    imports.into_iter().try_for_each(|link| link(linker))
 }
 
 /// A WIT error for the guest.

@@ -3,6 +3,7 @@
 //! [`Scrape`] the front door reads off the instance pools, the session store and Docker.
 //! The recorder sits at the bottom: it imports none of what it measures.
 
+mod families;
 mod labels;
 mod recent_health;
 mod recent_refusals;
@@ -16,6 +17,7 @@ pub use scrape::{PoolCounts, Scrape};
 pub use tenants::TenantMetrics;
 pub use warm_pool::WarmPoolMetrics;
 
+use families::{Buckets, HistogramFamily, Registrar};
 use labels::{
     BackendLabels, CompileLabels, ContractLabels, EventLabels, ImportLabels, StateLabels,
     ToolCallLabels,
@@ -25,7 +27,7 @@ use series_cache::{CachedFamily, Labels};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -33,18 +35,6 @@ use std::time::Duration;
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
-
-fn call_histogram() -> Histogram {
-    // 1 ms .. ~32 s.
-    Histogram::new(exponential_buckets(0.001, 2.0, 16))
-}
-
-fn compile_histogram() -> Histogram {
-    // 10 ms .. ~160 s.
-    Histogram::new(exponential_buckets(0.01, 2.0, 15))
-}
 
 /// A backend lifecycle event counted by `wharf_backend_events_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +52,7 @@ pub enum BackendEvent {
 pub struct Metrics {
     registry: Registry,
     tool_calls: CachedFamily<ToolCallLabels, Counter>,
-    call_duration: CachedFamily<BackendLabels, Histogram>,
+    call_duration: CachedFamily<BackendLabels, Histogram, Buckets>,
     instances: Family<StateLabels, Gauge>,
     discarded: Family<BackendLabels, Counter>,
     retired: Family<BackendLabels, Counter>,
@@ -92,108 +82,65 @@ impl Metrics {
     /// A registry with every series.
     pub fn new() -> Self {
         let mut registry = Registry::default();
-        let tool_calls = CachedFamily::new(Family::default());
-        registry.register(
-            "wharf_tool_calls",
-            "Tool calls by backend, tool and result code",
-            tool_calls.family(),
-        );
-        let call_duration = CachedFamily::new(Family::new_with_constructor(
-            call_histogram as fn() -> Histogram,
-        ));
-        registry.register(
-            "wharf_tool_call_duration_seconds",
-            "Tool call duration",
-            call_duration.family(),
-        );
-        let instances = Family::default();
-        registry.register(
-            "wharf_instances",
-            "Instances per backend, idle or busy",
-            Family::clone(&instances),
-        );
-        let discarded = Family::default();
-        registry.register(
-            "wharf_instances_discarded",
-            "Instances discarded (trapped or timed out) by the current version",
-            Family::clone(&discarded),
-        );
-        let retired = Family::default();
-        registry.register(
-            "wharf_instances_retired",
-            "Instances retired (call count or memory) by the current version",
-            Family::clone(&retired),
-        );
-        let sessions = Family::default();
-        registry.register(
-            "wharf_sessions",
-            "Sessions in the store by backend and state",
-            Family::clone(&sessions),
-        );
-        let containers = Family::default();
-        registry.register(
-            "wharf_containers",
-            "Wharf-labelled containers on the Docker engine by backend",
-            Family::clone(&containers),
-        );
-        let contracts = Family::default();
-        registry.register(
-            "wharf_backends_by_contract",
-            "Loaded backends by the contract version they were built against (older ones are deprecated)",
-            Family::clone(&contracts),
-        );
-        let imports = CachedFamily::new(Family::default());
-        registry.register(
-            "wharf_host_import_calls",
-            "Host import calls by backend, import and outcome",
-            imports.family(),
-        );
-        let compile: HistogramFamily<CompileLabels> =
-            Family::new_with_constructor(compile_histogram);
-        registry.register(
-            "wharf_backend_compile_seconds",
-            "Backend compile (or cache load) time",
-            compile.clone(),
-        );
-        let events = Family::default();
-        registry.register(
-            "wharf_backend_events",
-            "Backend loads, unloads and rejections",
-            Family::clone(&events),
-        );
-        let audit_written = Counter::default();
-        registry.register(
-            "wharf_audit_lines_written",
-            "Audit lines the audit sink wrote",
-            audit_written.clone(),
-        );
-        let audit_dropped = Counter::default();
-        registry.register(
-            "wharf_audit_lines_dropped",
-            "Audit lines dropped: the audit queue was full ([audit] mode = \"drop\") or the write failed",
-            audit_dropped.clone(),
-        );
-        let warm_pool = WarmPoolMetrics::register(&mut registry);
-        let tenants = TenantMetrics::register(&mut registry);
+        let mut r = Registrar(&mut registry);
         Self {
-            tenants,
-            registry,
-            tool_calls,
-            call_duration,
-            instances,
-            discarded,
-            retired,
-            sessions,
-            containers,
-            contracts,
-            imports,
-            compile,
-            events,
-            audit_written,
-            audit_dropped,
-            warm_pool,
+            tool_calls: CachedFamily::new(r.add(
+                "wharf_tool_calls",
+                "Tool calls by backend, tool and result code",
+            )),
+            call_duration: CachedFamily::new(r.add_histograms(
+                "wharf_tool_call_duration_seconds",
+                "Tool call duration",
+                Buckets::CALL,
+            )),
+            instances: r.add("wharf_instances", "Instances per backend, idle or busy"),
+            discarded: r.add(
+                "wharf_instances_discarded",
+                "Instances discarded (trapped or timed out) by the current version",
+            ),
+            retired: r.add(
+                "wharf_instances_retired",
+                "Instances retired (call count or memory) by the current version",
+            ),
+            sessions: r.add(
+                "wharf_sessions",
+                "Sessions in the store by backend and state",
+            ),
+            containers: r.add(
+                "wharf_containers",
+                "Wharf-labelled containers on the Docker engine by backend",
+            ),
+            contracts: r.add(
+                "wharf_backends_by_contract",
+                "Loaded backends by the contract version they were built against (older ones are deprecated)",
+            ),
+            imports: CachedFamily::new(r.add(
+                "wharf_host_import_calls",
+                "Host import calls by backend, import and outcome",
+            )),
+            compile: r.add_histograms(
+                "wharf_backend_compile_seconds",
+                "Backend compile (or cache load) time",
+                Buckets::COMPILE,
+            ),
+            events: r.add(
+                "wharf_backend_events",
+                "Backend loads, unloads and rejections",
+            ),
+            audit_written: r.add(
+                "wharf_audit_lines_written",
+                "Audit lines the audit sink wrote",
+            ),
+            audit_dropped: r.add(
+                "wharf_audit_lines_dropped",
+                "Audit lines dropped: the audit queue was full ([audit] mode = \"drop\") or the write failed",
+            ),
+            warm_pool: WarmPoolMetrics::register(&mut r),
+            tenants: TenantMetrics::register(&mut r),
             scrape: std::sync::Mutex::new(()),
             health: recent_health::RecentHealth::default(),
+            // Last: `r` lends the registry until the series above are registered.
+            registry,
         }
     }
 

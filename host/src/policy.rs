@@ -14,7 +14,8 @@ pub use containers::{ContainerRequest, EffectiveLimits, NetworkRequest};
 pub use egress::{EgressAsk, EgressRefusal, EgressRule, HostPattern, MAX_EGRESS_ENTRIES};
 pub use grants_growth::{GrantsAdded, grants_beyond};
 pub use isolation::{
-    Isolation, MAX_USER_BYTES, SandboxProfile, SandboxVolume, check_user, granted_levels,
+    Isolation, MAX_USER_BYTES, SandboxProfile, SandboxVolume, check_asked, check_user,
+    granted_levels,
 };
 pub use mounts::{MountAsk, MountGrant, check_mount_path};
 pub use outbound_http::normalize;

@@ -86,21 +86,29 @@ impl ArgsValidator {
                 }
             }
         }
-        if !missing.is_empty() {
-            missing.truncate(MAX_LISTED);
-            return Err(WharfError::new(
+        for (mut listed, code, what, key, separator) in [
+            (
+                missing,
                 Code::MissingField,
-                format!("missing required field(s): {}", missing.join(", ")),
-            )
-            .with_data(serde_json::json!({ "missing": missing })));
-        }
-        if !invalid.is_empty() {
-            invalid.truncate(MAX_LISTED);
-            return Err(WharfError::new(
+                "missing required field(s)",
+                "missing",
+                ", ",
+            ),
+            (
+                invalid,
                 Code::InvalidType,
-                format!("invalid arguments: {}", invalid.join("; ")),
-            )
-            .with_data(serde_json::json!({ "errors": invalid })));
+                "invalid arguments",
+                "errors",
+                "; ",
+            ),
+        ] {
+            if !listed.is_empty() {
+                listed.truncate(MAX_LISTED);
+                return Err(
+                    WharfError::new(code, format!("{what}: {}", listed.join(separator)))
+                        .with_data(serde_json::json!({ key: listed })),
+                );
+            }
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! the adapters' replies speak of one type. The state machine over these records is
 //! `sessions/` (ARCHITECTURE.md, the session state machine).
 
+use crate::error_code::{Code, WharfError};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -65,6 +66,18 @@ impl SessionRecord {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Refuses (4090) a paused or archived session, for what cannot resume it on the
+    /// caller's behalf; `then` says what the caller should do after resuming.
+    pub fn refuse_unless_running(&self, then: &str) -> Result<(), WharfError> {
+        if matches!(self.state, SessionState::Paused | SessionState::Archived) {
+            return Err(WharfError::new(
+                Code::Conflict,
+                format!("session `{}` is {}: {then}", self.id, self.state.as_str()),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -314,15 +314,9 @@ impl SessionManager {
         id: &str,
     ) -> Result<SessionRecord, WharfError> {
         let record = self.get(tenant, id).await?;
-        if matches!(record.state, SessionState::Paused | SessionState::Archived) {
-            return Err(WharfError::new(
-                Code::Conflict,
-                format!(
-                    "session `{id}` is {}: resume it first (POST /v1/sessions/{id}/resume, or call one of its tools)",
-                    record.state.as_str()
-                ),
-            ));
-        }
+        record.refuse_unless_running(&format!(
+            "resume it first (POST /v1/sessions/{id}/resume, or call one of its tools)"
+        ))?;
         Ok(record)
     }
 

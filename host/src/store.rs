@@ -6,6 +6,7 @@
 
 mod backend_locks;
 mod kv_rows;
+mod made_rows;
 mod migrations;
 mod node_rows;
 mod quota_rows;
@@ -25,10 +26,11 @@ pub use session_rows::BadSessionRow;
 pub use volume_rows::VolumeInsert;
 pub use warm_rows::WarmRow;
 
+use crate::bounded::from_column;
 use crate::error_code::{Code, WharfError};
 use anyhow::{Context, Result};
-use sqlx::AnyPool;
-use sqlx::any::AnyPoolOptions;
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Row};
 use std::path::Path;
 use std::time::Duration;
 
@@ -117,10 +119,7 @@ impl StateStore {
     }
 
     /// Runs `statement`, whatever it changes.
-    pub(crate) async fn run<'q>(
-        &self,
-        statement: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    ) -> Result<(), WharfError> {
+    pub(crate) async fn run<'q>(&self, statement: Statement<'q>) -> Result<(), WharfError> {
         statement.execute(self.pool()).await.map_err(unavailable)?;
         Ok(())
     }
@@ -128,11 +127,107 @@ impl StateStore {
     /// Runs `statement`; true when it changed exactly one row (a compare-and-set took).
     pub(crate) async fn changed_one<'q>(
         &self,
-        statement: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+        statement: Statement<'q>,
     ) -> Result<bool, WharfError> {
         let done = statement.execute(self.pool()).await.map_err(unavailable)?;
         Ok(done.rows_affected() == 1)
     }
+
+    /// `sql` with `node`, this incarnation's boot id and `before_ms` bound as `$1`, `$2`
+    /// and `$3`: a sweep's "made by `node` in an earlier incarnation, or before".
+    pub(crate) fn of_node_before<'q>(
+        &'q self,
+        sql: &'q str,
+        node: &'q str,
+        before_ms: u64,
+    ) -> Statement<'q> {
+        sqlx::query(sql)
+            .bind(node)
+            .bind(self.boot())
+            .bind(crate::bounded::to_column(before_ms))
+    }
+
+    /// Runs the query `statement` and reads the row it finds, if any, with `read`.
+    pub(crate) async fn fetch_optional<'q, T>(
+        &self,
+        statement: Statement<'q>,
+        read: impl FnOnce(&AnyRow) -> Result<T, WharfError>,
+    ) -> Result<Option<T>, WharfError> {
+        let row = statement
+            .fetch_optional(self.pool())
+            .await
+            .map_err(unavailable)?;
+        row.as_ref().map(read).transpose()
+    }
+
+    /// Runs the query `statement` and reads every row it finds with `read`, in order.
+    pub(crate) async fn fetch_all<'q, T, C: FromIterator<T>>(
+        &self,
+        statement: Statement<'q>,
+        read: impl FnMut(&AnyRow) -> Result<T, WharfError>,
+    ) -> Result<C, WharfError> {
+        let rows = statement
+            .fetch_all(self.pool())
+            .await
+            .map_err(unavailable)?;
+        rows.iter().map(read).collect()
+    }
+}
+
+/// One statement of either engine, its arguments bound.
+pub(crate) type Statement<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// Column `name` of `row`; a column that cannot be read is the store's failure (5012).
+pub(crate) fn column<'r, T>(row: &'r AnyRow, name: &str) -> Result<T, WharfError>
+where
+    T: sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any>,
+{
+    row.try_get(name).map_err(unavailable)
+}
+
+/// The columns of a row of one kind of record (`what`: "snapshot", "volume"), each number
+/// checked against its bound: nothing read back from the store is trusted more than a
+/// request.
+pub(crate) struct Columns<'r> {
+    row: &'r AnyRow,
+    what: &'static str,
+}
+
+impl<'r> Columns<'r> {
+    /// The columns of `row`, a `what`'s.
+    pub(crate) fn of(row: &'r AnyRow, what: &'static str) -> Self {
+        Self { row, what }
+    }
+
+    /// Column `name`, as it is stored.
+    pub(crate) fn get<T>(&self, name: &str) -> Result<T, WharfError>
+    where
+        T: sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any>,
+    {
+        column(self.row, name)
+    }
+
+    /// Column `name`, a count, a size or a time: 0 to `i64::MAX`.
+    pub(crate) fn number(&self, name: &str) -> Result<u64, WharfError> {
+        let v: i64 = self.get(name)?;
+        from_column(v, i64::MAX as u64)
+            .ok_or_else(|| WharfError::internal(format!("a {}'s `{name}` is {v}", self.what)))
+    }
+
+    /// The `state` column, as `parse` reads its word.
+    pub(crate) fn state<S>(&self, parse: fn(&str) -> Option<S>) -> Result<S, WharfError> {
+        let word: String = self.get("state")?;
+        parse(&word)
+            .ok_or_else(|| WharfError::internal(format!("a {}'s state is {word:?}", self.what)))
+    }
+}
+
+/// Binds the tenant filter `($1 = '' OR tenant = $2)` of a listing: `tenant`'s rows, or
+/// every tenant's with `None`.
+pub(crate) fn of_tenant<'q>(statement: Statement<'q>, tenant: Option<&'q str>) -> Statement<'q> {
+    statement
+        .bind(if tenant.is_some() { "t" } else { "" })
+        .bind(tenant.unwrap_or_default())
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
@@ -143,6 +238,23 @@ pub fn redact_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new store in a new temporary directory, with its file's path (to open it again as
+    /// a restarted node does); the directory lives as long as the first of the three.
+    pub(super) async fn fresh_store()
+    -> anyhow::Result<(tempfile::TempDir, std::path::PathBuf, StateStore)> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("s.db");
+        let store = StateStore::open_sqlite(&path).await?;
+        Ok((dir, path, store))
+    }
+
+    /// `ids`, sorted: a test does not rely on the order rows come in.
+    pub(super) fn sorted<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+        let mut ids: Vec<&str> = ids.into_iter().collect();
+        ids.sort();
+        ids
+    }
 
     #[test]
     fn passwords_are_redacted() {

@@ -14,16 +14,15 @@
 //! What `/v1/backends` shows of the lifecycle (`last_error`, `pending`, `rejected`) is in
 //! `api/backends`.
 
-use crate::api::auth::Caller;
 use crate::api::backends::backend_entry;
 use crate::api::envelope::Envelope;
-use crate::api::route_answer::answer;
+use crate::api::route_answer::PathRoute;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{CallPlace, Deployment, Wharf};
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Query, Request};
 use axum::routing::{post, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -44,17 +43,17 @@ pub fn router(wharf: &Wharf) -> Router<Arc<Wharf>> {
         .route_layer(crate::api::json_body::require_octets())
 }
 
-/// An admin route's answer about `backend`: the scope checked, then `action`, timed and
-/// placed at the backend.
+/// An admin route's answer about the backend its path names: the scope checked, then
+/// `action`, timed and placed at the backend.
 async fn admin_action(
-    caller: &Caller,
-    backend: &str,
+    route: &PathRoute,
     action: impl AsyncFnOnce() -> Result<Value, WharfError>,
 ) -> Envelope {
-    answer(caller, TokenScope::Admin, action())
+    route
+        .answer(TokenScope::Admin, action())
         .await
         .at(CallPlace {
-            backend: Some(backend.to_string()),
+            backend: Some(route.id.clone()),
             ..CallPlace::default()
         })
 }
@@ -105,19 +104,18 @@ pub(crate) async fn read_upload(request: Request) -> Result<Vec<u8>, WharfError>
 }
 
 async fn upload(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(name): Path<String>,
+    r: PathRoute,
     query: Result<Query<UploadQuery>, QueryRejection>,
     request: Request,
 ) -> Envelope {
-    admin_action(&caller, &name, async || {
+    let (wharf, caller, name) = (&r.wharf, &r.caller, &r.id);
+    admin_action(&r, async || {
         let Query(query) = query.map_err(|e| WharfError::invalid_request(e.body_text()))?;
         let wasm = read_upload(request).await?;
         tracing::info!(backend = %name, bytes = wasm.len(), by = %caller.name, "component uploaded");
         // Kept in the data dir and loaded again at the next start.
-        match wharf.upload_backend(&name, wasm, query.sha256).await? {
-            Deployment::Active(backend) => Ok(backend_entry(&wharf, &backend)),
+        match wharf.upload_backend(name, wasm, query.sha256).await? {
+            Deployment::Active(backend) => Ok(backend_entry(wharf, &backend)),
             Deployment::Pending(pending) => Ok(json!({
                 "name": name,
                 "state": "pending",
@@ -129,41 +127,29 @@ async fn upload(
     .await
 }
 
-async fn unload(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(name): Path<String>,
-) -> Envelope {
-    admin_action(&caller, &name, async || {
-        let unloaded = wharf.remove_backend(&name).await?;
-        tracing::info!(backend = %name, unloaded, by = %caller.name, "unload requested");
-        Ok(json!({ "name": name, "unloaded": unloaded }))
+async fn unload(r: PathRoute) -> Envelope {
+    admin_action(&r, async || {
+        let unloaded = r.wharf.remove_backend(&r.id).await?;
+        tracing::info!(backend = %r.id, unloaded, by = %r.caller.name, "unload requested");
+        Ok(json!({ "name": r.id, "unloaded": unloaded }))
     })
     .await
 }
 
-async fn approve(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(name): Path<String>,
-) -> Envelope {
-    admin_action(&caller, &name, async || {
-        let backend = wharf.approve_backend(&name).await?;
-        tracing::info!(backend = %name, version = %backend.version, by = %caller.name, "upgrade approved");
-        Ok(backend_entry(&wharf, &backend))
+async fn approve(r: PathRoute) -> Envelope {
+    admin_action(&r, async || {
+        let backend = r.wharf.approve_backend(&r.id).await?;
+        tracing::info!(backend = %r.id, version = %backend.version, by = %r.caller.name, "upgrade approved");
+        Ok(backend_entry(&r.wharf, &backend))
     })
     .await
 }
 
-async fn reject(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(name): Path<String>,
-) -> Envelope {
-    admin_action(&caller, &name, async || {
-        let dropped = wharf.reject_upgrade(&name).await?;
-        tracing::info!(backend = %name, version = %dropped.version, by = %caller.name, "upgrade rejected");
-        Ok(json!({ "name": name, "rejected": dropped }))
+async fn reject(r: PathRoute) -> Envelope {
+    admin_action(&r, async || {
+        let dropped = r.wharf.reject_upgrade(&r.id).await?;
+        tracing::info!(backend = %r.id, version = %dropped.version, by = %r.caller.name, "upgrade rejected");
+        Ok(json!({ "name": r.id, "rejected": dropped }))
     })
     .await
 }

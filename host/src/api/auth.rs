@@ -260,32 +260,29 @@ mod tests {
     use super::*;
     use crate::config::TokenConfig;
 
+    /// A static token with no allowlist.
+    fn token(name: &str, value: &str, scopes: Vec<TokenScope>) -> TokenConfig {
+        TokenConfig {
+            name: name.into(),
+            value: Some(value.into()),
+            value_file: None,
+            scopes,
+            backends: None,
+            tools: None,
+        }
+    }
+
     fn auth() -> AuthConfig {
         AuthConfig {
             tokens: vec![
                 TokenConfig {
-                    name: "agent".into(),
-                    value: Some("t-agent".into()),
-                    value_file: None,
-                    scopes: vec![TokenScope::Read, TokenScope::Call],
                     backends: Some(vec!["echo".into()]),
-                    tools: None,
+                    ..token("agent", "t-agent", vec![TokenScope::Read, TokenScope::Call])
                 },
+                token("ops", "t-ops", vec![TokenScope::Admin]),
                 TokenConfig {
-                    name: "ops".into(),
-                    value: Some("t-ops".into()),
-                    value_file: None,
-                    scopes: vec![TokenScope::Admin],
-                    backends: None,
-                    tools: None,
-                },
-                TokenConfig {
-                    name: "viewer".into(),
-                    value: Some("t-view".into()),
-                    value_file: None,
-                    scopes: vec![TokenScope::Read],
-                    backends: None,
                     tools: Some(vec!["echo:say".into()]),
+                    ..token("viewer", "t-view", vec![TokenScope::Read])
                 },
             ],
             oauth: None,

@@ -18,18 +18,22 @@ use tokio::sync::{mpsc, oneshot};
 /// The media type of a streamed call.
 pub const NDJSON: &str = "application/x-ndjson";
 
-/// Whether the client asked for the streamed form.
-pub fn wants_lines(headers: &HeaderMap) -> bool {
+/// The entries of the request's `Accept` headers (`type/subtype;param=value` each).
+pub fn accept_entries(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|media| media.trim().eq_ignore_ascii_case(NDJSON))
-        })
+}
+
+/// Whether the client asked for the streamed form.
+pub fn wants_lines(headers: &HeaderMap) -> bool {
+    accept_entries(headers).any(|v| {
+        v.split(';')
+            .next()
+            .is_some_and(|media| media.trim().eq_ignore_ascii_case(NDJSON))
+    })
 }
 
 /// One line of output or progress.

@@ -32,9 +32,10 @@ use crate::session_record::SessionRecord;
 use crate::session_record::SessionState;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequestParts, State};
 use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
@@ -70,48 +71,74 @@ fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Resul
     json_body::parse_body(body, EmptyBody::EmptyObject)
 }
 
-/// The opening every compat call shares: the caller may call, the body parses, its
-/// `trace_id` is a valid one (or absent); the request's span and clock start under
-/// `protocol`. On a refusal, the envelope to answer with.
-#[allow(clippy::result_large_err)]
-fn open_call<T: DeserializeOwned>(
-    caller: &Caller,
-    body: Result<Bytes, BytesRejection>,
-    protocol: &'static str,
-    trace_id_of: impl FnOnce(&T) -> Option<&str>,
-) -> Result<(T, tracing::Span, RequestClock), Envelope> {
-    let body: T = caller
-        .require(TokenScope::Call)
-        .and_then(|()| parse_body(body))
-        .map_err(|e| RequestClock::start().reply(Err(e)))?;
-    let trace_id = crate::api::envelope::client_trace_id(trace_id_of(&body))
-        .map_err(|e| RequestClock::start().reply(Err(e)))?;
-    let (span, clock) = RequestClock::for_request(protocol, &caller.name, trace_id);
-    Ok((body, span, clock))
+/// What a compat route that acts for a worker starts from, besides its body: the front
+/// door, the caller (refused as [`Caller`] refuses) and the headers (where the worker id
+/// may be).
+struct CompatCall {
+    wharf: Arc<Wharf>,
+    caller: Caller,
+    headers: HeaderMap,
 }
 
-/// The worker id: the body's when it has a non-empty one, else the `X-Worker-ID` header's.
-fn worker_id(body: Option<&str>, headers: &HeaderMap) -> Option<String> {
-    body.filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .or_else(|| {
-            headers
-                .get(WORKER_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
-                .filter(|w| !w.is_empty())
-                .map(str::to_string)
+impl FromRequestParts<Arc<Wharf>> for CompatCall {
+    type Rejection = Envelope;
+
+    async fn from_request_parts(parts: &mut Parts, wharf: &Arc<Wharf>) -> Result<Self, Envelope> {
+        let caller = Caller::from_request_parts(parts, wharf).await?;
+        Ok(Self {
+            wharf: Arc::clone(wharf),
+            caller,
+            headers: parts.headers.clone(),
         })
+    }
 }
 
-/// The worker id, or 4003.
-fn require_worker(body: Option<&str>, headers: &HeaderMap) -> Result<String, WharfError> {
-    worker_id(body, headers).ok_or_else(|| {
-        WharfError::new(
-            Code::MissingField,
-            "worker_id is required (in the JSON body or the X-Worker-ID header)",
-        )
-    })
+impl CompatCall {
+    /// The opening every compat call shares: the caller may call, the body parses, its
+    /// `trace_id` is a valid one (or absent); the request's span and clock start under
+    /// `protocol`. On a refusal, the envelope to answer with.
+    #[allow(clippy::result_large_err)]
+    fn open<T: DeserializeOwned>(
+        &self,
+        body: Result<Bytes, BytesRejection>,
+        protocol: &'static str,
+        trace_id_of: impl FnOnce(&T) -> Option<&str>,
+    ) -> Result<(T, tracing::Span, RequestClock), Envelope> {
+        let body: T = self
+            .caller
+            .require(TokenScope::Call)
+            .and_then(|()| parse_body(body))
+            .map_err(|e| RequestClock::start().reply(Err(e)))?;
+        let trace_id = crate::api::envelope::client_trace_id(trace_id_of(&body))
+            .map_err(|e| RequestClock::start().reply(Err(e)))?;
+        let (span, clock) = RequestClock::for_request(protocol, &self.caller.name, trace_id);
+        Ok((body, span, clock))
+    }
+
+    /// The worker id: the body's when it has a non-empty one, else the `X-Worker-ID`
+    /// header's.
+    fn worker_id(&self, body: Option<&str>) -> Option<String> {
+        body.filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .or_else(|| {
+                self.headers
+                    .get(WORKER_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::trim)
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_string)
+            })
+    }
+
+    /// The worker id, or 4003.
+    fn require_worker(&self, body: Option<&str>) -> Result<String, WharfError> {
+        self.worker_id(body).ok_or_else(|| {
+            WharfError::new(
+                Code::MissingField,
+                "worker_id is required (in the JSON body or the X-Worker-ID header)",
+            )
+        })
+    }
 }
 
 /// The ready, paused and archived sessions of a worker (all its backends, or one).
@@ -187,13 +214,10 @@ async fn health() -> Envelope {
 /// `GET /ready`: at least one backend is loaded, else 5011 (open, no token).
 async fn ready(State(wharf): State<Arc<Wharf>>) -> Envelope {
     let clock = RequestClock::start();
-    let backends = wharf.backend_count();
-    if backends == 0 {
-        return clock.reply(Err(WharfError::backend_unavailable("no backend is loaded")));
-    }
-    clock.reply(Ok(json!({
-        "status": "ready",
-        "backends": backends,
-        "tools_count": wharf.tools().len(),
-    })))
+    clock.reply(
+        crate::api::route_answer::readiness(&wharf).map(|mut ready| {
+            ready["tools_count"] = json!(wharf.tools().len());
+            ready
+        }),
+    )
 }

@@ -35,6 +35,8 @@ use crate::api::auth::{Authenticator, Caller};
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use axum::Router;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -68,6 +70,19 @@ impl Viewer {
     /// Whether the viewer may act (approve, unload, end sessions).
     fn admin(&self) -> bool {
         self.csrf.is_some() && self.caller.has(TokenScope::Admin)
+    }
+}
+
+/// A page's viewer, for a page route: without one, to the login form (or the console is
+/// closed) as [`Console::page_viewer`] answers.
+impl FromRequestParts<Arc<Console>> for Viewer {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        console: &Arc<Console>,
+    ) -> Result<Self, Response> {
+        console.page_viewer(&parts.headers).await
     }
 }
 

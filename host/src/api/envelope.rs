@@ -71,6 +71,13 @@ impl Envelope {
     pub fn refusal(err: WharfError) -> Response {
         Self::error(err, Meta::default()).into_response()
     }
+    /// The text at `key` of the reply's `data`, if any (for a `meta` that repeats it).
+    pub fn data_text(&self, key: &str) -> Option<String> {
+        self.data
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
     /// Says in `meta` where the reply's call ran, or got to before it failed.
     pub fn at(mut self, place: crate::front_door::CallPlace) -> Self {
         self.meta.tool = place.tool;

@@ -17,14 +17,14 @@ pub use spool::SpoolBudget;
 use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
 use crate::api::json_body::parse_query;
-use crate::api::session_access::permitted_session;
+use crate::api::route_answer::PathRoute;
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
 use crate::front_door::SandboxTransfer;
 use crate::front_door::Wharf;
 use axum::body::Body;
+use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
@@ -45,15 +45,19 @@ fn failure(err: WharfError) -> Response {
     Envelope::error(err, Meta::default()).into_response()
 }
 
-async fn sandbox_for(
-    wharf: &Wharf,
-    caller: &Caller,
-    id: &str,
-) -> Result<SandboxTransfer, WharfError> {
-    caller.require(TokenScope::Call)?;
-    // The token's allowlist holds here as on `/v1/call`: moving files is using the backend.
-    permitted_session(wharf, caller, id).await?;
-    wharf.sandbox_transfer(caller.session_tenant(), id).await
+/// Whether the caller may reach the path's session's sandbox: its `call` scope, and the
+/// token's allowlist, which holds here as on `/v1/call` (moving files is using the backend).
+async fn may_use_sandbox(session: &PathRoute) -> Result<(), WharfError> {
+    session.caller.require(TokenScope::Call)?;
+    session.permitted_session().await.map(drop)
+}
+
+async fn sandbox_for(session: &PathRoute) -> Result<SandboxTransfer, WharfError> {
+    may_use_sandbox(session).await?;
+    session
+        .wharf
+        .sandbox_transfer(session.tenant(), &session.id)
+        .await
 }
 
 /// The `?path=` of a transfer, once the caller's `call` scope is checked.
@@ -66,26 +70,21 @@ fn transfer_path(
 }
 
 /// Streams a file out of the sandbox, slice by slice.
-pub async fn download(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    query: Result<Query<FilePath>, QueryRejection>,
-) -> Response {
-    let q = match transfer_path(&caller, query) {
+pub async fn download(r: PathRoute, query: Result<Query<FilePath>, QueryRejection>) -> Response {
+    let q = match transfer_path(&r.caller, query) {
         Ok(q) => q,
         Err(e) => return failure(e),
     };
-    let held = match sandbox_for(&wharf, &caller, &id).await {
+    let held = match sandbox_for(&r).await {
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    if let Some(found) = directories::through_agent(&wharf, &held, &q.path).await {
-        return directories::stream_out(&wharf, found, held, &q.path)
+    if let Some(found) = directories::through_agent(&r.wharf, &held, &q.path).await {
+        return directories::stream_out(&r.wharf, found, held, &q.path)
             .await
             .unwrap_or_else(failure);
     }
-    match stream_file(&wharf, held, q.path).await {
+    match stream_file(&r.wharf, held, q.path).await {
         Ok(response) => response.into_response(),
         Err(e) => failure(e),
     }
@@ -133,20 +132,18 @@ pub(crate) async fn stream_file(
 /// Streams a request body into a file in the sandbox: the whole body is spooled first,
 /// then written in chunks under the session's turn.
 pub async fn upload(
-    State(wharf): State<Arc<Wharf>>,
+    r: PathRoute,
     axum::Extension(budget): axum::Extension<Arc<SpoolBudget>>,
-    caller: Caller,
-    Path(id): Path<String>,
     query: Result<Query<FilePath>, QueryRejection>,
     headers: axum::http::HeaderMap,
     body: Body,
 ) -> Response {
-    let q = match transfer_path(&caller, query) {
+    let q = match transfer_path(&r.caller, query) {
         Ok(q) => q,
         Err(e) => return failure(e),
     };
     let started = std::time::Instant::now();
-    let server = wharf.server();
+    let server = r.wharf.server();
     let limits = spool::UploadLimits {
         max_bytes: server.max_upload_bytes,
         read_timeout: std::time::Duration::from_millis(server.upload_read_timeout_ms),
@@ -158,12 +155,10 @@ pub async fn upload(
     // Who may upload, into what, and whether the tenant's uploads have room for it, is
     // settled before a byte is read.
     let checked = async {
-        caller.require(TokenScope::Call)?;
+        r.caller.require(TokenScope::Call)?;
         spool::check_declared(declared, limits)?;
-        wharf
-            .sandbox_session_exists(caller.session_tenant(), &id)
-            .await?;
-        budget.reserve(&caller.name, declared.unwrap_or(limits.max_bytes))
+        r.wharf.sandbox_session_exists(r.tenant(), &r.id).await?;
+        budget.reserve(&r.caller.name, declared.unwrap_or(limits.max_bytes))
     };
     let _reservation = match checked.await {
         Ok(reservation) => reservation,
@@ -173,38 +168,35 @@ pub async fn upload(
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    let held = match sandbox_for(&wharf, &caller, &id).await {
+    let held = match sandbox_for(&r).await {
         Ok(s) => s,
         Err(e) => return failure(e),
     };
-    let meta = |id: String| {
-        let mut meta = Meta {
-            duration_ms: started.elapsed().as_millis() as u64,
-            ..Meta::default()
-        };
-        meta.session_id = Some(id);
-        meta
+    let meta = || Meta {
+        duration_ms: started.elapsed().as_millis() as u64,
+        session_id: Some(r.id.clone()),
+        ..Meta::default()
     };
     if directories::is_tar(&headers) {
-        return match directories::unpack_tar(&wharf, &held, &q.path, spooled).await {
+        return match directories::unpack_tar(&r.wharf, &held, &q.path, spooled).await {
             Ok(written) => Envelope::ok(
                 json!({"path": q.path, "bytes_written": written, "directory": true}),
-                meta(id),
+                meta(),
             )
             .into_response(),
             Err(e) => failure(e),
         };
     }
-    let mut spooled = match directories::write_through_agent(&wharf, &held, &q.path, spooled).await
-    {
-        Ok(Ok(written)) => {
-            return Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta(id))
-                .into_response();
-        }
-        Ok(Err(e)) => return failure(e),
-        // No agent in this sandbox: the provider writes it, a chunk at a time.
-        Err(spooled) => spooled,
-    };
+    let mut spooled =
+        match directories::write_through_agent(&r.wharf, &held, &q.path, spooled).await {
+            Ok(Ok(written)) => {
+                return Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta())
+                    .into_response();
+            }
+            Ok(Err(e)) => return failure(e),
+            // No agent in this sandbox: the provider writes it, a chunk at a time.
+            Err(spooled) => spooled,
+        };
     let mut written: u64 = 0;
     loop {
         let piece = match spooled.next_piece(UPLOAD_CHUNK).await {
@@ -229,5 +221,5 @@ pub async fn upload(
             break;
         }
     }
-    Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta(id)).into_response()
+    Envelope::ok(json!({"path": q.path, "bytes_written": written}), meta()).into_response()
 }

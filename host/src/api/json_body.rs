@@ -255,36 +255,16 @@ mod tests {
     #[test]
     fn failures_map_onto_the_code_table() {
         let ok = |s: &'static str| Ok(Bytes::from_static(s.as_bytes()));
-        assert_eq!(
-            parse_body::<Req>(ok(""), EmptyBody::Refused)
-                .unwrap_err()
-                .code,
-            Code::InvalidRequest
-        );
-        assert_eq!(
-            parse_body::<Req>(ok(" "), EmptyBody::EmptyObject)
-                .unwrap_err()
-                .code,
-            Code::MissingField
-        );
-        assert_eq!(
-            parse_body::<Req>(ok("{x"), EmptyBody::Refused)
-                .unwrap_err()
-                .code,
-            Code::InvalidRequest
-        );
-        assert_eq!(
-            parse_body::<Req>(ok("[1]"), EmptyBody::Refused)
-                .unwrap_err()
-                .code,
-            Code::InvalidRequest
-        );
-        assert_eq!(
-            parse_body::<Req>(ok(r#"{"tool":5}"#), EmptyBody::Refused)
-                .unwrap_err()
-                .code,
-            Code::InvalidType
-        );
+        for (body, empty, code) in [
+            ("", EmptyBody::Refused, Code::InvalidRequest),
+            (" ", EmptyBody::EmptyObject, Code::MissingField),
+            ("{x", EmptyBody::Refused, Code::InvalidRequest),
+            ("[1]", EmptyBody::Refused, Code::InvalidRequest),
+            (r#"{"tool":5}"#, EmptyBody::Refused, Code::InvalidType),
+        ] {
+            let e = parse_body::<Req>(ok(body), empty).unwrap_err();
+            assert_eq!(e.code, code, "{body:?}");
+        }
         assert_eq!(
             parse_body::<Req>(ok(r#"{"tool":"a"}"#), EmptyBody::Refused)
                 .unwrap()

@@ -2,17 +2,13 @@
 //! `DELETE` revokes every URL signed for the session so far (its preview epoch moves on).
 //! The URL is served by the preview listener (`api/preview`), never on this origin.
 
-use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
 use crate::api::json_body::EmptyBody;
-use crate::api::route_answer::{answer, answer_on_session, session_body};
+use crate::api::route_answer::PathRoute;
 use crate::config::TokenScope;
-use crate::front_door::Wharf;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// Which port, for how long.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -45,22 +41,12 @@ pub struct PreviewsRevoked {
 }
 
 /// `POST /v1/sessions/{id}/previews`.
-pub async fn create(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
-        let request: PreviewRequest =
-            session_body(&wharf, &caller, &id, body, EmptyBody::Refused).await?;
-        let link = wharf
-            .preview_url(
-                caller.session_tenant(),
-                &id,
-                request.port,
-                request.ttl_seconds,
-            )
+pub async fn create(r: PathRoute, body: Result<Bytes, BytesRejection>) -> Envelope {
+    r.answer(TokenScope::Call, async {
+        let request: PreviewRequest = r.session_body(body, EmptyBody::Refused).await?;
+        let link = r
+            .wharf
+            .preview_url(r.tenant(), &r.id, request.port, request.ttl_seconds)
             .await?;
         Ok(PreviewReply {
             url: link.url,
@@ -71,13 +57,9 @@ pub async fn create(
 }
 
 /// `DELETE /v1/sessions/{id}/previews`.
-pub async fn revoke(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Envelope {
-    answer_on_session(&wharf, &caller, TokenScope::Call, &id, async {
-        let epoch = wharf.revoke_previews(caller.session_tenant(), &id).await?;
+pub async fn revoke(r: PathRoute) -> Envelope {
+    r.answer_on_session(TokenScope::Call, async {
+        let epoch = r.wharf.revoke_previews(r.tenant(), &r.id).await?;
         Ok(PreviewsRevoked { epoch })
     })
     .await

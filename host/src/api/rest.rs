@@ -5,8 +5,7 @@ use crate::api::call_request::{self, CallRequest};
 use crate::api::call_stream;
 use crate::api::envelope::{Envelope, RequestClock, attachments_json};
 use crate::api::json_body::{self, EmptyBody};
-use crate::api::route_answer::{answer, answer_on_session};
-use crate::api::session_access::permitted_session;
+use crate::api::route_answer::{PathRoute, answer, readiness};
 use crate::api::session_reply::{SessionList, SessionReply};
 use crate::call_output::OutputSink;
 use crate::config::TokenScope;
@@ -15,7 +14,7 @@ use crate::front_door::{Invocation, SessionChoice, SessionRequest, Wharf};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -187,11 +186,7 @@ async fn healthz() -> Envelope {
 
 async fn readyz(State(wharf): State<Arc<Wharf>>) -> Envelope {
     let t = RequestClock::start();
-    let backends = wharf.backend_count();
-    if backends == 0 {
-        return t.reply(Err(WharfError::backend_unavailable("no backend is loaded")));
-    }
-    t.reply(Ok(json!({ "status": "ready", "backends": backends })))
+    t.reply(readiness(&wharf))
 }
 
 async fn list_tools(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
@@ -233,16 +228,8 @@ async fn create_session(
         })
     })
     .await;
-    envelope.meta.session_id = envelope
-        .data
-        .get("id")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    envelope.meta.backend = envelope
-        .data
-        .get("backend")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    envelope.meta.session_id = envelope.data_text("id");
+    envelope.meta.backend = envelope.data_text("backend");
     envelope
 }
 
@@ -274,27 +261,17 @@ async fn list_sessions(
     .await
 }
 
-async fn get_session(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Envelope {
-    answer(&caller, TokenScope::Read, async {
-        permitted_session(&wharf, &caller, &id)
-            .await
-            .map(|s| SessionReply::from(&s))
+async fn get_session(r: PathRoute) -> Envelope {
+    r.answer(TokenScope::Read, async {
+        r.permitted_session().await.map(|s| SessionReply::from(&s))
     })
     .await
 }
 
-async fn refresh_session(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Envelope {
-    answer_on_session(&wharf, &caller, TokenScope::Call, &id, async {
-        wharf
-            .refresh_session(caller.session_tenant(), &id)
+async fn refresh_session(r: PathRoute) -> Envelope {
+    r.answer_on_session(TokenScope::Call, async {
+        r.wharf
+            .refresh_session(r.tenant(), &r.id)
             .await
             .map(|s| SessionReply::from(&s))
     })
@@ -306,39 +283,30 @@ struct Holder {
     holder: String,
 }
 
-async fn release_claim(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    holder: Result<Query<Holder>, QueryRejection>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
+async fn release_claim(r: PathRoute, holder: Result<Query<Holder>, QueryRejection>) -> Envelope {
+    r.answer(TokenScope::Call, async {
         let h = json_body::parse_query(holder)?;
-        permitted_session(&wharf, &caller, &id).await?;
-        wharf
-            .release_claim(caller.session_tenant(), &id, &h.holder)
+        r.permitted_session().await?;
+        r.wharf
+            .release_claim(r.tenant(), &r.id, &h.holder)
             .await
-            .map(|released| json!({ "id": id, "released": released }))
+            .map(|released| json!({ "id": r.id, "released": released }))
     })
     .await
 }
 
-async fn delete_session(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
+async fn delete_session(r: PathRoute) -> Envelope {
+    r.answer(TokenScope::Call, async {
         // An unknown id stays a no-op (delete is idempotent); a forbidden one is not.
-        if let Err(e) = permitted_session(&wharf, &caller, &id).await
+        if let Err(e) = r.permitted_session().await
             && e.code != Code::SessionNotFound
         {
             return Err(e);
         }
-        wharf
-            .delete_session(caller.session_tenant(), &id)
+        r.wharf
+            .delete_session(r.tenant(), &r.id)
             .await
-            .map(|deleted| json!({ "id": id, "deleted": deleted }))
+            .map(|deleted| json!({ "id": r.id, "deleted": deleted }))
     })
     .await
 }

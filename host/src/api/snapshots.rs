@@ -7,14 +7,14 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
 use crate::api::json_body::EmptyBody;
-use crate::api::route_answer::{answer, session_body};
+use crate::api::route_answer::{PathRoute, answer};
 use crate::api::session_reply::SessionReply;
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use crate::snapshot_record::SnapshotRecord;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
@@ -61,17 +61,11 @@ pub struct SnapshotList {
 }
 
 /// `POST /v1/sessions/{id}/snapshots`.
-pub async fn create(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
-        let request: SnapshotRequest =
-            session_body(&wharf, &caller, &id, body, EmptyBody::EmptyObject).await?;
-        wharf
-            .snapshot_session(caller.session_tenant(), &id, request.name)
+pub async fn create(r: PathRoute, body: Result<Bytes, BytesRejection>) -> Envelope {
+    r.answer(TokenScope::Call, async {
+        let request: SnapshotRequest = r.session_body(body, EmptyBody::EmptyObject).await?;
+        r.wharf
+            .snapshot_session(r.tenant(), &r.id, request.name)
             .await
     })
     .await
@@ -87,47 +81,30 @@ pub async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
 }
 
 /// `GET /v1/snapshots/{id}`.
-pub async fn get(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Envelope {
-    answer(
-        &caller,
-        TokenScope::Read,
-        wharf.snapshot(caller.session_tenant(), &id),
-    )
-    .await
+pub async fn get(r: PathRoute) -> Envelope {
+    r.answer(TokenScope::Read, r.wharf.snapshot(r.tenant(), &r.id))
+        .await
 }
 
 /// `DELETE /v1/snapshots/{id}`.
-pub async fn delete(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
-        wharf.delete_snapshot(caller.session_tenant(), &id).await?;
-        Ok(serde_json::json!({ "deleted": id }))
+pub async fn delete(r: PathRoute) -> Envelope {
+    r.answer(TokenScope::Call, async {
+        r.wharf.delete_snapshot(r.tenant(), &r.id).await?;
+        Ok(serde_json::json!({ "deleted": r.id }))
     })
     .await
 }
 
 /// `POST /v1/sessions/{id}/fork`.
-pub async fn fork(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
-        let request: ForkRequest =
-            session_body(&wharf, &caller, &id, body, EmptyBody::Refused).await?;
-        let (snapshot, sessions) = wharf
+pub async fn fork(r: PathRoute, body: Result<Bytes, BytesRejection>) -> Envelope {
+    r.answer(TokenScope::Call, async {
+        let request: ForkRequest = r.session_body(body, EmptyBody::Refused).await?;
+        let (snapshot, sessions) = r
+            .wharf
             .fork_session(
-                &caller.tenant,
-                caller.session_tenant(),
-                &id,
+                &r.caller.tenant,
+                r.tenant(),
+                &r.id,
                 request.count,
                 request.keys,
                 request.config,

@@ -8,9 +8,9 @@
 //! `error`). A browser, whose WebSocket sends no `Authorization`, presents a single-use
 //! `ticket` minted by `POST /v1/sessions/{id}/terminal/tickets`.
 
-use crate::api::auth::{Caller, caller_in};
+use crate::api::auth::caller_in;
 use crate::api::envelope::{Envelope, Meta};
-use crate::api::route_answer::answer_on_session;
+use crate::api::route_answer::PathRoute;
 use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
 use crate::error_code::{Code, WharfError};
@@ -85,15 +85,11 @@ fn event_message(event: &HostEvent) -> Message {
 }
 
 /// `POST /v1/sessions/{id}/terminal/tickets`.
-pub async fn mint_ticket(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Envelope {
-    answer_on_session(&wharf, &caller, TokenScope::Call, &id, async {
-        let minted = wharf.terminal_ticket(caller.session_tenant(), &id).await?;
+pub async fn mint_ticket(r: PathRoute) -> Envelope {
+    r.answer_on_session(TokenScope::Call, async {
+        let minted = r.wharf.terminal_ticket(r.tenant(), &r.id).await?;
         Ok(TicketReply {
-            path: format!("/v1/sessions/{id}/terminal?ticket={}", minted.ticket),
+            path: format!("/v1/sessions/{}/terminal?ticket={}", r.id, minted.ticket),
             ticket: minted.ticket,
             expires_at: minted.expires_at_s,
         })

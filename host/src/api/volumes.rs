@@ -6,13 +6,13 @@
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
 use crate::api::json_body::{self, EmptyBody};
-use crate::api::route_answer::answer;
+use crate::api::route_answer::{PathRoute, answer};
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use crate::volume_record::VolumeRecord;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -61,28 +61,20 @@ pub async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
 }
 
 /// `GET /v1/volumes/{volume}`.
-pub async fn get(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(volume): Path<String>,
-) -> Envelope {
-    answer(
-        &caller,
+pub async fn get(r: PathRoute) -> Envelope {
+    r.answer(
         TokenScope::Read,
-        wharf.volume(caller.session_tenant(), &caller.tenant, &volume),
+        r.wharf.volume(r.tenant(), &r.caller.tenant, &r.id),
     )
     .await
 }
 
 /// `DELETE /v1/volumes/{volume}`.
-pub async fn delete(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(volume): Path<String>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
-        let gone = wharf
-            .delete_volume(caller.session_tenant(), &caller.tenant, &volume)
+pub async fn delete(r: PathRoute) -> Envelope {
+    r.answer(TokenScope::Call, async {
+        let gone = r
+            .wharf
+            .delete_volume(r.tenant(), &r.caller.tenant, &r.id)
             .await?;
         Ok(serde_json::json!({ "deleted": gone.id }))
     })

@@ -131,20 +131,15 @@ pub async fn run(command: SessionsCommand, url: &str, token: Option<String>) -> 
             let list_url = reqwest::Url::parse_with_params(&format!("{url}/v1/sessions"), &query)
                 .with_context(|| format!("`{url}` is not a URL"))?;
             let reply = http_json(with_token(client.get(list_url), token)).await?;
-            let data = ok_data(&reply)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(data)?);
-                return Ok(());
-            }
-            for s in data["sessions"].as_array().into_iter().flatten() {
-                println!(
+            print_listing(ok_data(&reply)?, "sessions", json, |s| {
+                format!(
                     "{}  {}  {}  {}",
                     s["id"].as_str().unwrap_or_default(),
                     s["backend"].as_str().unwrap_or_default(),
                     s["key"].as_str().unwrap_or("-"),
                     s["state"].as_str().unwrap_or_default(),
-                );
-            }
+                )
+            })?;
         }
         SessionsCommand::Delete { id } => {
             let reply = http_json(with_token(
@@ -213,6 +208,24 @@ pub(super) fn ok_data(reply: &Value) -> Result<&Value> {
         );
     }
     Ok(&reply["data"])
+}
+
+/// Prints a listing reply's `data`: whole as JSON with `--json`, otherwise one line per
+/// entry of its `field` array, written by `line`.
+pub(super) fn print_listing(
+    data: &Value,
+    field: &str,
+    json: bool,
+    line: impl Fn(&Value) -> String,
+) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(data)?);
+        return Ok(());
+    }
+    for entry in data[field].as_array().into_iter().flatten() {
+        println!("{}", line(entry));
+    }
+    Ok(())
 }
 
 /// What to do about a 4007 from `wharf call`, in the CLI's words (the server's message

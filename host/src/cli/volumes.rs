@@ -1,7 +1,7 @@
 //! `wharf volumes create|list|delete`: the caller's named volumes on a running server, over
 //! its REST API.
 
-use super::sessions::ok_data;
+use super::sessions::{ok_data, print_listing};
 use super::{http_json, with_token};
 use anyhow::{Context, Result};
 use clap::Subcommand;
@@ -55,13 +55,8 @@ pub async fn run(command: VolumesCommand, url: &str, token: Option<String>) -> R
         VolumesCommand::List { json } => {
             let at = volumes_url(url, None)?;
             let reply = http_json(with_token(client.get(at), token)).await?;
-            let data = ok_data(&reply)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(data)?);
-                return Ok(());
-            }
-            for v in data["volumes"].as_array().into_iter().flatten() {
-                println!(
+            print_listing(ok_data(&reply)?, "volumes", json, |v| {
+                format!(
                     "{}  {}  {}  {}",
                     v["id"].as_str().unwrap_or_default(),
                     v["name"].as_str().unwrap_or_default(),
@@ -71,8 +66,8 @@ pub async fn run(command: VolumesCommand, url: &str, token: Option<String>) -> R
                     } else {
                         "one-at-a-time"
                     },
-                );
-            }
+                )
+            })?;
         }
         VolumesCommand::Delete { volume } => {
             let at = volumes_url(url, Some(&volume))?;

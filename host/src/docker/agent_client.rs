@@ -303,8 +303,10 @@ mod tests {
         }
     }
 
-    /// A fake agent in this process: answers every connection with `frames`.
-    fn serve(listener: UnixListener, frames: Vec<Vec<u8>>) {
+    /// A fake agent in this process at `ep`'s socket: answers every connection with
+    /// `frames`.
+    fn serve(ep: &AgentEndpoint, frames: Vec<Vec<u8>>) {
+        let listener = UnixListener::bind(socket_of(ep)).unwrap();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let mut framed = Framed::new(stream, LengthDelimitedCodec::new());
@@ -316,12 +318,17 @@ mod tests {
         });
     }
 
+    /// Asks `ep` for its process list, passing over any chunks.
+    async fn ask_list(ep: &AgentEndpoint, limit: Duration) -> Result<Reply, AgentFailure> {
+        call(ep, &Request::List, limit, |_, _| {}).await
+    }
+
     #[tokio::test]
     async fn chunks_then_the_final_reply() {
         let dir = tempfile::tempdir().unwrap();
         let ep = endpoint(dir.path());
         serve(
-            UnixListener::bind(socket_of(&ep)).unwrap(),
+            &ep,
             vec![
                 encode(&Reply::Chunk {
                     stream: Stream::Stdout,
@@ -344,30 +351,19 @@ mod tests {
     async fn a_listener_that_is_not_the_containers_init_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let ep = endpoint(dir.path());
-        serve(
-            UnixListener::bind(socket_of(&ep)).unwrap(),
-            vec![encode(&Reply::Done)],
-        );
+        serve(&ep, vec![encode(&Reply::Done)]);
         let me = i32::try_from(std::process::id()).unwrap();
         let ep = with_peer(&ep, ExpectedPeer::Pid(me + 1));
-        let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
-            .await
-            .unwrap_err();
+        let err = ask_list(&ep, Duration::from_secs(5)).await.unwrap_err();
         assert!(matches!(err, AgentFailure::Impostor(_)), "{err}");
 
         // Under gVisor the runtime's children hold the socket: this process's parent's
         // children admit it, another parent's do not.
         let parent = parent_of(me).unwrap();
         let ep = with_peer(&ep, ExpectedPeer::ChildOf(parent));
-        assert!(
-            call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
-                .await
-                .is_ok()
-        );
+        assert!(ask_list(&ep, Duration::from_secs(5)).await.is_ok());
         let ep = with_peer(&ep, ExpectedPeer::ChildOf(me));
-        let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
-            .await
-            .unwrap_err();
+        let err = ask_list(&ep, Duration::from_secs(5)).await.unwrap_err();
         assert!(matches!(err, AgentFailure::Impostor(_)), "{err}");
     }
 
@@ -415,18 +411,11 @@ mod tests {
     async fn garbage_silence_and_absence_are_errors_not_hangs() {
         let dir = tempfile::tempdir().unwrap();
         let ep = endpoint(dir.path());
-        let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
-            .await
-            .unwrap_err();
+        let err = ask_list(&ep, Duration::from_secs(5)).await.unwrap_err();
         assert!(matches!(err, AgentFailure::Unreachable(_)), "{err}");
 
-        serve(
-            UnixListener::bind(socket_of(&ep)).unwrap(),
-            vec![vec![0xff; 9]],
-        );
-        let err = call(&ep, &Request::List, Duration::from_secs(5), |_, _| {})
-            .await
-            .unwrap_err();
+        serve(&ep, vec![vec![0xff; 9]]);
+        let err = ask_list(&ep, Duration::from_secs(5)).await.unwrap_err();
         assert!(matches!(err, AgentFailure::Broken(_)), "{err}");
 
         let quiet = tempfile::tempdir().unwrap();
@@ -438,9 +427,7 @@ mod tests {
                 held.push(conn);
             }
         });
-        let err = call(&ep, &Request::List, Duration::from_millis(200), |_, _| {})
-            .await
-            .unwrap_err();
+        let err = ask_list(&ep, Duration::from_millis(200)).await.unwrap_err();
         assert!(err.to_string().contains("no answer"), "{err}");
     }
 }

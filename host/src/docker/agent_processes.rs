@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wharf_sandbox_protocol::{
     self as protocol, MAX_CHUNK_BYTES, OutputChunk, OutputRequest, ProcessInfo, ProcessSetup,
-    Reply, Request, Signal, StartRequest, TerminalSize,
+    Reply, Request, StartRequest,
 };
 
 use crate::engines::container_types::{OutputRead, ProcessStart};
@@ -117,52 +117,13 @@ impl Docker {
         }
     }
 
-    /// Writes to a background process's stdin, then closes it when `close`.
-    pub async fn process_input(
+    /// Sends a request the agent answers with `Done` (a stdin write, a signal, a resize).
+    pub(super) async fn tell_agent(
         &self,
         owner: &Owner,
         id: &str,
-        pid: u32,
-        data: Vec<u8>,
-        close: bool,
+        request: Request,
     ) -> Result<(), DockerError> {
-        if data.len() > MAX_CHUNK_BYTES as usize {
-            return Err(DockerError::TooLarge(format!(
-                "stdin writes are at most {MAX_CHUNK_BYTES} bytes, got {}",
-                data.len()
-            )));
-        }
-        let request = Request::Input { pid, data, close };
-        match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
-            Reply::Done => Ok(()),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Signals a background process's process group.
-    pub async fn signal_process(
-        &self,
-        owner: &Owner,
-        id: &str,
-        pid: u32,
-        signal: Signal,
-    ) -> Result<(), DockerError> {
-        let request = Request::Signal { pid, signal };
-        match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
-            Reply::Done => Ok(()),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Resizes a background process's terminal.
-    pub async fn resize_process(
-        &self,
-        owner: &Owner,
-        id: &str,
-        pid: u32,
-        size: TerminalSize,
-    ) -> Result<(), DockerError> {
-        let request = Request::Resize { pid, size };
         match self.ask_agent(owner, id, &request, QUICK_LIMIT).await? {
             Reply::Done => Ok(()),
             other => Err(unexpected(&other)),
@@ -187,4 +148,16 @@ impl Docker {
             other => Err(unexpected(&other)),
         }
     }
+}
+
+/// The request writing `data` to a background process's stdin, then closing it when
+/// `close`.
+pub(super) fn input_request(pid: u32, data: Vec<u8>, close: bool) -> Result<Request, DockerError> {
+    if data.len() > MAX_CHUNK_BYTES as usize {
+        return Err(DockerError::TooLarge(format!(
+            "stdin writes are at most {MAX_CHUNK_BYTES} bytes, got {}",
+            data.len()
+        )));
+    }
+    Ok(Request::Input { pid, data, close })
 }

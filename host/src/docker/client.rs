@@ -13,7 +13,7 @@ use super::command_starts::CommandStarts;
 use super::egress_registry::EgressLinks;
 use super::error::DockerError;
 use super::known_agents::KnownAgents;
-use super::labels::{LABEL_BACKEND, check_owner, is_full_id, shorten};
+use super::labels::{check_owner, is_full_id, is_owners, shorten};
 use super::runtimes::IsolationRuntimes;
 use super::sandbox_agent::AgentPlacement;
 use super::shell_pool::ShellPool;
@@ -315,6 +315,21 @@ impl Docker {
         }
     }
 
+    /// Like [`Docker::run`], with `None` when the engine answers that the object is not
+    /// there.
+    pub(crate) async fn run_found<T>(
+        &self,
+        what: &str,
+        limit: Duration,
+        call: impl Future<Output = Result<T, bollard::errors::Error>>,
+    ) -> Result<Option<T>, DockerError> {
+        match self.run(what, limit, call).await {
+            Ok(found) => Ok(Some(found)),
+            Err(DockerError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The container if it exists and `owner`'s backend created it; `None` otherwise (a
     /// missing container and another backend's look the same).
     pub(crate) async fn inspect_owned(
@@ -327,30 +342,14 @@ impl Docker {
             return Ok(None);
         }
         let api = self.api().await?;
-        match self
-            .run(
+        let found = self
+            .run_found(
                 "inspect container",
                 OP_TIMEOUT,
                 api.inspect_container(id, None),
             )
-            .await
-        {
-            Ok(found) => {
-                let same_id = found.id.as_deref() == Some(id);
-                let backend = found
-                    .config
-                    .as_ref()
-                    .and_then(|c| c.labels.as_ref())
-                    .and_then(|l| l.get(LABEL_BACKEND));
-                if same_id && backend == Some(&owner.backend) {
-                    Ok(Some(found))
-                } else {
-                    Ok(None)
-                }
-            }
-            Err(DockerError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        }
+            .await?;
+        Ok(found.filter(|found| is_owners(found, owner, id)))
     }
 
     /// Like [`Docker::inspect_owned`], with `NotFound` for `None`.

@@ -125,6 +125,17 @@ pub(crate) fn container_name(backend: &str) -> String {
     format!("wharf-{clean}-{}", &suffix[..12])
 }
 
+/// A mount of `source` (a host path or a volume name, by `typ`) at `target`.
+fn mount(typ: MountType, source: &str, target: &str, read_only: bool) -> DockerMount {
+    DockerMount {
+        target: Some(target.to_string()),
+        source: Some(source.to_string()),
+        typ: Some(typ),
+        read_only: Some(read_only),
+        ..Default::default()
+    }
+}
+
 pub(crate) fn create_body(
     spec: &ContainerSpec,
     labels: HashMap<String, String>,
@@ -151,13 +162,12 @@ pub(crate) fn create_body(
     for m in &spec.mounts {
         check_abs_path("mount host path", &m.host_path)?;
         check_abs_path("mount container path", &m.container_path)?;
-        mounts.push(DockerMount {
-            target: Some(m.container_path.clone()),
-            source: Some(m.host_path.clone()),
-            typ: Some(MountType::BIND),
-            read_only: Some(m.read_only),
-            ..Default::default()
-        });
+        mounts.push(mount(
+            MountType::BIND,
+            &m.host_path,
+            &m.container_path,
+            m.read_only,
+        ));
     }
     for v in &spec.volumes {
         check_abs_path("volume container path", &v.container_path)?;
@@ -167,13 +177,12 @@ pub(crate) fn create_body(
                 shorten(&v.volume)
             )));
         }
-        mounts.push(DockerMount {
-            target: Some(v.container_path.clone()),
-            source: Some(v.volume.clone()),
-            typ: Some(MountType::VOLUME),
-            read_only: Some(v.read_only),
-            ..Default::default()
-        });
+        mounts.push(mount(
+            MountType::VOLUME,
+            &v.volume,
+            &v.container_path,
+            v.read_only,
+        ));
     }
     if let Some(vol) = &spec.work_volume {
         check_abs_path("work volume", vol)?;
@@ -266,33 +275,33 @@ mod tests {
 
     #[test]
     fn specs_are_checked() {
-        let spec = ContainerSpec {
-            image: "img".into(),
-            command: Some(vec![]),
-            ..Default::default()
-        };
-        assert!(matches!(
-            create_body(&spec, HashMap::new()),
-            Err(DockerError::Invalid(_))
-        ));
-        let spec = ContainerSpec {
-            image: "img".into(),
-            work_volume: Some("work".into()),
-            ..Default::default()
-        };
-        assert!(matches!(
-            create_body(&spec, HashMap::new()),
-            Err(DockerError::Invalid(_))
-        ));
-        let spec = ContainerSpec {
-            image: "img".into(),
-            env: vec![("A=B".into(), "c".into())],
-            ..Default::default()
-        };
-        assert!(matches!(
-            create_body(&spec, HashMap::new()),
-            Err(DockerError::Invalid(_))
-        ));
+        let invalid = [
+            ContainerSpec {
+                command: Some(vec![]),
+                ..Default::default()
+            },
+            ContainerSpec {
+                work_volume: Some("work".into()),
+                ..Default::default()
+            },
+            ContainerSpec {
+                env: vec![("A=B".into(), "c".into())],
+                ..Default::default()
+            },
+        ];
+        for spec in invalid {
+            let spec = ContainerSpec {
+                image: "img".into(),
+                ..spec
+            };
+            assert!(
+                matches!(
+                    create_body(&spec, HashMap::new()),
+                    Err(DockerError::Invalid(_))
+                ),
+                "{spec:?}"
+            );
+        }
         let spec = ContainerSpec {
             image: "img".into(),
             cpu_millis: Some(1500),

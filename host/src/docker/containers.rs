@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use bollard::models::ContainerSummary;
 use bollard::query_parameters::{
     CreateContainerOptions, ListContainersOptions, RemoveContainerOptions, StopContainerOptions,
 };
@@ -15,8 +16,8 @@ use super::egress_registry::rule_of;
 use super::error::DockerError;
 use super::info::{from_inspect, from_summary};
 use super::labels::{
-    LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, build_labels, check_id, is_full_id, owner_filters,
-    shorten,
+    LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, build_labels, check_id, engine_filter, is_full_id,
+    is_owners, owner_filters, shorten,
 };
 use super::runtimes::{EngineRuntime, EngineRuntimes, gvisor_host_pids, shares_host_sockets};
 use super::sandbox_agent::{ImageDefaults, SocketHome};
@@ -114,18 +115,7 @@ impl Docker {
             && let Err(e) = self.copy_agent_in(&api, &created.id, placement).await
         {
             // A container without the agent it is labelled with would answer nobody.
-            let remove = RemoveContainerOptions {
-                v: true,
-                force: true,
-                link: false,
-            };
-            let _ = self
-                .run(
-                    "remove container",
-                    OP_TIMEOUT,
-                    api.remove_container(&created.id, Some(remove)),
-                )
-                .await;
+            let _ = self.force_remove(&api, &created.id).await;
             return Err(e);
         }
         let found = self
@@ -183,43 +173,24 @@ impl Docker {
         super::labels::check_owner(owner)?;
         check_id(id)?;
         let api = self.api().await?;
-        let found = match self
-            .run(
+        let Some(found) = self
+            .run_found(
                 "inspect container",
                 OP_TIMEOUT,
                 api.inspect_container(id, None),
             )
-            .await
-        {
-            Ok(found) => found,
-            Err(DockerError::NotFound(_)) => return Ok(()),
-            Err(e) => return Err(e),
+            .await?
+        else {
+            return Ok(());
         };
-        let backend = found
-            .config
-            .as_ref()
-            .and_then(|c| c.labels.as_ref())
-            .and_then(|l| l.get(LABEL_BACKEND));
-        if found.id.as_deref() != Some(id) || backend != Some(&owner.backend) {
+        if !is_owners(&found, owner, id) {
             return Err(DockerError::NotFound(format!("container {}", shorten(id))));
         }
         self.shells().forget(id);
         self.known_agents().forget(id);
         self.engine_links().forget(id);
         self.unlink_egress(id);
-        let options = RemoveContainerOptions {
-            v: true,
-            force: true,
-            link: false,
-        };
-        match self
-            .run(
-                "remove container",
-                OP_TIMEOUT,
-                api.remove_container(id, Some(options)),
-            )
-            .await
-        {
+        match self.force_remove(&api, id).await {
             Ok(()) | Err(DockerError::NotFound(_)) => {}
             // "removal of container ... is already in progress"
             Err(DockerError::Failed(m)) if m.contains("already in progress") => {}
@@ -277,8 +248,8 @@ impl Docker {
     /// Every container carrying a `wharf.backend` label, whatever its node or backend
     /// (for the orphan reaper), oldest first.
     pub async fn list_all_wharf(&self) -> Result<Vec<ContainerInfo>, DockerError> {
-        let filters = HashMap::from([("label".to_string(), vec![LABEL_BACKEND.to_string()])]);
-        self.list_filtered(filters).await
+        self.list_filtered(engine_filter("label", vec![LABEL_BACKEND.to_string()]))
+            .await
     }
 
     /// The wharf containers `filters` select (the engine's list filters), oldest first.
@@ -286,20 +257,9 @@ impl Docker {
         &self,
         filters: HashMap<String, Vec<String>>,
     ) -> Result<Vec<ContainerInfo>, DockerError> {
-        let api = self.api().await?;
-        let options = ListContainersOptions {
-            all: true,
-            filters: Some(filters),
-            ..Default::default()
-        };
-        let found = self
-            .run(
-                "list containers",
-                OP_TIMEOUT,
-                api.list_containers(Some(options)),
-            )
-            .await?;
-        let mut out: Vec<ContainerInfo> = found
+        let mut out: Vec<ContainerInfo> = self
+            .list_summaries(filters)
+            .await?
             .iter()
             .map(from_summary)
             .filter(|c| is_full_id(&c.id) && !c.backend.is_empty())
@@ -311,9 +271,43 @@ impl Docker {
         });
         Ok(out)
     }
+
+    /// The engine's own list of the containers (running or not) `filters` select.
+    pub(crate) async fn list_summaries(
+        &self,
+        filters: HashMap<String, Vec<String>>,
+    ) -> Result<Vec<ContainerSummary>, DockerError> {
+        let api = self.api().await?;
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(filters),
+            ..Default::default()
+        };
+        self.run(
+            "list containers",
+            OP_TIMEOUT,
+            api.list_containers(Some(options)),
+        )
+        .await
+    }
 }
 
 impl Docker {
+    /// Removes a container, running or not, with its anonymous volumes.
+    async fn force_remove(&self, api: &bollard::Docker, id: &str) -> Result<(), DockerError> {
+        let options = RemoveContainerOptions {
+            v: true,
+            force: true,
+            link: false,
+        };
+        self.run(
+            "remove container",
+            OP_TIMEOUT,
+            api.remove_container(id, Some(options)),
+        )
+        .await
+    }
+
     /// Copies the agent's binary into a created container (an engine on another machine).
     async fn copy_agent_in(
         &self,

@@ -9,7 +9,7 @@
 //! the host's disk), so a crashed host leaves nothing to sweep: removing the container
 //! removes its egress.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,7 +21,9 @@ use super::agent_client::{AgentEndpoint, await_egress};
 use super::agent_stream::AgentFailure;
 use super::client::Docker;
 use super::egress_registry::rule_in;
-use super::labels::{LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, LABEL_SESSION, shorten};
+use super::labels::{
+    LABEL_BACKEND, LABEL_EGRESS, LABEL_NODE, LABEL_SESSION, engine_filter, shorten,
+};
 use super::types::{ContainerState, Owner};
 use crate::egress_proxy::{EgressSession, Resolver};
 use crate::policy::EgressRule;
@@ -92,13 +94,13 @@ impl Docker {
     /// Links every running container of this node that has an egress rule: after a
     /// restart, their agents wait for a host again.
     pub async fn relink_egress(&self) {
-        let filters = HashMap::from([(
-            "label".to_string(),
+        let filters = engine_filter(
+            "label",
             vec![
                 LABEL_EGRESS.to_string(),
                 format!("{LABEL_NODE}={}", self.node_id()),
             ],
-        )]);
+        );
         let found = match self.list_filtered(filters).await {
             Ok(found) => found,
             Err(e) => {

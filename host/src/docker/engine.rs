@@ -1,6 +1,8 @@
-//! Docker as the host's [`ContainerEngine`]: the client's own methods, behind the seam the
-//! imports, the sweeps and the reaper call.
+//! Docker as the host's [`ContainerEngine`]: the client's own methods (and, for a
+//! process's stdin, signals and terminal size, one agent request each), behind the seam
+//! the imports, the sweeps and the reaper call.
 
+use super::agent_processes::input_request;
 use super::client::Docker;
 use super::error::DockerError;
 use super::types::{ContainerInfo, ContainerSpec, ExecOutput, ExecRequest, Owner};
@@ -11,6 +13,7 @@ use crate::engines::container_types::{
 };
 use crate::engines::sandbox_files::{FileInput, FileOp, FileOutput};
 use async_trait::async_trait;
+use wharf_sandbox_protocol::Request;
 
 #[async_trait]
 impl ContainerEngine for Docker {
@@ -186,7 +189,8 @@ impl ContainerEngine for Docker {
         data: Vec<u8>,
         close: bool,
     ) -> Result<(), DockerError> {
-        Docker::process_input(self, owner, id, pid, data, close).await
+        self.tell_agent(owner, id, input_request(pid, data, close)?)
+            .await
     }
 
     async fn signal_process(
@@ -196,7 +200,8 @@ impl ContainerEngine for Docker {
         pid: u32,
         signal: Signal,
     ) -> Result<(), DockerError> {
-        Docker::signal_process(self, owner, id, pid, signal).await
+        self.tell_agent(owner, id, Request::Signal { pid, signal })
+            .await
     }
 
     async fn resize_process(
@@ -206,7 +211,8 @@ impl ContainerEngine for Docker {
         pid: u32,
         size: TerminalSize,
     ) -> Result<(), DockerError> {
-        Docker::resize_process(self, owner, id, pid, size).await
+        self.tell_agent(owner, id, Request::Resize { pid, size })
+            .await
     }
 
     async fn list_processes(

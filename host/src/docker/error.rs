@@ -51,22 +51,14 @@ mod tests {
             status_code,
             message: m.to_string(),
         };
-        assert!(matches!(
-            DockerError::from_bollard(e(404, "no such"), "c"),
-            DockerError::NotFound(_)
-        ));
-        assert!(matches!(
-            DockerError::from_bollard(e(400, "bad"), "c"),
-            DockerError::Invalid(_)
-        ));
-        assert!(matches!(
-            DockerError::from_bollard(e(500, "boom"), "c"),
-            DockerError::Unavailable(_)
-        ));
-        assert!(matches!(
-            DockerError::from_bollard(e(409, "conflict"), "c"),
-            DockerError::Failed(_)
-        ));
+        for (status, expected) in [
+            (404, DockerError::NotFound("c: m".into())),
+            (400, DockerError::Invalid("c: m".into())),
+            (500, DockerError::Unavailable("c: m".into())),
+            (409, DockerError::Failed("c: m".into())),
+        ] {
+            assert_eq!(DockerError::from_bollard(e(status, "m"), "c"), expected);
+        }
         let wharf: WharfError = DockerError::Unavailable("down".into()).into();
         assert_eq!(wharf.code, Code::DependencyFailure);
         assert!(wharf.retryable);

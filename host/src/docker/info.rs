@@ -2,9 +2,7 @@
 
 use std::collections::HashMap;
 
-use bollard::models::{
-    ContainerInspectResponse, ContainerStateStatusEnum, ContainerSummary, ContainerSummaryStateEnum,
-};
+use bollard::models::{ContainerInspectResponse, ContainerSummary};
 
 use super::labels::{LABEL_BACKEND, LABEL_SESSION};
 use super::types::{ContainerInfo, ContainerState};
@@ -15,6 +13,18 @@ fn sorted_labels(labels: Option<&HashMap<String, String>>) -> Vec<(String, Strin
         .unwrap_or_default();
     out.sort();
     out
+}
+
+/// A container's state from the engine's word for it (inspect and list say the same words).
+fn state_of(status: Option<&str>) -> ContainerState {
+    match status {
+        Some("created") => ContainerState::Created,
+        Some("running" | "restarting") => ContainerState::Running,
+        Some("paused") => ContainerState::Paused,
+        Some("exited" | "stopping") => ContainerState::Exited,
+        Some("dead" | "removing") => ContainerState::Dead,
+        _ => ContainerState::Unknown,
+    }
 }
 
 fn finish(
@@ -49,20 +59,7 @@ fn finish(
 pub(crate) fn from_inspect(c: &ContainerInspectResponse) -> ContainerInfo {
     let config = c.config.as_ref();
     let state = c.state.as_ref();
-    let status = match state.and_then(|s| s.status) {
-        Some(ContainerStateStatusEnum::CREATED) => ContainerState::Created,
-        Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::RESTARTING) => {
-            ContainerState::Running
-        }
-        Some(ContainerStateStatusEnum::PAUSED) => ContainerState::Paused,
-        Some(ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::STOPPING) => {
-            ContainerState::Exited
-        }
-        Some(ContainerStateStatusEnum::DEAD | ContainerStateStatusEnum::REMOVING) => {
-            ContainerState::Dead
-        }
-        _ => ContainerState::Unknown,
-    };
+    let status = state_of(state.and_then(|s| s.status).as_ref().map(AsRef::as_ref));
     finish(
         c.id.clone().unwrap_or_default(),
         c.name
@@ -82,20 +79,7 @@ pub(crate) fn from_inspect(c: &ContainerInspectResponse) -> ContainerInfo {
 
 /// From one entry of `GET /containers/json`.
 pub(crate) fn from_summary(c: &ContainerSummary) -> ContainerInfo {
-    let state = match c.state {
-        Some(ContainerSummaryStateEnum::CREATED) => ContainerState::Created,
-        Some(ContainerSummaryStateEnum::RUNNING | ContainerSummaryStateEnum::RESTARTING) => {
-            ContainerState::Running
-        }
-        Some(ContainerSummaryStateEnum::PAUSED) => ContainerState::Paused,
-        Some(ContainerSummaryStateEnum::EXITED | ContainerSummaryStateEnum::STOPPING) => {
-            ContainerState::Exited
-        }
-        Some(ContainerSummaryStateEnum::DEAD | ContainerSummaryStateEnum::REMOVING) => {
-            ContainerState::Dead
-        }
-        _ => ContainerState::Unknown,
-    };
+    let state = state_of(c.state.as_ref().map(AsRef::as_ref));
     let name = c
         .names
         .as_ref()
@@ -182,6 +166,22 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inspected_and_listed_states_map_alike() {
+        use bollard::models::{ContainerStateStatusEnum as I, ContainerSummaryStateEnum as L};
+        for (inspected, listed, want) in [
+            (I::CREATED, L::CREATED, ContainerState::Created),
+            (I::RESTARTING, L::RESTARTING, ContainerState::Running),
+            (I::PAUSED, L::PAUSED, ContainerState::Paused),
+            (I::STOPPING, L::STOPPING, ContainerState::Exited),
+            (I::REMOVING, L::REMOVING, ContainerState::Dead),
+            (I::EMPTY, L::EMPTY, ContainerState::Unknown),
+        ] {
+            assert_eq!(state_of(Some(inspected.as_ref())), want, "{inspected}");
+            assert_eq!(state_of(Some(listed.as_ref())), want, "{listed}");
+        }
+    }
 
     #[test]
     fn docker_times_parse() {

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use bollard::models::ContainerInspectResponse;
+
 use super::error::DockerError;
 use super::types::Owner;
 pub use crate::engines::container_types::{
@@ -93,7 +95,23 @@ pub(crate) fn owner_filters(backend: &str, session: Option<&str>) -> HashMap<Str
     if let Some(session) = session {
         wanted.push(format!("{LABEL_SESSION}={session}"));
     }
-    HashMap::from([("label".to_string(), wanted)])
+    engine_filter("label", wanted)
+}
+
+/// One of the engine's list filters: `kind` (`label`, `volume`...) with the values an
+/// entry must match.
+pub(crate) fn engine_filter(kind: &str, values: Vec<String>) -> HashMap<String, Vec<String>> {
+    HashMap::from([(kind.to_string(), values)])
+}
+
+/// Whether an inspected container is `id` itself and `owner`'s backend created it.
+pub(crate) fn is_owners(found: &ContainerInspectResponse, owner: &Owner, id: &str) -> bool {
+    let backend = found
+        .config
+        .as_ref()
+        .and_then(|c| c.labels.as_ref())
+        .and_then(|l| l.get(LABEL_BACKEND));
+    found.id.as_deref() == Some(id) && backend == Some(&owner.backend)
 }
 
 /// At most 16 characters of something the caller sent, for an error message.

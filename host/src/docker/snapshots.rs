@@ -21,6 +21,7 @@ use bollard::query_parameters::{CommitContainerOptions, ListImagesOptions, Remov
 
 use super::client::{Docker, OP_TIMEOUT};
 use super::error::DockerError;
+use super::labels::engine_filter;
 use super::types::Owner;
 use crate::engines::container_types::{Command, ExecRequest, SnapshotImage, SnapshotTarget};
 
@@ -205,13 +206,11 @@ impl Docker {
     /// `Ok`. Only images carrying [`LABEL_SNAPSHOT`] are ever removed.
     pub async fn remove_snapshot(&self, image: &str) -> Result<(), DockerError> {
         let api = self.api().await?;
-        let found = match self
-            .run("inspect image", OP_TIMEOUT, api.inspect_image(image))
-            .await
-        {
-            Ok(found) => found,
-            Err(DockerError::NotFound(_)) => return Ok(()),
-            Err(e) => return Err(e),
+        let Some(found) = self
+            .run_found("inspect image", OP_TIMEOUT, api.inspect_image(image))
+            .await?
+        else {
+            return Ok(());
         };
         let is_snapshot = found
             .config
@@ -247,10 +246,7 @@ impl Docker {
     pub async fn snapshot_images(&self) -> Result<Vec<SnapshotImage>, DockerError> {
         let api = self.api().await?;
         let options = ListImagesOptions {
-            filters: Some(HashMap::from([(
-                "label".to_string(),
-                vec![LABEL_SNAPSHOT.to_string()],
-            )])),
+            filters: Some(engine_filter("label", vec![LABEL_SNAPSHOT.to_string()])),
             ..ListImagesOptions::default()
         };
         let images = self

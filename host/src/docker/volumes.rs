@@ -7,16 +7,15 @@
 //! remote engine's volumes are not on this host to measure, so it gets none: creating one
 //! is refused (a volume without its size quota would be a weaker promise than asked).
 
-use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use bollard::models::VolumeCreateRequest;
-use bollard::query_parameters::{ListContainersOptions, ListVolumesOptions, RemoveVolumeOptions};
+use bollard::query_parameters::{ListVolumesOptions, RemoveVolumeOptions};
 
 use super::client::{Docker, OP_TIMEOUT};
 use super::error::DockerError;
-use super::labels::{LABEL_NODE, LABEL_SESSION};
+use super::labels::{LABEL_NODE, LABEL_SESSION, engine_filter};
 use crate::engines::container_types::{
     EngineVolume, LABEL_VOLUME, LABEL_VOLUME_CREATED, VolumeUser,
 };
@@ -91,21 +90,8 @@ impl Docker {
     /// The containers (running or not) that mount engine volume `name`.
     pub async fn volume_users(&self, name: &str) -> Result<Vec<VolumeUser>, DockerError> {
         check_name(name)?;
-        let api = self.api().await?;
-        let options = ListContainersOptions {
-            all: true,
-            filters: Some(HashMap::from([(
-                "volume".to_string(),
-                vec![name.to_string()],
-            )])),
-            ..Default::default()
-        };
         let found = self
-            .run(
-                "list containers",
-                OP_TIMEOUT,
-                api.list_containers(Some(options)),
-            )
+            .list_summaries(engine_filter("volume", vec![name.to_string()]))
             .await?;
         Ok(found
             .into_iter()
@@ -132,10 +118,7 @@ impl Docker {
     pub async fn engine_volumes(&self) -> Result<Vec<EngineVolume>, DockerError> {
         let api = self.api().await?;
         let options = ListVolumesOptions {
-            filters: Some(HashMap::from([(
-                "label".to_string(),
-                vec![LABEL_VOLUME.to_string()],
-            )])),
+            filters: Some(engine_filter("label", vec![LABEL_VOLUME.to_string()])),
         };
         let listed = self
             .run("list volumes", OP_TIMEOUT, api.list_volumes(Some(options)))
@@ -164,14 +147,10 @@ impl Docker {
     pub async fn has_volume(&self, name: &str) -> Result<bool, DockerError> {
         check_name(name)?;
         let api = self.api().await?;
-        match self
-            .run("inspect volume", OP_TIMEOUT, api.inspect_volume(name))
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(DockerError::NotFound(_)) => Ok(false),
-            Err(e) => Err(e),
-        }
+        let found = self
+            .run_found("inspect volume", OP_TIMEOUT, api.inspect_volume(name))
+            .await?;
+        Ok(found.is_some())
     }
 
     /// The bytes engine volume `name`'s files hold now (see the module's note).

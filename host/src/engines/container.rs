@@ -160,16 +160,12 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
     /// Freezes an owned running container with the engine's freezer (memory and processes
     /// kept, no CPU); a paused one stays paused.
     async fn pause(&self, _owner: &Owner, _id: &str) -> Result<(), EngineError> {
-        Err(EngineError::Refused(
-            "this container engine cannot pause containers".into(),
-        ))
+        Err(no_freezer())
     }
 
     /// Thaws an owned paused container; a running one stays running.
     async fn resume(&self, _owner: &Owner, _id: &str) -> Result<(), EngineError> {
-        Err(EngineError::Refused(
-            "this container engine cannot pause containers".into(),
-        ))
+        Err(no_freezer())
     }
 
     /// Commits an owned container's filesystem to `target` (its image's entrypoint, command,
@@ -181,17 +177,13 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
         _id: &str,
         _target: &SnapshotTarget,
     ) -> Result<u64, EngineError> {
-        Err(EngineError::Refused(
-            "this container engine cannot snapshot containers".into(),
-        ))
+        Err(no_snapshots())
     }
 
     /// Removes a snapshot image (not while a container uses it: refused). A missing one is
     /// `Ok`.
     async fn remove_snapshot(&self, _image: &str) -> Result<(), EngineError> {
-        Err(EngineError::Refused(
-            "this container engine cannot snapshot containers".into(),
-        ))
+        Err(no_snapshots())
     }
 
     /// Every snapshot image the engine holds (the sweep's view).
@@ -279,6 +271,14 @@ pub trait ContainerEngine: std::fmt::Debug + Send + Sync {
                 .into(),
         ))
     }
+}
+
+fn no_freezer() -> EngineError {
+    EngineError::Refused("this container engine cannot pause containers".into())
+}
+
+fn no_snapshots() -> EngineError {
+    EngineError::Refused("this container engine cannot snapshot containers".into())
 }
 
 fn no_volumes() -> EngineError {

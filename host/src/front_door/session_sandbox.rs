@@ -5,7 +5,7 @@
 use super::Wharf;
 use crate::engines::{ContainerState, Owner};
 use crate::error_code::{Code, WharfError};
-use crate::session_record::{SessionRecord, SessionState};
+use crate::session_record::SessionRecord;
 
 /// Sandbox containers found so far: session id → (its containers' label, the container).
 /// Bounded; a stale entry fails its use and is looked up again.
@@ -75,15 +75,7 @@ impl Wharf {
         what: &str,
     ) -> Result<(Owner, String), WharfError> {
         let session_id = &record.id;
-        if matches!(record.state, SessionState::Paused | SessionState::Archived) {
-            return Err(WharfError::new(
-                Code::Conflict,
-                format!(
-                    "session `{session_id}` is {}: resume it to open its {what}",
-                    record.state.as_str()
-                ),
-            ));
-        }
+        record.refuse_unless_running(&format!("resume it to open its {what}"))?;
         let label = Self::sandbox_label(record);
         let owner = Owner {
             backend: record.backend.clone(),

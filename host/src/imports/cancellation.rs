@@ -3,37 +3,20 @@
 //! the call gets a moment to end; a guest that waits on `wasi:io` pollables (the bridge's
 //! HTTP client) asks here between short waits.
 
-use super::{CallContext, HostImportsView, ImportCounter};
+use super::{HasView, HostImportsView, View};
 use crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::cancellation::Host;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
 /// What one call of `cancellation` sees: the call in progress and the counter. It has no
 /// context of its own.
-pub struct CancellationView<'a> {
-    call: &'a CallContext,
-    counter: &'a ImportCounter,
-}
-
-struct HasCancellation;
-
-impl HasData for HasCancellation {
-    type Data<'a> = CancellationView<'a>;
-}
-
-fn view<T: HostImportsView>(state: &mut T) -> CancellationView<'_> {
-    let imports = state.host_imports();
-    CancellationView {
-        call: imports.call,
-        counter: imports.contexts.counter(),
-    }
-}
+pub type CancellationView<'a> = View<'a, ()>;
 
 /// Links `cancellation` (0.3.0 on).
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
     crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::cancellation::add_to_linker::<
         T,
-        HasCancellation,
-    >(linker, view::<T>)?;
+        HasView<()>,
+    >(linker, HasView::view)?;
     Ok(())
 }
 

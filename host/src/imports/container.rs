@@ -8,7 +8,7 @@ mod volume_mounts;
 use super::container_turns::CreateTurns;
 use super::host_mounts::{self, ResolvedMount};
 use super::services::HostServices;
-use super::{CallContext, HostImportsView, ImportCounter, guest_error};
+use super::{HasView, HostImportsView, ImportContext, ImportContexts, View, guest_error};
 use crate::engines::{self as engine, ContainerEngine, EngineError, Owner};
 use crate::error_code::Code;
 use crate::policy::{
@@ -20,7 +20,7 @@ use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::container::{
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::bindings::{v0_1, v0_2};
 use std::sync::Arc;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
 /// The `container` (and `exec`) import's state in one instance: the backend's grants and
 /// what of the process's services containers take — the engine, the create turns, the
@@ -50,38 +50,28 @@ impl ContainerCtx {
     }
 }
 
-/// What one call of `container` or `exec` sees: the context, the call (its session and
-/// deadline) and the counter.
-pub struct ContainerView<'a> {
-    pub(super) ctx: &'a ContainerCtx,
-    pub(super) counter: &'a ImportCounter,
-    pub(super) call: &'a CallContext,
-}
+/// What one call of `container` (or of an import that shares its view) sees: the context,
+/// the call (its session and deadline) and the counter.
+pub type ContainerView<'a> = View<'a, ContainerCtx>;
 
-/// The `HasData` of `container` and `exec`.
-pub(super) struct HasContainer;
+/// The `HasData` of `container` and of the imports that share its view.
+pub(super) type HasContainer = HasView<ContainerCtx>;
 
-impl HasData for HasContainer {
-    type Data<'a> = ContainerView<'a>;
-}
-
-/// The view `container` and `exec` are linked with.
-pub(super) fn view<T: HostImportsView>(state: &mut T) -> ContainerView<'_> {
-    let imports = state.host_imports();
-    ContainerView {
-        ctx: &imports.contexts.container,
-        counter: imports.contexts.counter(),
-        call: imports.call,
+impl ImportContext for ContainerCtx {
+    fn of(contexts: &ImportContexts) -> &Self {
+        &contexts.container
     }
 }
 
 /// Links `container` for components of every served contract version (0.1.0 through `v0_1`).
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
     v0_2::backend::wharf::plugin0_2_0::container::add_to_linker::<T, HasContainer>(
-        linker, view::<T>,
+        linker,
+        HasContainer::view,
     )?;
     v0_1::backend::wharf::plugin0_1_0::container::add_to_linker::<T, HasContainer>(
-        linker, view::<T>,
+        linker,
+        HasContainer::view,
     )?;
     Ok(())
 }

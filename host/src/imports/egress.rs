@@ -3,54 +3,24 @@
 //! author's HTTP helper asks here to turn that into a message an operator can act on.
 
 use super::http::target;
-use super::{HostImportsView, ImportCounter, guest_error};
+use super::{HasView, HostImportsView, View, guest_error};
 use crate::error_code::Code;
 use crate::policy::Grants;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::egress::Host;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
-/// The `egress` import's state in one instance: the backend's grants.
-#[derive(Debug, Clone)]
-pub struct EgressCtx {
-    grants: Arc<Grants>,
-}
-
-impl EgressCtx {
-    /// The context of a backend with `grants`.
-    pub fn new(grants: Arc<Grants>) -> Self {
-        Self { grants }
-    }
-}
-
-/// What one call of `egress` sees: the context and where its answer is counted.
-pub struct EgressView<'a> {
-    ctx: &'a EgressCtx,
-    counter: &'a ImportCounter,
-}
-
-struct HasEgress;
-
-impl HasData for HasEgress {
-    type Data<'a> = EgressView<'a>;
-}
-
-fn view<T: HostImportsView>(state: &mut T) -> EgressView<'_> {
-    let contexts = state.host_imports().contexts;
-    EgressView {
-        ctx: &contexts.egress,
-        counter: contexts.counter(),
-    }
-}
+/// What one call of `egress` sees: its context, the backend's grants, and where its answer
+/// is counted.
+pub type EgressView<'a> = View<'a, Grants>;
 
 /// Links `egress` for components of 0.2.0 on (0.1.0 has no `egress`).
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
     crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::egress::add_to_linker::<
         T,
-        HasEgress,
-    >(linker, view::<T>)?;
+        HasView<Grants>,
+    >(linker, HasView::view)?;
     Ok(())
 }
 
@@ -106,7 +76,7 @@ pub async fn check(grants: &Grants, url: &str) -> Result<(), Error> {
 
 impl Host for EgressView<'_> {
     async fn check(&mut self, url: String) -> wasmtime::Result<Result<(), Error>> {
-        let answer = check(&self.ctx.grants, &url).await;
+        let answer = check(self.ctx, &url).await;
         self.counter.counted("egress.check", answer)
     }
 }

@@ -5,7 +5,7 @@
 mod v0_1_adapter;
 
 use super::HostImportsView;
-use super::container::{ContainerView, HasContainer, view};
+use super::container::{ContainerView, HasContainer};
 use crate::engines as engine;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::exec::{
     Command, ExecOutput, ExecRequest, Host,
@@ -18,8 +18,14 @@ use wasmtime::component::Linker;
 /// Links `exec` for components of every served contract version (0.1.0 through `v0_1`),
 /// on the `container` import's view: commands run in the caller's own containers.
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
-    v0_2::backend::wharf::plugin0_2_0::exec::add_to_linker::<T, HasContainer>(linker, view::<T>)?;
-    v0_1::backend::wharf::plugin0_1_0::exec::add_to_linker::<T, HasContainer>(linker, view::<T>)?;
+    v0_2::backend::wharf::plugin0_2_0::exec::add_to_linker::<T, HasContainer>(
+        linker,
+        HasContainer::view,
+    )?;
+    v0_1::backend::wharf::plugin0_1_0::exec::add_to_linker::<T, HasContainer>(
+        linker,
+        HasContainer::view,
+    )?;
     Ok(())
 }
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::HostImportsView;
-use super::container::{ContainerView, HasContainer, view};
+use super::container::{ContainerView, HasContainer};
 use crate::engines::EngineError;
 use crate::engines::sandbox_files::{self, FileKind, FileOp, MAX_ANSWER_BYTES};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
@@ -26,7 +26,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::files::add_to_linker::<
         T,
         HasContainer,
-    >(linker, view::<T>)?;
+    >(linker, HasContainer::view)?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //! missing one.
 
 use super::HostImportsView;
-use super::container::{ContainerView, HasContainer, view};
+use super::container::{ContainerView, HasContainer};
 use crate::engines::EngineError;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::freezer::Host;
@@ -15,7 +15,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::freezer::add_to_linker::<
         T,
         HasContainer,
-    >(linker, view::<T>)?;
+    >(linker, HasContainer::view)?;
     Ok(())
 }
 

@@ -89,28 +89,25 @@ mod tests {
             ..Grants::default()
         };
         let resolved = resolve_grants(&g).await.unwrap();
-        let asked = link.display().to_string();
-        let path = resolve_path(&asked, &g, &resolved).await.unwrap();
-        let ask = MountAsk {
-            requested: &asked,
-            host_path: Path::new(&path),
-            read_only: true,
+        // Mounts `asked` read-only, as `container.create` would: resolved, then checked.
+        let mount = async |asked: &Path| {
+            let asked = asked.display().to_string();
+            let path = resolve_path(&asked, &g, &resolved).await.unwrap();
+            let ask = MountAsk {
+                requested: &asked,
+                host_path: Path::new(&path),
+                read_only: true,
+            };
+            g.check_mount(&ask, &resolved)
         };
-        let e = g.check_mount(&ask, &resolved).unwrap_err();
+        let e = mount(&link).await.unwrap_err();
         assert!(
             !e.0.contains(&elsewhere.path().display().to_string()),
             "{e}"
         );
         let inside = granted.path().join("in");
         std::fs::create_dir(&inside).unwrap();
-        let asked = inside.display().to_string();
-        let path = resolve_path(&asked, &g, &resolved).await.unwrap();
-        let ask = MountAsk {
-            requested: &asked,
-            host_path: Path::new(&path),
-            read_only: true,
-        };
-        assert!(g.check_mount(&ask, &resolved).is_ok());
+        assert!(mount(&inside).await.is_ok());
         let missing = granted.path().join("missing").display().to_string();
         let e = resolve_path(&missing, &g, &resolved).await.unwrap_err();
         assert!(e.0.contains("cannot be resolved"), "{e}");

@@ -4,7 +4,9 @@
 
 mod v0_1_adapter;
 
-use super::{CallContext, HostImportsView, ImportCounter, guest_error, wharf_error};
+use super::{
+    HasView, HostImportsView, ImportContext, ImportContexts, View, guest_error, wharf_error,
+};
 use crate::engines::kv::ScopeWrites;
 use crate::engines::{KvScope, KvStore};
 use crate::error_code::Code;
@@ -12,7 +14,7 @@ use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::kv::{Host, Scop
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::bindings::{v0_1, v0_2};
 use std::sync::Arc;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
 /// The `kv` import's state in one instance: the store and this node's scope write turns.
 #[derive(Debug, Clone)]
@@ -32,31 +34,24 @@ impl KvCtx {
 }
 
 /// What one call of `kv` sees: the context, the call (its session) and the counter.
-pub struct KvView<'a> {
-    ctx: &'a KvCtx,
-    counter: &'a ImportCounter,
-    call: &'a CallContext,
-}
+pub type KvView<'a> = View<'a, KvCtx>;
 
-struct HasKv;
-
-impl HasData for HasKv {
-    type Data<'a> = KvView<'a>;
-}
-
-fn view<T: HostImportsView>(state: &mut T) -> KvView<'_> {
-    let imports = state.host_imports();
-    KvView {
-        ctx: &imports.contexts.kv,
-        counter: imports.contexts.counter(),
-        call: imports.call,
+impl ImportContext for KvCtx {
+    fn of(contexts: &ImportContexts) -> &Self {
+        &contexts.kv
     }
 }
 
 /// Links `kv` for components of every served contract version (0.1.0 through `v0_1`).
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
-    v0_2::backend::wharf::plugin0_2_0::kv::add_to_linker::<T, HasKv>(linker, view::<T>)?;
-    v0_1::backend::wharf::plugin0_1_0::kv::add_to_linker::<T, HasKv>(linker, view::<T>)?;
+    v0_2::backend::wharf::plugin0_2_0::kv::add_to_linker::<T, HasView<KvCtx>>(
+        linker,
+        HasView::view,
+    )?;
+    v0_1::backend::wharf::plugin0_1_0::kv::add_to_linker::<T, HasView<KvCtx>>(
+        linker,
+        HasView::view,
+    )?;
     Ok(())
 }
 

@@ -4,35 +4,19 @@
 
 mod v0_1_adapter;
 
-use super::{CallContext, HostImportsView};
+use super::{HasView, HostImportsView, View};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::log::{Host, Level};
 use crate::runtime::bindings::{v0_1, v0_2};
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
-/// What one call of `log` sees: whose it is and the call (`panic` leaves its message there).
-pub struct LogView<'a> {
-    backend: &'a str,
-    call: &'a mut CallContext,
-}
-
-struct HasLog;
-
-impl HasData for HasLog {
-    type Data<'a> = LogView<'a>;
-}
-
-fn view<T: HostImportsView>(state: &mut T) -> LogView<'_> {
-    let imports = state.host_imports();
-    LogView {
-        backend: imports.contexts.counter().backend(),
-        call: imports.call,
-    }
-}
+/// What one call of `log` sees: whose it is (the counter's backend) and the call (`panic`
+/// leaves its message there). It has no context of its own.
+pub type LogView<'a> = View<'a, ()>;
 
 /// Links `log` for components of every served contract version (0.1.0 through `v0_1`).
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
-    v0_2::backend::wharf::plugin0_2_0::log::add_to_linker::<T, HasLog>(linker, view::<T>)?;
-    v0_1::backend::wharf::plugin0_1_0::log::add_to_linker::<T, HasLog>(linker, view::<T>)?;
+    v0_2::backend::wharf::plugin0_2_0::log::add_to_linker::<T, HasView<()>>(linker, HasView::view)?;
+    v0_1::backend::wharf::plugin0_1_0::log::add_to_linker::<T, HasView<()>>(linker, HasView::view)?;
     Ok(())
 }
 
@@ -42,7 +26,7 @@ const MAX_MESSAGE: usize = 8 * 1024;
 impl Host for LogView<'_> {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let message = crate::redact::one_line(&truncate(message));
-        let backend = self.backend;
+        let backend = self.counter.backend();
         let session = self.call.session_id.as_deref().unwrap_or("-");
         // The call's span is off unless traces are exported (runtime/guest_call), so the
         // line names its request itself.
@@ -70,7 +54,7 @@ impl Host for LogView<'_> {
     async fn panic(&mut self, message: String) -> wasmtime::Result<()> {
         let message = truncate(message);
         let shown = crate::redact::one_line(&message);
-        tracing::error!(target: "wharf::guest", backend = self.backend, session = self.call.session_id.as_deref().unwrap_or("-"), trace_id = self.call.trace_id.as_deref().unwrap_or("-"), "panicked: {shown}");
+        tracing::error!(target: "wharf::guest", backend = self.counter.backend(), session = self.call.session_id.as_deref().unwrap_or("-"), trace_id = self.call.trace_id.as_deref().unwrap_or("-"), "panicked: {shown}");
         self.call.panic = Some(message);
         Ok(())
     }

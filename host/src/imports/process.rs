@@ -3,7 +3,7 @@
 //! owner (backend, session), the same engine, answers counted the same way. Waits are
 //! clamped to what is left of the call's deadline.
 
-use super::container::{ContainerView, HasContainer, view};
+use super::container::{ContainerView, HasContainer};
 use super::{HostImportsView, guest_error};
 use crate::engines::container_types::{
     self as engine, OutputChunk, OutputRead, ProcessInfo as AgentProcess, ProcessStart,
@@ -22,7 +22,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::process::add_to_linker::<
         T,
         HasContainer,
-    >(linker, view::<T>)?;
+    >(linker, HasContainer::view)?;
     Ok(())
 }
 

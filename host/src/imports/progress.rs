@@ -4,43 +4,26 @@
 //! growing within the call, a positive total) before anything is sent, and the message is
 //! cut to [`MAX_MESSAGE_BYTES`].
 
-use super::{CallContext, HostImportsView, ImportCounter, guest_error};
+use super::{HasView, HostImportsView, View, guest_error};
 use crate::call_output::ProgressReport;
 use crate::error_code::Code;
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::progress::Host;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
 /// The longest message passed on, bytes (a longer one is cut at a character boundary).
 pub const MAX_MESSAGE_BYTES: usize = 4096;
 
 /// What one call of `progress` sees: the call in progress (where its reports go, and the
 /// last one) and the counter. It has no context of its own.
-pub struct ProgressView<'a> {
-    call: &'a mut CallContext,
-    counter: &'a ImportCounter,
-}
-
-struct HasProgress;
-
-impl HasData for HasProgress {
-    type Data<'a> = ProgressView<'a>;
-}
-
-fn view<T: HostImportsView>(state: &mut T) -> ProgressView<'_> {
-    let imports = state.host_imports();
-    ProgressView {
-        call: imports.call,
-        counter: imports.contexts.counter(),
-    }
-}
+pub type ProgressView<'a> = View<'a, ()>;
 
 /// Links `progress` (0.3.0 on).
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
     crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::progress::add_to_linker::<
         T,
-        HasProgress,
-    >(linker, view::<T>)?;
+        HasView<()>,
+    >(linker, HasView::view)?;
     Ok(())
 }
 

@@ -6,10 +6,10 @@
 //! backend's grants where `container.create` checks a session's.
 
 use super::HostImportsView;
-use super::container::{ContainerView, HasContainer, view};
+use super::container::{ContainerView, HasContainer};
 use super::guest_error;
 use crate::error_code::Code;
-use crate::policy::{EgressAsk, Isolation, MAX_EGRESS_ENTRIES, SandboxProfile, check_user};
+use crate::policy::{EgressAsk, MAX_EGRESS_ENTRIES, SandboxProfile, check_asked};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::container::{
     ContainerInfo, ContainerSpec, Network,
 };
@@ -25,7 +25,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
     crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::sandboxing::add_to_linker::<
         T,
         HasContainer,
-    >(linker, view::<T>)?;
+    >(linker, HasContainer::view)?;
     Ok(())
 }
 
@@ -36,13 +36,8 @@ const MAX_EGRESS_ENTRY_BYTES: usize = 260;
 /// are checked where the container is made); a refusal names the part.
 fn profile_of(options: SandboxOptions, spec: &ContainerSpec) -> Result<SandboxProfile, Error> {
     let invalid = |why: String| guest_error(Code::InvalidInput, why);
-    let isolation = options
-        .isolation
-        .map(|name| Isolation::asked(&name).map_err(invalid))
-        .transpose()?;
-    if let Some(user) = &options.user {
-        check_user(user).map_err(invalid)?;
-    }
+    let isolation =
+        check_asked(options.isolation.as_deref(), options.user.as_deref()).map_err(invalid)?;
     let ask = EgressAsk {
         hosts: options.allow_egress_to,
         cidrs: options.allow_egress_to_cidrs,
@@ -95,6 +90,7 @@ impl Host for ContainerView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Isolation;
 
     fn spec(network: Network) -> ContainerSpec {
         ContainerSpec {

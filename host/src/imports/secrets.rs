@@ -1,67 +1,36 @@
 //! `secrets` (contract 0.3.0): the values the operator granted a backend by name
 //! (`[backends.NAME.grants.secrets]`, `policy::SecretGrants`), each read from its source when the
 //! guest asks, so a rotated secret is seen on the next call and no value sits in the host
-//! longer than one answer. In `wasi-http`'s shape: [`SecretsCtx`] is the import's state in
-//! an instance, [`SecretsView`] what the generated `Host` is implemented on, and
+//! longer than one answer. In `wasi-http`'s shape: the backend's [`Grants`] are the import's
+//! state in an instance, [`SecretsView`] what the generated `Host` is implemented on, and
 //! [`add_to_linker`] links it for any store that hands out the imports' views.
 
-use super::{HostImportsView, ImportCounter, guest_error};
+use super::{HasView, HostImportsView, View, guest_error};
 use crate::capped_file::{self, Links};
 use crate::error_code::Code;
 use crate::policy::{GrantedBy, Grants, MAX_SECRET_BYTES, SecretSource, check_secret_name};
 use crate::runtime::bindings::v0_2::backend::wharf::plugin0_2_0::types::Error;
 use crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::secrets::Host;
-use std::sync::Arc;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
-/// The `secrets` import's state in one instance: the backend's grants (`secrets`, and who
-/// gave them, for the refusal's advice).
-#[derive(Debug, Clone)]
-pub struct SecretsCtx {
-    grants: Arc<Grants>,
-}
-
-impl SecretsCtx {
-    /// The context of a backend with `grants`.
-    pub fn new(grants: Arc<Grants>) -> Self {
-        Self { grants }
-    }
-}
-
-/// What one call of `secrets` sees: the context and where its answer is counted.
-pub struct SecretsView<'a> {
-    ctx: &'a SecretsCtx,
-    counter: &'a ImportCounter,
-}
-
-struct HasSecrets;
-
-impl HasData for HasSecrets {
-    type Data<'a> = SecretsView<'a>;
-}
-
-fn view<T: HostImportsView>(state: &mut T) -> SecretsView<'_> {
-    let contexts = state.host_imports().contexts;
-    SecretsView {
-        ctx: &contexts.secrets,
-        counter: contexts.counter(),
-    }
-}
+/// What one call of `secrets` sees: its context, the backend's grants (`secrets`, and who
+/// gave them, for the refusal's advice), and where its answer is counted.
+pub type SecretsView<'a> = View<'a, Grants>;
 
 /// Links `secrets` (0.3.0 on) for a store that hands out the imports' contexts.
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
     crate::runtime::bindings::v0_3::backend::wharf::plugin0_3_0::secrets::add_to_linker::<
         T,
-        HasSecrets,
-    >(linker, view::<T>)?;
+        HasView<Grants>,
+    >(linker, HasView::view)?;
     Ok(())
 }
 
 impl SecretsView<'_> {
     async fn get(&self, name: &str) -> Result<String, Error> {
         check_secret_name(name).map_err(|why| guest_error(Code::InvalidInput, why))?;
-        let Some(source) = self.ctx.grants.secrets.source(name) else {
-            let fix = match self.ctx.grants.granted_by {
+        let Some(source) = self.ctx.secrets.source(name) else {
+            let fix = match self.ctx.granted_by {
                 GrantedBy::Operator => format!(
                     "the operator grants it under [backends.NAME.grants.secrets] as \
                      `{name} = \"env:VARIABLE\"` or `{name} = \"file:/path\"`"
@@ -113,12 +82,6 @@ impl Host for SecretsView<'_> {
 
     async fn names(&mut self) -> wasmtime::Result<Vec<String>> {
         self.counter.record("secrets.names", true);
-        Ok(self
-            .ctx
-            .grants
-            .secrets
-            .names()
-            .map(str::to_string)
-            .collect())
+        Ok(self.ctx.secrets.names().map(str::to_string).collect())
     }
 }

@@ -100,7 +100,9 @@ where
         }
     }
 
-    /// A handle to the family, to register it.
+    /// A handle to the family (the registry holds another, registered before it was
+    /// cached), to read what a scrape would.
+    #[cfg(test)]
     pub(super) fn family(&self) -> Family<L, M, C> {
         self.family.clone()
     }

@@ -1,13 +1,13 @@
 //! Per-tenant series for `GET /metrics`: calls, refusals (4290 and quota 4030s), time
 //! waited for an instance, and (at scrape time) sessions, containers and snapshots.
 
+use super::families::{Buckets, Registrar};
 use super::series_cache::{CachedFamily, Labels};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::metrics::histogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -22,17 +22,12 @@ struct RefusalLabels {
     limit: String,
 }
 
-fn wait_histogram() -> Histogram {
-    // 0.1 ms .. ~3 s.
-    Histogram::new(exponential_buckets(0.0001, 2.0, 16))
-}
-
 /// The per-tenant series.
 #[derive(Debug)]
 pub struct TenantMetrics {
     calls: CachedFamily<TenantLabels, Counter>,
     refusals: CachedFamily<RefusalLabels, Counter>,
-    queue_wait: CachedFamily<TenantLabels, Histogram>,
+    queue_wait: CachedFamily<TenantLabels, Histogram, Buckets>,
     sessions: Family<TenantLabels, Gauge>,
     containers: Family<TenantLabels, Gauge>,
     snapshots: Family<TenantLabels, Gauge>,
@@ -43,68 +38,36 @@ pub struct TenantMetrics {
 }
 
 impl TenantMetrics {
-    /// Registers the series into `registry`.
-    pub fn register(registry: &mut Registry) -> Self {
-        let me = Self {
-            calls: CachedFamily::new(Family::default()),
-            refusals: CachedFamily::new(Family::default()),
-            queue_wait: CachedFamily::new(Family::new_with_constructor(
-                wait_histogram as fn() -> Histogram,
+    /// Registers the series with `r`.
+    pub(super) fn register(r: &mut Registrar<'_>) -> Self {
+        Self {
+            calls: CachedFamily::new(r.add("wharf_tenant_calls", "Tool calls by tenant")),
+            refusals: CachedFamily::new(r.add(
+                "wharf_tenant_refusals",
+                "Calls and creations refused by a quota (4290, or 4030 for a count), by tenant and limit",
             )),
-            sessions: Family::default(),
-            containers: Family::default(),
-            snapshots: Family::default(),
-            snapshot_bytes: Family::default(),
-            volumes: Family::default(),
-            volume_bytes: Family::default(),
+            queue_wait: CachedFamily::new(r.add_histograms(
+                "wharf_tenant_queue_wait_seconds",
+                "Time a call waited for a backend instance, by tenant",
+                Buckets::QUEUE_WAIT,
+            )),
+            sessions: r.add("wharf_tenant_sessions", "Sessions in the store by tenant"),
+            containers: r.add(
+                "wharf_tenant_containers",
+                "Wharf-labelled containers by the tenant of their session",
+            ),
+            snapshots: r.add("wharf_tenant_snapshots", "Snapshots kept by tenant"),
+            snapshot_bytes: r.add(
+                "wharf_tenant_snapshot_bytes",
+                "Bytes the tenant's snapshots add to their base images",
+            ),
+            volumes: r.add("wharf_tenant_volumes", "Named volumes kept by tenant"),
+            volume_bytes: r.add(
+                "wharf_tenant_volume_bytes",
+                "Bytes the tenant's named volumes held when the host last measured them",
+            ),
             recent_refusals: Default::default(),
-        };
-        registry.register(
-            "wharf_tenant_calls",
-            "Tool calls by tenant",
-            me.calls.family(),
-        );
-        registry.register(
-            "wharf_tenant_refusals",
-            "Calls and creations refused by a quota (4290, or 4030 for a count), by tenant and limit",
-            me.refusals.family(),
-        );
-        registry.register(
-            "wharf_tenant_queue_wait_seconds",
-            "Time a call waited for a backend instance, by tenant",
-            me.queue_wait.family(),
-        );
-        registry.register(
-            "wharf_tenant_sessions",
-            "Sessions in the store by tenant",
-            me.sessions.clone(),
-        );
-        registry.register(
-            "wharf_tenant_containers",
-            "Wharf-labelled containers by the tenant of their session",
-            me.containers.clone(),
-        );
-        registry.register(
-            "wharf_tenant_snapshots",
-            "Snapshots kept by tenant",
-            me.snapshots.clone(),
-        );
-        registry.register(
-            "wharf_tenant_snapshot_bytes",
-            "Bytes the tenant's snapshots add to their base images",
-            me.snapshot_bytes.clone(),
-        );
-        registry.register(
-            "wharf_tenant_volumes",
-            "Named volumes kept by tenant",
-            me.volumes.clone(),
-        );
-        registry.register(
-            "wharf_tenant_volume_bytes",
-            "Bytes the tenant's named volumes held when the host last measured them",
-            me.volume_bytes.clone(),
-        );
-        me
+        }
     }
 
     fn labels(tenant: &str) -> TenantLabels {

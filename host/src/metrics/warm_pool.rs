@@ -1,71 +1,42 @@
 //! Warm-pool series: sandboxes kept idle, hits and misses of sessions asking for one, and
 //! how long a refill create takes.
 
-use prometheus_client::encoding::EncodeLabelSet;
+use super::families::{Buckets, HistogramFamily, Registrar};
+use super::labels::BackendLabels;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
 use std::time::Duration;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PoolLabels {
-    backend: String,
-}
-
-fn refill_histogram() -> Histogram {
-    // 5 ms .. ~80 s.
-    Histogram::new(exponential_buckets(0.005, 2.0, 15))
-}
 
 /// The warm pools' series.
 #[derive(Debug)]
 pub struct WarmPoolMetrics {
-    size: Family<PoolLabels, Gauge>,
-    hits: Family<PoolLabels, Counter>,
-    misses: Family<PoolLabels, Counter>,
-    refill: Family<PoolLabels, Histogram, fn() -> Histogram>,
+    size: Family<BackendLabels, Gauge>,
+    hits: Family<BackendLabels, Counter>,
+    misses: Family<BackendLabels, Counter>,
+    refill: HistogramFamily<BackendLabels>,
 }
 
 impl WarmPoolMetrics {
-    /// Registers the series in `registry`.
-    pub(super) fn register(registry: &mut Registry) -> Self {
-        let size = Family::default();
-        registry.register(
-            "wharf_warm_pool_size",
-            "Idle warm sandboxes per backend",
-            Family::clone(&size),
-        );
-        let hits = Family::default();
-        registry.register(
-            "wharf_warm_pool_hits",
-            "Sessions that took a warm sandbox",
-            Family::clone(&hits),
-        );
-        let misses = Family::default();
-        registry.register(
-            "wharf_warm_pool_misses",
-            "Sessions of a pooled shape that found no warm sandbox",
-            Family::clone(&misses),
-        );
-        let refill: Family<PoolLabels, Histogram, fn() -> Histogram> =
-            Family::new_with_constructor(refill_histogram);
-        registry.register(
-            "wharf_warm_pool_refill_seconds",
-            "Time to create one warm sandbox",
-            refill.clone(),
-        );
+    /// Registers the series with `r`.
+    pub(super) fn register(r: &mut Registrar<'_>) -> Self {
         Self {
-            size,
-            hits,
-            misses,
-            refill,
+            size: r.add("wharf_warm_pool_size", "Idle warm sandboxes per backend"),
+            hits: r.add("wharf_warm_pool_hits", "Sessions that took a warm sandbox"),
+            misses: r.add(
+                "wharf_warm_pool_misses",
+                "Sessions of a pooled shape that found no warm sandbox",
+            ),
+            refill: r.add_histograms(
+                "wharf_warm_pool_refill_seconds",
+                "Time to create one warm sandbox",
+                Buckets::REFILL,
+            ),
         }
     }
 
-    fn labels(backend: &str) -> PoolLabels {
-        PoolLabels {
+    fn labels(backend: &str) -> BackendLabels {
+        BackendLabels {
             backend: backend.to_string(),
         }
     }

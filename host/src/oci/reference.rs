@@ -59,22 +59,20 @@ impl OciRef {
 
     /// The same repository at `digest`.
     pub fn at_digest(&self, digest: &str) -> Self {
-        Self {
-            inner: Reference::with_digest(
-                self.registry().to_string(),
-                self.repository().to_string(),
-                digest.to_string(),
-            ),
-        }
+        self.in_repository(digest, Reference::with_digest)
     }
 
     /// The same repository at `tag`.
     pub fn at_tag(&self, tag: &str) -> Self {
+        self.in_repository(tag, Reference::with_tag)
+    }
+
+    fn in_repository(&self, at: &str, make: fn(String, String, String) -> Reference) -> Self {
         Self {
-            inner: Reference::with_tag(
+            inner: make(
                 self.registry().to_string(),
                 self.repository().to_string(),
-                tag.to_string(),
+                at.to_string(),
             ),
         }
     }

@@ -58,6 +58,20 @@ pub struct EffectiveLimits {
     pub pids_limit: u32,
 }
 
+/// `asked`, or `granted` when nothing was asked; more than `granted` is refused with
+/// `refusal`'s words, never lowered.
+fn at_most<T: PartialOrd + Copy>(
+    asked: Option<T>,
+    granted: T,
+    refusal: impl FnOnce(T) -> String,
+) -> Result<T, Denial> {
+    let value = asked.unwrap_or(granted);
+    if value > granted {
+        return Err(Denial(refusal(value)));
+    }
+    Ok(value)
+}
+
 impl Grants {
     /// Checks an image reference.
     pub fn check_image(&self, image: &str) -> Result<(), Denial> {
@@ -88,29 +102,25 @@ impl Grants {
                 req.session_containers
             )));
         }
-        let cpu = req.cpu_millis.unwrap_or(self.max_cpu_millis);
-        if cpu > self.max_cpu_millis {
-            return Err(Denial(format!(
+        let cpu = at_most(req.cpu_millis, self.max_cpu_millis, |cpu| {
+            format!(
                 "{cpu} milli-CPUs asked, {} granted (grants.max_cpu_millis)",
                 self.max_cpu_millis
-            )));
-        }
-        let max_memory = self.max_memory_mb << 20;
-        let memory = req.memory_bytes.unwrap_or(max_memory);
-        if memory > max_memory {
-            return Err(Denial(format!(
+            )
+        })?;
+        let memory = at_most(req.memory_bytes, self.max_memory_mb << 20, |memory| {
+            format!(
                 "{} MiB asked, {} MiB granted (grants.max_memory_mb)",
                 memory >> 20,
                 self.max_memory_mb
-            )));
-        }
-        let pids = req.pids_limit.unwrap_or(self.max_pids);
-        if pids > self.max_pids {
-            return Err(Denial(format!(
+            )
+        })?;
+        let pids = at_most(req.pids_limit, self.max_pids, |pids| {
+            format!(
                 "{pids} processes asked, {} granted (grants.max_pids)",
                 self.max_pids
-            )));
-        }
+            )
+        })?;
         if !req.host_mounts.is_empty() {
             let resolved = req.resolved_grants.ok_or_else(|| {
                 Denial("grants.host_mounts were not resolved for this request".into())

@@ -82,6 +82,20 @@ pub fn granted_levels(names: &[String]) -> Result<Vec<Isolation>, Denial> {
 /// The most a sandbox's user name may be (`name`, `uid`, `name:group`, `uid:gid`).
 pub const MAX_USER_BYTES: usize = 64;
 
+/// The isolation level and user a sandbox asks for, each checked as written (whether they
+/// are granted is checked where the container is made): the level, or why it is unknown or
+/// the user malformed.
+pub fn check_asked(
+    isolation: Option<&str>,
+    user: Option<&str>,
+) -> Result<Option<Isolation>, String> {
+    let level = isolation.map(Isolation::asked).transpose()?;
+    if let Some(user) = user {
+        check_user(user)?;
+    }
+    Ok(level)
+}
+
 /// Checks a sandbox user as a session config gives it: a name or a number, optionally
 /// `:group`; no path, no control character, nothing the engine would read another way.
 pub fn check_user(user: &str) -> Result<(), String> {

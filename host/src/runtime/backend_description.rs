@@ -118,7 +118,22 @@ pub(crate) async fn describe(
     target: Target,
     sha256: String,
 ) -> Result<BackendDescription> {
-    let wit = target.version.to_string();
+    let common = |declared_name, version, description, requires| BackendDescription {
+        declared_name,
+        version,
+        description,
+        world: target.kind,
+        contract: target.version,
+        wit: target.version.to_string(),
+        tools: Vec::new(),
+        config_schema: None,
+        session_config_schema: None,
+        requires,
+        features: ProviderFeatures::default(),
+        provider_features: Vec::new(),
+        lists_tools: false,
+        sha256: sha256.clone(),
+    };
     let described = tokio::time::timeout(Duration::from_secs(10), async {
         match pre {
             CompiledPre::Resource(p) => {
@@ -131,18 +146,9 @@ pub(crate) async fn describe(
                 anyhow::Ok(BackendDescription {
                     lists_tools,
                     tools: tools_of(&info),
-                    declared_name: info.name,
-                    version: info.version,
-                    description: info.description,
-                    world: target.kind,
-                    contract: target.version,
-                    wit: wit.clone(),
                     config_schema: parse_schema(info.config_schema),
                     session_config_schema: parse_schema(info.session_config_schema),
-                    requires: info.requires,
-                    features: ProviderFeatures::default(),
-                    provider_features: Vec::new(),
-                    sha256: sha256.clone(),
+                    ..common(info.name, info.version, info.description, info.requires)
                 })
             }
             CompiledPre::Provider(p) => {
@@ -150,20 +156,9 @@ pub(crate) async fn describe(
                 let exports = p.instantiate(&mut store).await?;
                 let info = exports.describe(&mut store).await?;
                 anyhow::Ok(BackendDescription {
-                    declared_name: info.name,
-                    version: info.version,
-                    description: info.description,
-                    world: target.kind,
-                    contract: target.version,
-                    wit: wit.clone(),
-                    tools: Vec::new(),
-                    config_schema: None,
-                    session_config_schema: None,
-                    requires: info.requires,
                     provider_features: info.features.names(),
-                    lists_tools: false,
                     features: info.features,
-                    sha256: sha256.clone(),
+                    ..common(info.name, info.version, info.description, info.requires)
                 })
             }
         }

@@ -12,7 +12,24 @@
 
 /// `bindgen!` with what every world here shares: async imports that trap on host errors
 /// and trace, async exports, WASI from wasmtime's own bindings; plus the world's own `with`.
+/// With `v0_2: module`, the interfaces 0.2.0 defines map onto that module of the 0.2.0
+/// `resource-backend` bindings.
 macro_rules! contract_bindgen {
+    (path: $path:tt, world: $world:tt, v0_2: $v0_2:ident, with: { $($with:tt)* }) => {
+        contract_bindgen!(
+            path: $path,
+            world: $world,
+            with: {
+                "wharf:plugin/types@0.2.0": $v0_2::types,
+                "wharf:plugin/container@0.2.0": $v0_2::container,
+                "wharf:plugin/exec@0.2.0": $v0_2::exec,
+                "wharf:plugin/kv@0.2.0": $v0_2::kv,
+                "wharf:plugin/log@0.2.0": $v0_2::log,
+                "wharf:plugin/egress@0.2.0": $v0_2::egress,
+                $($with)*
+            }
+        );
+    };
     (path: $path:tt, world: $world:tt, with: { $($with:tt)* }) => {
         wasmtime::component::bindgen!({
             path: $path,
@@ -39,14 +56,8 @@ pub mod v0_3 {
         contract_bindgen!(
             path: "../wit",
             world: "wharf:plugin/resource-backend@0.3.0",
-            with: {
-                "wharf:plugin/types@0.2.0": v0_2::types,
-                "wharf:plugin/container@0.2.0": v0_2::container,
-                "wharf:plugin/exec@0.2.0": v0_2::exec,
-                "wharf:plugin/kv@0.2.0": v0_2::kv,
-                "wharf:plugin/log@0.2.0": v0_2::log,
-                "wharf:plugin/egress@0.2.0": v0_2::egress,
-            }
+            v0_2: v0_2,
+            with: {}
         );
     }
 
@@ -58,13 +69,8 @@ pub mod v0_3 {
         contract_bindgen!(
             path: "../wit",
             world: "wharf:plugin/sandbox-provider@0.3.0",
+            v0_2: v0_2,
             with: {
-                "wharf:plugin/types@0.2.0": v0_2::types,
-                "wharf:plugin/container@0.2.0": v0_2::container,
-                "wharf:plugin/exec@0.2.0": v0_2::exec,
-                "wharf:plugin/kv@0.2.0": v0_2::kv,
-                "wharf:plugin/log@0.2.0": v0_2::log,
-                "wharf:plugin/egress@0.2.0": v0_2::egress,
                 "wharf:plugin/secrets@0.3.0": v0_3::secrets,
                 "wharf:plugin/process@0.3.0": v0_3::process,
                 "wharf:plugin/files@0.3.0": v0_3::files,
@@ -95,14 +101,8 @@ pub mod v0_2 {
         contract_bindgen!(
             path: "../wit",
             world: "wharf:plugin/sandbox-provider@0.2.0",
-            with: {
-                "wharf:plugin/types@0.2.0": shared::types,
-                "wharf:plugin/container@0.2.0": shared::container,
-                "wharf:plugin/exec@0.2.0": shared::exec,
-                "wharf:plugin/kv@0.2.0": shared::kv,
-                "wharf:plugin/log@0.2.0": shared::log,
-                "wharf:plugin/egress@0.2.0": shared::egress,
-            }
+            v0_2: shared,
+            with: {}
         );
     }
 }

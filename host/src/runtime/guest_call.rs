@@ -7,12 +7,14 @@
 
 use crate::error_code::{BACKEND_CODES, Code, WharfError};
 use crate::imports::CallContext;
-use crate::runtime::guest_types::GuestError;
-use crate::runtime::instance_pool::{BoxFuture, GuestWorld, Instance, InstancePool};
+use crate::runtime::guest_types::{Answer, GuestError};
+use crate::runtime::host_state::HostState;
+use crate::runtime::instance_pool::{GuestWorld, Instance, InstancePool};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
+use wasmtime::Store;
 
 /// Where and for how long a guest call runs.
 #[derive(Debug, Clone, Copy)]
@@ -40,9 +42,15 @@ pub struct CallSite<'a> {
 impl<'a> CallSite<'a> {
     /// A call of the host's own for `tenant` in session `session_id`, within `timeout`.
     pub fn in_session(tenant: &'a Arc<str>, session_id: &'a str, timeout: Duration) -> Self {
+        Self::new(tenant, Some(session_id), timeout)
+    }
+
+    /// A call for `tenant` (in a session, if any) within `timeout`, and nothing more: no
+    /// trace id, output, sandbox ask, snapshot or cancellation.
+    pub fn new(tenant: &'a Arc<str>, session_id: Option<&'a str>, timeout: Duration) -> Self {
         Self {
             tenant,
-            session_id: Some(session_id),
+            session_id,
             timeout,
             trace_id: None,
             output: None,
@@ -72,20 +80,17 @@ pub fn guest_failure(backend: &str, e: GuestError) -> WharfError {
         .with_data_opt(data)
 }
 
-/// Runs `op` on an instance of `pool` checked out for this call.
+/// Runs `op` on the exports and store of an instance of `pool` checked out for this call.
 pub async fn run<W, T>(
     pool: &Arc<InstancePool<W>>,
-    backend: &str,
     site: CallSite<'_>,
-    op: impl for<'i> FnOnce(
-        &'i mut Instance<W>,
-    ) -> BoxFuture<'i, wasmtime::Result<Result<T, GuestError>>>
-    + Send,
+    op: impl AsyncFnOnce(&W::Exports, &mut Store<HostState>) -> Answer<T>,
 ) -> Result<T, WharfError>
 where
     W: GuestWorld,
     T: Send,
 {
+    let backend = pool.name();
     let timeout = site.timeout;
     let deadline = Instant::now() + timeout;
     // Host imports run inside this span, so their exported spans nest under the guest call.
@@ -111,8 +116,8 @@ where
     };
     let mut checked_out = pool.checkout(context).await?;
     let outcome = {
-        let instance = checked_out.instance()?;
-        tokio::time::timeout(timeout, op(instance))
+        let Instance { exports, store, .. } = checked_out.instance()?;
+        tokio::time::timeout(timeout, op(&*exports, store))
             .instrument(span)
             .await
     };

@@ -20,6 +20,23 @@ pub struct GuestError {
     pub data: Option<String>,
 }
 
+/// What a guest call answers: a trap (outer) or the guest's own result (inner).
+pub type Answer<T> = wasmtime::Result<Result<T, GuestError>>;
+
+/// A generated binding's answer in the host's types: its value and its error converted.
+pub fn answer<T, U: Into<T>, E: Into<GuestError>>(
+    returned: wasmtime::Result<Result<U, E>>,
+) -> Answer<T> {
+    returned.map(|r| r.map(Into::into).map_err(Into::into))
+}
+
+/// [`answer`] for a list: each item converted.
+pub fn answer_list<T, U: Into<T>, E: Into<GuestError>>(
+    returned: wasmtime::Result<Result<Vec<U>, E>>,
+) -> Answer<Vec<T>> {
+    answer(returned.map(|r| r.map(|items| items.into_iter().map(Into::into).collect::<Vec<T>>())))
+}
+
 /// A session as handed to a backend.
 #[derive(Debug, Clone)]
 pub struct SessionView {

@@ -21,8 +21,8 @@ mod guest_world;
 mod status;
 
 pub use checked_out::CheckedOut;
-pub(crate) use guest_world::versioned_guest_world;
-pub use guest_world::{BoxFuture, GuestWorld};
+pub use guest_world::{BoxFuture, GuestWorld, IndexedPre, WorldIndices};
+pub(crate) use guest_world::{on_guest, versioned_guest_world};
 pub use status::{PoolStats, PoolStatus, PoolWatch};
 
 /// Sizing and retirement of one pool.
@@ -121,6 +121,11 @@ impl<W: GuestWorld> InstancePool<W> {
             }
         }
         Ok(pool)
+    }
+
+    /// The backend's name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The settings.

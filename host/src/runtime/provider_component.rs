@@ -1,8 +1,9 @@
 //! A sandbox provider as loaded: its pool of instances and the provider contract as
-//! typed host calls — `create`, `run-command`, `destroy`, `is-alive`, the native file
-//! operations its features declare, background processes (feature `processes`) and
-//! pausing (feature `suspension`). The sandbox toolset builds the standard tools and
-//! the session hooks on top of this (`sandbox_toolset::ProviderBackend`).
+//! typed host calls, whatever contract version it was built against — `create`,
+//! `run-command`, `destroy`, `is-alive`, the native file operations its features declare,
+//! background processes (feature `processes`) and pausing (feature `suspension`). The
+//! sandbox toolset builds the standard tools and the session hooks on top of this
+//! (`sandbox_toolset::ProviderBackend`).
 
 use crate::engines::container_types::{OutputChunk, OutputRead, ProcessInfo, ProcessStart, Signal};
 use crate::error_code::{Code, WharfError};
@@ -11,19 +12,22 @@ use crate::policy::{EgressAsk, Grants, SandboxProfile};
 use crate::runtime::backend::PoolWatch;
 use crate::runtime::guest_call::{self, CallSite};
 use crate::runtime::guest_types::{
-    CommandRequest, CommandResult, DirEntry, FileChunk, ProviderFeatures, SandboxSpec,
+    Answer, CommandRequest, CommandResult, DirEntry, FileChunk, GuestError, ProviderFeatures,
+    SandboxSpec, answer, answer_list,
 };
-use crate::runtime::instance_pool::{InstancePool, PoolSettings};
-use crate::runtime::provider_guest::ProviderPre;
+use crate::runtime::host_state::HostState;
+use crate::runtime::instance_pool::{InstancePool, PoolSettings, on_guest};
+use crate::runtime::provider_guest::{ProviderExports, ProviderPre};
 pub use crate::runtime::provider_processes::SuspendOp;
+use crate::runtime::provider_processes::{Provider02, cannot_pause, refused};
 use crate::runtime::resource_component::config_text;
 use anyhow::Result;
 use serde_json::Value;
 use std::sync::Arc;
+use wasmtime::Store;
 
 /// A running sandbox provider.
 pub struct ProviderComponent {
-    name: Arc<str>,
     features: ProviderFeatures,
     pool: Arc<InstancePool<ProviderPre>>,
 }
@@ -39,25 +43,14 @@ impl ProviderComponent {
         grants: Arc<Grants>,
         services: Arc<HostServices>,
     ) -> Result<Self> {
-        let pool = InstancePool::start(
-            name.clone(),
-            pre,
-            settings,
-            config_text(config),
-            grants,
-            services,
-        )
-        .await?;
-        Ok(Self {
-            name,
-            features,
-            pool,
-        })
+        let pool =
+            InstancePool::start(name, pre, settings, config_text(config), grants, services).await?;
+        Ok(Self { features, pool })
     }
 
     /// The operator's name for the provider.
     pub fn name(&self) -> &str {
-        &self.name
+        self.pool.name()
     }
 
     /// What it implements natively.
@@ -70,6 +63,12 @@ impl ProviderComponent {
         self.pool.settings()
     }
 
+    /// A call of the host's own for `tenant` in session `session_id`, bounded by the hook
+    /// timeout.
+    pub fn hook_site<'a>(&self, tenant: &'a Arc<str>, session_id: &'a str) -> CallSite<'a> {
+        CallSite::in_session(tenant, session_id, self.settings().hook_timeout)
+    }
+
     /// Its instance pool, to watch.
     pub fn pool(&self) -> Arc<dyn PoolWatch> {
         self.pool.clone()
@@ -78,6 +77,24 @@ impl ProviderComponent {
     /// Stops taking calls and shuts the instances down.
     pub async fn drain(&self) {
         self.pool.drain().await
+    }
+
+    /// Runs `op` on the 0.3.0 export `export` picks from a pooled instance, or answers
+    /// `missing` (4030) when the provider does not have it.
+    async fn on_optional<G: Sync, T: Send>(
+        &self,
+        site: CallSite<'_>,
+        export: impl FnOnce(&Provider02) -> Option<&G>,
+        missing: fn() -> GuestError,
+        op: impl AsyncFnOnce(&G, &mut Store<HostState>) -> Answer<T>,
+    ) -> Result<T, WharfError> {
+        guest_call::run(&self.pool, site, async |exports, store| {
+            match exports.v0_2().and_then(export) {
+                Some(g) => op(g, store).await,
+                None => Ok(Err(missing())),
+            }
+        })
+        .await
     }
 
     /// Provisions a sandbox for `session_id`; returns its handle. What the spec asks beyond
@@ -109,19 +126,21 @@ impl ProviderComponent {
             sandbox: Some(&profile),
             ..site
         };
-        let handle = guest_call::run(&self.pool, &self.name, asked, move |i| {
-            Box::pin(async move { i.exports.create(&mut i.store, &spec).await })
+        let handle: String = guest_call::run(&self.pool, asked, async |exports, store| {
+            on_guest!(ProviderExports(exports), |g| answer(
+                g.call_create(store, &(&spec).into()).await
+            ))
         })
         .await?;
         if profile.asks_anything() && profile.applied() == 0 {
             if let Err(e) = self.destroy(site, &handle).await {
-                tracing::warn!(backend = %self.name, sandbox = %handle, "destroying a sandbox made without what was asked: {e}");
+                tracing::warn!(backend = %self.name(), sandbox = %handle, "destroying a sandbox made without what was asked: {e}");
             }
             return Err(WharfError::new(
                 Code::Forbidden,
                 format!(
                     "backend `{}` provisions its sandboxes outside the host's container engine, so the host cannot give {} (never a weaker sandbox than asked)",
-                    self.name,
+                    self.name(),
                     profile.describe()
                 ),
             ));
@@ -136,31 +155,30 @@ impl ProviderComponent {
         sandbox: &str,
         request: CommandRequest,
     ) -> Result<CommandResult, WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move {
-                i.exports
-                    .run_command(&mut i.store, &sandbox, &request)
-                    .await
-            })
+        guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ProviderExports(exports), |g| answer(
+                g.call_run_command(store, sandbox, &(&request).into()).await
+            ))
         })
         .await
     }
 
     /// Destroys a sandbox (idempotent).
     pub async fn destroy(&self, site: CallSite<'_>, sandbox: &str) -> Result<(), WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move { i.exports.destroy(&mut i.store, &sandbox).await })
+        guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ProviderExports(exports), |g| answer(
+                g.call_destroy(store, sandbox).await
+            ))
         })
         .await
     }
 
     /// Whether a sandbox still exists and answers.
     pub async fn is_alive(&self, site: CallSite<'_>, sandbox: &str) -> Result<bool, WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move { i.exports.is_alive(&mut i.store, &sandbox).await })
+        guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ProviderExports(exports), |g| answer(
+                g.call_is_alive(store, sandbox).await
+            ))
         })
         .await
     }
@@ -174,13 +192,11 @@ impl ProviderComponent {
         offset: u64,
         max_bytes: u64,
     ) -> Result<FileChunk, WharfError> {
-        let (sandbox, path) = (sandbox.to_string(), path.to_string());
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move {
-                i.exports
-                    .read_file(&mut i.store, &sandbox, &path, offset, max_bytes)
+        guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ProviderExports(exports), |g| answer(
+                g.call_read_file(store, sandbox, path, offset, max_bytes)
                     .await
-            })
+            ))
         })
         .await
     }
@@ -193,13 +209,10 @@ impl ProviderComponent {
         path: &str,
         content: Vec<u8>,
     ) -> Result<(), WharfError> {
-        let (sandbox, path) = (sandbox.to_string(), path.to_string());
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move {
-                i.exports
-                    .write_file(&mut i.store, &sandbox, &path, &content)
-                    .await
-            })
+        guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ProviderExports(exports), |g| answer(
+                g.call_write_file(store, sandbox, path, &content).await
+            ))
         })
         .await
     }
@@ -211,9 +224,10 @@ impl ProviderComponent {
         sandbox: &str,
         path: &str,
     ) -> Result<Vec<DirEntry>, WharfError> {
-        let (sandbox, path) = (sandbox.to_string(), path.to_string());
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move { i.exports.list_dir(&mut i.store, &sandbox, &path).await })
+        guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ProviderExports(exports), |g| answer_list(
+                g.call_list_dir(store, sandbox, path).await
+            ))
         })
         .await
     }
@@ -225,13 +239,8 @@ impl ProviderComponent {
         sandbox: &str,
         start: ProcessStart,
     ) -> Result<ProcessInfo, WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move {
-                i.exports
-                    .start_process(&mut i.store, &sandbox, &start)
-                    .await
-            })
+        self.on_optional(site, Provider02::processes, refused, async |g, store| {
+            answer(g.call_start(store, sandbox, &(&start).into()).await)
         })
         .await
     }
@@ -243,9 +252,17 @@ impl ProviderComponent {
         sandbox: &str,
         read: OutputRead,
     ) -> Result<OutputChunk, WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move { i.exports.process_output(&mut i.store, &sandbox, read).await })
+        self.on_optional(site, Provider02::processes, refused, async |g, store| {
+            let OutputRead {
+                pid,
+                offset,
+                max_bytes,
+                wait_ms,
+            } = read;
+            answer(
+                g.call_output(store, sandbox, pid, offset, max_bytes, wait_ms)
+                    .await,
+            )
         })
         .await
     }
@@ -259,13 +276,8 @@ impl ProviderComponent {
         data: Vec<u8>,
         close: bool,
     ) -> Result<(), WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move {
-                i.exports
-                    .process_input(&mut i.store, &sandbox, pid, &data, close)
-                    .await
-            })
+        self.on_optional(site, Provider02::processes, refused, async |g, store| {
+            answer(g.call_write_stdin(store, sandbox, pid, &data, close).await)
         })
         .await
     }
@@ -278,13 +290,8 @@ impl ProviderComponent {
         pid: u32,
         signal: Signal,
     ) -> Result<(), WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move {
-                i.exports
-                    .signal_process(&mut i.store, &sandbox, pid, signal)
-                    .await
-            })
+        self.on_optional(site, Provider02::processes, refused, async |g, store| {
+            answer(g.call_send_signal(store, sandbox, pid, signal.into()).await)
         })
         .await
     }
@@ -295,9 +302,8 @@ impl ProviderComponent {
         site: CallSite<'_>,
         sandbox: &str,
     ) -> Result<Vec<ProcessInfo>, WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move { i.exports.list_processes(&mut i.store, &sandbox).await })
+        self.on_optional(site, Provider02::processes, refused, async |g, store| {
+            answer_list(g.call_list(store, sandbox).await)
         })
         .await
     }
@@ -310,10 +316,18 @@ impl ProviderComponent {
         sandbox: &str,
         op: SuspendOp,
     ) -> Result<(), WharfError> {
-        let sandbox = sandbox.to_string();
-        guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move { i.exports.suspend(&mut i.store, &sandbox, op).await })
-        })
+        self.on_optional(
+            site,
+            Provider02::suspension,
+            cannot_pause,
+            async |g, store| {
+                answer(match op {
+                    SuspendOp::Pause => g.call_pause(store, sandbox).await,
+                    SuspendOp::Resume => g.call_resume(store, sandbox).await,
+                    SuspendOp::Snapshot => g.call_snapshot(store, sandbox).await,
+                })
+            },
+        )
         .await
     }
 }

@@ -7,9 +7,9 @@ use crate::policy::Grants;
 use crate::runtime::backend::{Backend, PoolWatch, SessionStart, ToolCall};
 use crate::runtime::backend_description::listed_tool;
 use crate::runtime::guest_call::{self, CallSite, guest_json};
-use crate::runtime::guest_types::{Discovery, RawDiscovery, SessionView};
-use crate::runtime::instance_pool::{InstancePool, PoolSettings};
-use crate::runtime::resource_guest::ResourcePre;
+use crate::runtime::guest_types::{Discovery, RawDiscovery, RawToolOutput, SessionView, answer};
+use crate::runtime::instance_pool::{InstancePool, PoolSettings, on_guest};
+use crate::runtime::resource_guest::{ResourceExports, ResourcePre};
 use crate::tool::{ToolDescription, ToolResult};
 use anyhow::Result;
 use async_trait::async_trait;
@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 /// A running resource backend.
 pub struct ResourceComponent {
-    name: Arc<str>,
     pool: Arc<InstancePool<ResourcePre>>,
 }
 
@@ -41,52 +40,35 @@ impl ResourceComponent {
         grants: Arc<Grants>,
         services: Arc<HostServices>,
     ) -> Result<Self> {
-        let pool = InstancePool::start(
-            name.clone(),
-            pre,
-            settings,
-            config_text(config),
-            grants,
-            services,
-        )
-        .await?;
-        Ok(Self { name, pool })
+        let pool =
+            InstancePool::start(name, pre, settings, config_text(config), grants, services).await?;
+        Ok(Self { pool })
     }
 
-    fn hook_site<'a>(&self, tenant: &'a Arc<str>, session: &'a str) -> CallSite<'a> {
-        CallSite {
-            tenant,
-            session_id: Some(session),
-            timeout: self.pool.settings().hook_timeout,
-            trace_id: None,
-            output: None,
-            sandbox: None,
-            snapshot: None,
-            cancel: None,
-        }
+    /// A hook's call of the host's own for `tenant`, in `session` if any.
+    fn hook_site<'a>(&self, tenant: &'a Arc<str>, session: Option<&'a str>) -> CallSite<'a> {
+        CallSite::new(tenant, session, self.pool.settings().hook_timeout)
     }
 }
 
 #[async_trait]
 impl Backend for ResourceComponent {
     async fn call(&self, call: ToolCall) -> Result<ToolResult, WharfError> {
+        let session_id = call.session.as_ref().map(|s| s.id.as_str());
         let site = CallSite {
-            tenant: &call.tenant,
-            session_id: call.session.as_ref().map(|s| s.id.as_str()),
-            timeout: call.timeout,
             trace_id: call.trace_id.as_deref(),
             output: call.output.as_ref(),
-            sandbox: None,
-            snapshot: None,
             cancel: call.cancel.as_ref(),
+            ..CallSite::new(&call.tenant, session_id, call.timeout)
         };
         let args = call.args.to_string();
-        let (action, session) = (call.action.clone(), call.session.clone());
-        let out = guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move {
-                i.exports
-                    .call(&mut i.store, &action, &args, session.as_ref())
-                    .await
+        let out: RawToolOutput = guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ResourceExports(exports), |g| {
+                let session = call.session.as_ref().map(Into::into);
+                answer(
+                    g.call_call(store, &call.action, &args, session.as_ref())
+                        .await,
+                )
             })
         })
         .await?;
@@ -112,18 +94,9 @@ impl Backend for ResourceComponent {
     }
 
     async fn list_tools(&self) -> Result<Option<Vec<ToolDescription>>, WharfError> {
-        let site = CallSite {
-            tenant: crate::quotas::host_tenant(),
-            session_id: None,
-            timeout: self.pool.settings().hook_timeout,
-            trace_id: None,
-            output: None,
-            sandbox: None,
-            snapshot: None,
-            cancel: None,
-        };
-        let listed = guest_call::run(&self.pool, &self.name, site, move |i| {
-            Box::pin(async move { i.exports.list_tools(&mut i.store).await })
+        let site = self.hook_site(crate::quotas::host_tenant(), None);
+        let listed = guest_call::run(&self.pool, site, async |exports, store| {
+            exports.list_tools(store).await
         })
         .await?;
         Ok(listed.map(|tools| tools.into_iter().map(listed_tool).collect()))
@@ -131,40 +104,34 @@ impl Backend for ResourceComponent {
 
     async fn initialize(&self, start: SessionStart) -> Result<Value, WharfError> {
         let config = config_text(&start.config);
-        let (id, key) = (start.id.clone(), start.key);
-        let data = guest_call::run(
-            &self.pool,
-            &self.name,
-            self.hook_site(&start.tenant, &start.id),
-            move |i| {
-                Box::pin(
-                    async move { i.exports.initialize(&mut i.store, &id, &key, &config).await },
-                )
-            },
-        )
+        let site = self.hook_site(&start.tenant, Some(&start.id));
+        let data: String = guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ResourceExports(exports), |g| answer(
+                g.call_initialize(store, &start.id, &start.key, &config)
+                    .await
+            ))
+        })
         .await?;
         guest_json(&data, "the session data initialize returned")
     }
 
     async fn cleanup(&self, session: &SessionView) -> Result<(), WharfError> {
-        let owned = session.clone();
-        guest_call::run(
-            &self.pool,
-            &self.name,
-            self.hook_site(crate::quotas::host_tenant(), &session.id),
-            move |i| Box::pin(async move { i.exports.cleanup(&mut i.store, &owned).await }),
-        )
+        let site = self.hook_site(crate::quotas::host_tenant(), Some(&session.id));
+        guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ResourceExports(exports), |g| answer(
+                g.call_cleanup(store, &session.into()).await
+            ))
+        })
         .await
     }
 
     async fn discover(&self, session: &SessionView) -> Result<Discovery, WharfError> {
-        let owned = session.clone();
-        let found = guest_call::run(
-            &self.pool,
-            &self.name,
-            self.hook_site(crate::quotas::host_tenant(), &session.id),
-            move |i| Box::pin(async move { i.exports.discover(&mut i.store, &owned).await }),
-        )
+        let site = self.hook_site(crate::quotas::host_tenant(), Some(&session.id));
+        let found: RawDiscovery = guest_call::run(&self.pool, site, async |exports, store| {
+            on_guest!(ResourceExports(exports), |g| answer(
+                g.call_discover(store, &session.into()).await
+            ))
+        })
         .await?;
         Ok(match found {
             RawDiscovery::Alive => Discovery::Alive,

@@ -2,20 +2,25 @@
 //! `tool-listing` export (its tools as they are now) when the component has it, both
 //! loaded from one instance.
 
+use crate::runtime::bindings::v0_2::backend::exports::wharf::plugin0_2_0::backend::Guest;
 use crate::runtime::bindings::v0_2::backend::{ResourceBackend, ResourceBackendIndices};
 use crate::runtime::bindings::v0_3::backend::exports::wharf::plugin0_3_0::tool_listing::{
     Guest as ListingGuest, GuestIndices as ListingIndices,
 };
-use crate::runtime::guest_types::{GuestError, RawToolSpec};
+use crate::runtime::guest_types::{Answer, RawToolSpec};
 use crate::runtime::host_state::HostState;
+use crate::runtime::instance_pool::{IndexedPre, WorldIndices};
 use anyhow::Result;
-use wasmtime::component::InstancePre;
-use wasmtime::{Engine, Store};
+use wasmtime::Store;
+use wasmtime::component::{Instance, InstancePre};
 
 /// A pre-instantiated 0.2.0 or 0.3.0 resource backend.
+pub type ResourcePre02 = IndexedPre<ResourceIndices02>;
+
+/// Where a 0.2.0 or 0.3.0 resource backend's exports are; `tool-listing` is absent before
+/// 0.3.0.
 #[derive(Clone)]
-pub struct ResourcePre02 {
-    pre: InstancePre<HostState>,
+pub struct ResourceIndices02 {
     base: ResourceBackendIndices,
     listing: Option<ListingIndices>,
 }
@@ -26,39 +31,31 @@ pub struct Resource02 {
     listing: Option<ListingGuest>,
 }
 
-impl ResourcePre02 {
-    /// Wraps a component's `InstancePre`; `tool-listing` is looked up, and absent before
-    /// 0.3.0.
-    pub fn new(pre: InstancePre<HostState>) -> Result<Self> {
+impl WorldIndices for ResourceIndices02 {
+    type Exports = Resource02;
+
+    fn new(pre: &InstancePre<HostState>) -> Result<Self> {
         Ok(Self {
-            base: ResourceBackendIndices::new(&pre)?,
-            listing: ListingIndices::new(&pre).ok(),
-            pre,
+            base: ResourceBackendIndices::new(pre)?,
+            listing: ListingIndices::new(pre).ok(),
         })
     }
 
-    /// The engine it was compiled for.
-    pub fn engine(&self) -> &Engine {
-        self.pre.engine()
-    }
-
-    /// A new instance in `store`.
-    pub async fn instantiate_async(&self, store: &mut Store<HostState>) -> Result<Resource02> {
-        let instance = self.pre.instantiate_async(&mut *store).await?;
-        let base = self.base.load(&mut *store, &instance)?;
-        let listing = match &self.listing {
-            Some(indices) => Some(indices.load(&mut *store, &instance)?),
-            None => None,
-        };
-        Ok(Resource02 { base, listing })
+    fn load(&self, store: &mut Store<HostState>, instance: &Instance) -> Result<Resource02> {
+        Ok(Resource02 {
+            base: self.base.load(&mut *store, instance)?,
+            listing: self
+                .listing
+                .as_ref()
+                .map(|indices| indices.load(&mut *store, instance))
+                .transpose()?,
+        })
     }
 }
 
 impl Resource02 {
     /// The 0.2.0 `backend` export.
-    pub fn wharf_plugin0_2_0_backend(
-        &self,
-    ) -> &crate::runtime::bindings::v0_2::backend::exports::wharf::plugin0_2_0::backend::Guest {
+    pub fn guest(&self) -> &Guest {
         self.base.wharf_plugin0_2_0_backend()
     }
 
@@ -66,7 +63,7 @@ impl Resource02 {
     pub async fn list_tools(
         &self,
         store: &mut Store<HostState>,
-    ) -> wasmtime::Result<Result<Option<Vec<RawToolSpec>>, GuestError>> {
+    ) -> Answer<Option<Vec<RawToolSpec>>> {
         let Some(listing) = &self.listing else {
             return Ok(Ok(None));
         };

@@ -2,6 +2,7 @@
 
 use super::file_ops::Sandbox;
 use super::shell;
+use super::tools::args;
 use crate::call_output::OutputSink;
 use crate::clock::now_ms;
 use crate::error_code::{Code, WharfError};
@@ -18,11 +19,6 @@ use std::time::Duration;
 const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Output kept per stream for `run_command`.
 const MAX_COMMAND_OUTPUT: u64 = 1 << 20;
-
-fn args<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, WharfError> {
-    serde_json::from_value(value)
-        .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))
-}
 
 #[derive(Deserialize)]
 struct RunCommand {

@@ -4,11 +4,11 @@
 //! call's turn ends, as `POST /v1/sessions/{id}/pause` does; the agent's next call resumes
 //! it and says so. Offered when the provider can pause.
 
-use super::tools::tool;
+use super::tools::{annotations, tool};
 use crate::error_code::{Code, WharfError};
 use crate::runtime::backend::SessionHostRef;
 use crate::runtime::guest_types::SessionView;
-use crate::tool::{ToolAnnotations, ToolDescription, ToolResult};
+use crate::tool::{ToolDescription, ToolResult};
 use serde_json::{Value, json};
 
 /// The tool's name.
@@ -20,12 +20,7 @@ pub fn tool_description() -> ToolDescription {
         PAUSE_SANDBOX,
         "Pause this sandbox once this call returns: its processes (background ones included) and memory are kept, and it uses no CPU until the session's next call, which resumes it (its reply says `resumed`). Paused sessions count against their own caps; one past them keeps running.",
         json!({"type": "object", "additionalProperties": false, "properties": {}}),
-        ToolAnnotations {
-            read_only: false,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-        },
+        annotations(false, false, true),
     )
 }
 

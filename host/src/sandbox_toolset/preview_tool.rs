@@ -3,12 +3,12 @@
 //! previews mint it (docs/operators.md, "Previews"); offered beside the process tools,
 //! since the sandbox agent that runs background processes is what relays the port.
 
-use super::tools::tool;
-use crate::error_code::{Code, WharfError};
+use super::tools::{annotations, tool};
+use crate::error_code::WharfError;
 use crate::preview_signature::MAX_TTL_SECONDS;
 use crate::runtime::backend::SessionHostRef;
 use crate::runtime::guest_types::SessionView;
-use crate::tool::{ToolAnnotations, ToolDescription, ToolResult};
+use crate::tool::{ToolDescription, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -31,12 +31,7 @@ pub fn tool_description() -> ToolDescription {
             "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "An exposed port the server listens on (inside the sandbox)."},
             "ttl_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_TTL_SECONDS, "description": "How long the URL works (default 3600)."}
         }}),
-        ToolAnnotations {
-            read_only: true,
-            destructive: false,
-            idempotent: false,
-            open_world: false,
-        },
+        annotations(true, false, false),
     )
 }
 
@@ -46,8 +41,7 @@ pub async fn call(
     args: Value,
     host: Option<&SessionHostRef>,
 ) -> Result<ToolResult, WharfError> {
-    let ask: Ask = serde_json::from_value(args)
-        .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))?;
+    let ask: Ask = super::tools::args(args)?;
     let host = super::tools::session_host(host, "previews")?;
     let link = host.signed_url(session, ask.port, ask.ttl_seconds).await?;
     Ok(ToolResult::json(json!({

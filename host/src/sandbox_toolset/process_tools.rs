@@ -3,10 +3,10 @@
 //! `kill_process` and `list_processes`, each a call of the provider's `processes` export.
 
 use super::file_ops::Sandbox;
-use super::tools::tool;
+use super::tools::{annotations, args, tool};
 use crate::engines::container_types::{Command, OutputRead, ProcessInfo, ProcessStart, Signal};
 use crate::error_code::{Code, WharfError};
-use crate::tool::{ToolAnnotations, ToolDescription, ToolResult};
+use crate::tool::{ToolDescription, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -29,15 +29,6 @@ const SIGNALS: [(&str, Signal); 9] = [
     ("stop", Signal::Stop),
     ("cont", Signal::Cont),
 ];
-
-const fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations {
-    ToolAnnotations {
-        read_only,
-        destructive,
-        idempotent,
-        open_world: false,
-    }
-}
 
 /// The five process tools.
 pub fn tool_descriptions() -> Vec<ToolDescription> {
@@ -136,11 +127,6 @@ struct SendInput {
 struct KillProcess {
     pid: u32,
     signal: Option<String>,
-}
-
-fn args<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, WharfError> {
-    serde_json::from_value(value)
-        .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))
 }
 
 fn process_json(p: &ProcessInfo) -> Value {

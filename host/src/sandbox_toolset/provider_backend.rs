@@ -63,22 +63,16 @@ impl ProviderBackend {
     /// process tools and `preview_url` when the provider runs background processes,
     /// `snapshot_sandbox` when it can snapshot) and the sandbox config schema.
     pub fn describe(description: &mut BackendDescription) {
-        description.tools = tool_descriptions();
-        if description.features.processes {
-            description
-                .tools
-                .extend(super::process_tools::tool_descriptions());
-            description
-                .tools
-                .push(super::preview_tool::tool_description());
+        let features = description.features;
+        let tools = &mut description.tools;
+        *tools = tool_descriptions();
+        if features.processes {
+            tools.extend(super::process_tools::tool_descriptions());
+            tools.push(super::preview_tool::tool_description());
         }
-        if description.features.suspension {
-            description
-                .tools
-                .push(super::snapshot_tool::tool_description());
-            description
-                .tools
-                .push(super::pause_tool::tool_description());
+        if features.suspension {
+            tools.push(super::snapshot_tool::tool_description());
+            tools.push(super::pause_tool::tool_description());
         }
         description.session_config_schema = Some(session_spec::schema());
     }
@@ -145,11 +139,10 @@ impl Backend for ProviderBackend {
         {
             return Ok(json!({ "sandbox": taken.handle, "warm": taken.id, "expose_ports": ports }));
         }
-        let timeout = self.provider.settings().hook_timeout;
         let handle = self
             .provider
             .create(
-                CallSite::in_session(&start.tenant, &start.id, timeout),
+                self.provider.hook_site(&start.tenant, &start.id),
                 spec,
                 start.sandbox.clone(),
             )
@@ -160,12 +153,8 @@ impl Backend for ProviderBackend {
     async fn cleanup(&self, session: &SessionView) -> Result<(), WharfError> {
         match sandbox_handle(session) {
             Ok(handle) => {
-                let timeout = self.provider.settings().hook_timeout;
                 self.provider
-                    .destroy(
-                        CallSite::in_session(host_tenant(), &session.id, timeout),
-                        handle,
-                    )
+                    .destroy(self.provider.hook_site(host_tenant(), &session.id), handle)
                     .await?;
                 if let (Some(pool), Some(warm)) = (&self.warm, session.data["warm"].as_str()) {
                     pool.forget(warm).await?;
@@ -181,14 +170,10 @@ impl Backend for ProviderBackend {
         let Ok(handle) = sandbox_handle(session) else {
             return Ok(Discovery::Gone);
         };
-        let timeout = self.provider.settings().hook_timeout;
         Ok(
             if self
                 .provider
-                .is_alive(
-                    CallSite::in_session(host_tenant(), &session.id, timeout),
-                    handle,
-                )
+                .is_alive(self.provider.hook_site(host_tenant(), &session.id), handle)
                 .await?
             {
                 Discovery::Alive
@@ -226,7 +211,6 @@ impl Backend for ProviderBackend {
             return Err(no_suspension(Some(self.provider.name())));
         }
         let handle = sandbox_handle(session)?;
-        let timeout = self.provider.settings().hook_timeout;
         let op = if resume {
             SuspendOp::Resume
         } else {
@@ -234,7 +218,7 @@ impl Backend for ProviderBackend {
         };
         self.provider
             .suspend(
-                CallSite::in_session(host_tenant(), &session.id, timeout),
+                self.provider.hook_site(host_tenant(), &session.id),
                 handle,
                 op,
             )

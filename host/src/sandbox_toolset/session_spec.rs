@@ -2,7 +2,7 @@
 //! provider cannot enforce is refused by the provider (never a weaker sandbox than asked).
 
 use crate::error_code::{Code, WharfError};
-use crate::policy::{Isolation, check_user};
+use crate::policy::check_asked;
 use crate::runtime::guest_types::{NetworkPolicy, SandboxSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -57,20 +57,30 @@ const RESERVED_PATHS: &[&str] = &["/proc", "/sys", "/dev", "/etc", "/.wharf"];
 /// The volumes a session config mounts, checked (at most [`MAX_SESSION_VOLUMES`], valid
 /// names, plain absolute paths outside the reserved ones, no path twice, no volume twice).
 pub fn volume_asks(config: &Value) -> Result<Vec<VolumeAsk>, WharfError> {
-    let invalid =
-        |m: String| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {m}"));
-    let Some(volumes) = config.get("volumes") else {
+    config_list(config, "volumes", check_volumes)
+}
+
+/// A session config the toolset refuses, saying what is wrong with it.
+fn invalid(what: impl std::fmt::Display) -> WharfError {
+    WharfError::new(Code::InvalidType, format!("invalid sandbox config: {what}"))
+}
+
+/// The list under `key` of a session config, checked by `check`; empty when absent.
+fn config_list<T: serde::de::DeserializeOwned>(
+    config: &Value,
+    key: &str,
+    check: fn(&[T]) -> Result<(), WharfError>,
+) -> Result<Vec<T>, WharfError> {
+    let Some(list) = config.get(key) else {
         return Ok(Vec::new());
     };
-    let asks: Vec<VolumeAsk> =
-        serde_json::from_value(volumes.clone()).map_err(|e| invalid(format!("volumes: {e}")))?;
-    check_volumes(&asks)?;
-    Ok(asks)
+    let list: Vec<T> =
+        serde_json::from_value(list.clone()).map_err(|e| invalid(format!("{key}: {e}")))?;
+    check(&list)?;
+    Ok(list)
 }
 
 fn check_volumes(asks: &[VolumeAsk]) -> Result<(), WharfError> {
-    let invalid =
-        |m: String| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {m}"));
     if asks.len() > MAX_SESSION_VOLUMES {
         return Err(invalid(format!(
             "volumes: at most {MAX_SESSION_VOLUMES} per session"
@@ -134,20 +144,10 @@ pub const MAX_EXPOSED_PORTS: usize = 16;
 /// The ports a session config exposes for previews, checked (1–65535, at most
 /// [`MAX_EXPOSED_PORTS`], no repeats).
 pub fn exposed_ports(config: &Value) -> Result<Vec<u16>, WharfError> {
-    let invalid =
-        |m: String| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {m}"));
-    let Some(ports) = config.get("expose_ports") else {
-        return Ok(Vec::new());
-    };
-    let ports: Vec<u16> =
-        serde_json::from_value(ports.clone()).map_err(|e| invalid(format!("expose_ports: {e}")))?;
-    check_ports(&ports)?;
-    Ok(ports)
+    config_list(config, "expose_ports", check_ports)
 }
 
 fn check_ports(ports: &[u16]) -> Result<(), WharfError> {
-    let invalid =
-        |m: String| WharfError::new(Code::InvalidType, format!("invalid sandbox config: {m}"));
     if ports.len() > MAX_EXPOSED_PORTS {
         return Err(invalid(format!(
             "expose_ports: at most {MAX_EXPOSED_PORTS} ports"
@@ -215,9 +215,7 @@ pub fn sandbox_spec(
     let c: SpecConfig = if config.is_null() {
         SpecConfig::default()
     } else {
-        serde_json::from_value(config.clone()).map_err(|e| {
-            WharfError::new(Code::InvalidType, format!("invalid sandbox config: {e}"))
-        })?
+        serde_json::from_value(config.clone()).map_err(invalid)?
     };
     let network = c.network.unwrap_or(NetworkConfig {
         block_network: None,
@@ -229,19 +227,7 @@ pub fn sandbox_spec(
         .unwrap_or(network.allow_egress_to.is_empty() && network.allow_egress_to_cidrs.is_empty());
     check_ports(&c.expose_ports)?;
     check_volumes(&c.volumes)?;
-    let isolation = c
-        .isolation
-        .map(|name| {
-            Isolation::asked(&name).map_err(|e| {
-                WharfError::new(Code::InvalidType, format!("invalid sandbox config: {e}"))
-            })
-        })
-        .transpose()?;
-    if let Some(user) = &c.user {
-        check_user(user).map_err(|e| {
-            WharfError::new(Code::InvalidType, format!("invalid sandbox config: {e}"))
-        })?;
-    }
+    let isolation = check_asked(c.isolation.as_deref(), c.user.as_deref()).map_err(invalid)?;
     let lifetime = match (c.lifetime_seconds, max_lifetime_seconds) {
         (Some(asked), 0) => Some(asked),
         (Some(asked), max) => Some(asked.min(max.min(u32::MAX as u64) as u32)),
@@ -270,6 +256,7 @@ pub fn sandbox_spec(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Isolation;
 
     #[test]
     fn defaults_block_the_network() {

@@ -3,12 +3,12 @@
 //! or fork it. The host's front door makes it, as `POST /v1/sessions/{id}/snapshots` does
 //! (docs/agents.md, "Snapshots and forks"); offered when the provider can snapshot.
 
-use super::tools::tool;
-use crate::error_code::{Code, WharfError};
+use super::tools::{annotations, tool};
+use crate::error_code::WharfError;
 use crate::runtime::backend::SessionHostRef;
 use crate::runtime::guest_types::SessionView;
 use crate::snapshot_record::MAX_SNAPSHOT_NAME_BYTES;
-use crate::tool::{ToolAnnotations, ToolDescription, ToolResult};
+use crate::tool::{ToolDescription, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -29,12 +29,7 @@ pub fn tool_description() -> ToolDescription {
         json!({"type": "object", "additionalProperties": false, "properties": {
             "name": {"type": "string", "maxLength": MAX_SNAPSHOT_NAME_BYTES, "description": "A name for it (default `snapshot of <session>`)."}
         }}),
-        ToolAnnotations {
-            read_only: false,
-            destructive: false,
-            idempotent: false,
-            open_world: false,
-        },
+        annotations(false, false, false),
     )
 }
 
@@ -47,8 +42,7 @@ pub async fn call(
     let ask: Ask = if args.is_null() {
         Ask { name: None }
     } else {
-        serde_json::from_value(args)
-            .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))?
+        super::tools::args(args)?
     };
     let host = super::tools::session_host(host, "snapshots")?;
     let snapshot = host.snapshot(session, ask.name).await?;

@@ -1,7 +1,8 @@
 //! The toolset's names, descriptions, schemas and annotations.
 
+use crate::error_code::{Code, WharfError};
 use crate::tool::{SessionNeed, ToolAnnotations, ToolDescription};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// A toolset tool that runs in a session.
 pub(super) fn tool(
@@ -20,18 +21,28 @@ pub(super) fn tool(
     }
 }
 
-const READ_ONLY: ToolAnnotations = ToolAnnotations {
-    read_only: true,
-    destructive: false,
-    idempotent: true,
-    open_world: false,
-};
-const WRITES: ToolAnnotations = ToolAnnotations {
-    read_only: false,
-    destructive: true,
-    idempotent: false,
-    open_world: false,
-};
+/// The hints of a toolset tool, which reaches nothing outside its sandbox.
+pub(super) const fn annotations(
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+) -> ToolAnnotations {
+    ToolAnnotations {
+        read_only,
+        destructive,
+        idempotent,
+        open_world: false,
+    }
+}
+
+/// A tool's arguments as `T`; what does not fit them is `InvalidType`.
+pub(super) fn args<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, WharfError> {
+    serde_json::from_value(value)
+        .map_err(|e| WharfError::new(Code::InvalidType, format!("invalid arguments: {e}")))
+}
+
+const READ_ONLY: ToolAnnotations = annotations(true, false, true);
+const WRITES: ToolAnnotations = annotations(false, true, false);
 
 /// The six tools every provider gets.
 pub fn tool_descriptions() -> Vec<ToolDescription> {

@@ -27,7 +27,6 @@ use tokio::sync::Semaphore;
 /// `wharf-pool-<uuid>`, so their containers are labelled with it (and `wharf.pool`).
 pub use crate::engines::container_types::POOL_SESSION_PREFIX as POOL_ID_PREFIX;
 use crate::quotas::host_tenant;
-use crate::runtime::guest_call::CallSite;
 
 /// How often idle sandboxes are checked for age and the pool topped up.
 const TICK: Duration = Duration::from_secs(2);
@@ -237,15 +236,8 @@ impl Inner {
     }
 
     async fn alive(&self, warm: &Warm) -> bool {
-        let timeout = self.provider.settings().hook_timeout;
-        match self
-            .provider
-            .is_alive(
-                CallSite::in_session(host_tenant(), &warm.id, timeout),
-                &warm.handle,
-            )
-            .await
-        {
+        let site = self.provider.hook_site(host_tenant(), &warm.id);
+        match self.provider.is_alive(site, &warm.handle).await {
             Ok(alive) => alive,
             Err(e) => {
                 tracing::debug!(backend = %self.backend, sandbox = %warm.id, "is-alive of a warm sandbox failed: {}", e.message);
@@ -257,15 +249,8 @@ impl Inner {
     /// Destroys a sandbox through its provider and forgets its row (kept for the sweeper
     /// when the destroy fails).
     async fn destroy(&self, warm: Warm) {
-        let timeout = self.provider.settings().hook_timeout;
-        match self
-            .provider
-            .destroy(
-                CallSite::in_session(host_tenant(), &warm.id, timeout),
-                &warm.handle,
-            )
-            .await
-        {
+        let site = self.provider.hook_site(host_tenant(), &warm.id);
+        match self.provider.destroy(site, &warm.handle).await {
             Ok(()) => {
                 if let Err(e) = self.store.delete_warm(&warm.id).await {
                     tracing::warn!(sandbox = %warm.id, "forgetting a warm sandbox failed: {}", e.message);
@@ -292,11 +277,10 @@ impl Inner {
             .insert_warming(&id, &self.backend, &self.node, now_ms() as i64)
             .await?;
         let begun = Instant::now();
-        let timeout = self.provider.settings().hook_timeout;
         let handle = match self
             .provider
             .create(
-                CallSite::in_session(host_tenant(), &id, timeout),
+                self.provider.hook_site(host_tenant(), &id),
                 spec.clone(),
                 crate::runtime::backend::SandboxGrant::default(),
             )

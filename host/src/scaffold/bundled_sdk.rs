@@ -177,22 +177,14 @@ mod tests {
 
     #[test]
     fn both_sdks_carry_their_contract() {
-        assert!(
-            RUST_SDK
-                .iter()
-                .any(|(p, _)| *p == "wharf-sdk/wit/plugin.wit")
-        );
-        assert!(
-            RUST_SDK
-                .iter()
-                .any(|(p, _)| *p == "wharf-sdk-macros/src/lib.rs")
-        );
-        assert!(PYTHON_SDK.iter().any(|(p, _)| *p == "pyproject.toml"));
-        assert!(
-            PYTHON_SDK
-                .iter()
-                .any(|(p, _)| *p == "wharf_sdk/wit/plugin.wit")
-        );
+        for (sdk, path) in [
+            (RUST_SDK, "wharf-sdk/wit/plugin.wit"),
+            (RUST_SDK, "wharf-sdk-macros/src/lib.rs"),
+            (PYTHON_SDK, "pyproject.toml"),
+            (PYTHON_SDK, "wharf_sdk/wit/plugin.wit"),
+        ] {
+            assert!(sdk.iter().any(|(p, _)| *p == path), "{path}");
+        }
         assert!(
             PYTHON_SDK
                 .iter()

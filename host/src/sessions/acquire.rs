@@ -260,13 +260,19 @@ impl SessionManager {
                 format!("lost the creation lease of session `{}`", row.id),
             ));
         }
-        let ready = self
+        self.reload(&row.id, "the new session vanished").await
+    }
+
+    /// The stored row `id` as it is now, put in the cache; `vanished` is the 4004's
+    /// message when it is gone.
+    async fn reload(&self, id: &str, vanished: &str) -> Result<SessionRecord, WharfError> {
+        let record = self
             .store
-            .get_session(&row.id)
+            .get_session(id)
             .await?
-            .ok_or_else(|| WharfError::session_not_found("the new session vanished"))?;
-        self.cache_put(&ready);
-        Ok(ready)
+            .ok_or_else(|| WharfError::session_not_found(vanished))?;
+        self.cache_put(&record);
+        Ok(record)
     }
 
     /// Adopts a ready row this node has not seen: `discover` decides whether it is usable
@@ -286,15 +292,7 @@ impl SessionManager {
                 .update_data(&row.id, row.generation, &data, now_ms() as i64)
                 .await?
             {
-                Some(_) => {
-                    let repaired = self
-                        .store
-                        .get_session(&row.id)
-                        .await?
-                        .ok_or_else(|| WharfError::session_not_found("vanished"))?;
-                    self.cache_put(&repaired);
-                    Ok(Some(repaired))
-                }
+                Some(_) => Ok(Some(self.reload(&row.id, "vanished").await?)),
                 None => Ok(None),
             },
             Discovery::Gone => {

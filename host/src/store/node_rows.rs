@@ -1,9 +1,8 @@
 //! Node leases: every Wharf process heartbeats its id; a node whose lease ran out is gone,
 //! and its orphaned containers may be reaped.
 
-use super::{StateStore, unavailable};
+use super::{StateStore, column};
 use crate::error_code::WharfError;
-use sqlx::Row;
 
 impl StateStore {
     /// Records that `node` (in this store's incarnation, its boot id) is alive until
@@ -28,17 +27,10 @@ impl StateStore {
     /// Every node this store has heard of, with the end of its lease (ms).
     #[tracing::instrument(name = "store.known_nodes", level = "debug", skip_all)]
     pub async fn known_nodes(&self) -> Result<std::collections::HashMap<String, i64>, WharfError> {
-        let rows = sqlx::query("SELECT id, lease_until FROM wharf_nodes")
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get::<String, _>("id").map_err(unavailable)?,
-                    r.try_get::<i64, _>("lease_until").map_err(unavailable)?,
-                ))
-            })
-            .collect()
+        let statement = sqlx::query("SELECT id, lease_until FROM wharf_nodes");
+        self.fetch_all(statement, |row| {
+            Ok((column(row, "id")?, column(row, "lease_until")?))
+        })
+        .await
     }
 }

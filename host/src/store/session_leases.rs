@@ -6,7 +6,7 @@
 
 use super::SessionState;
 use super::session_rows::{COLUMNS, record};
-use super::{SessionRecord, StateStore, unavailable};
+use super::{SessionRecord, StateStore};
 use crate::error_code::WharfError;
 use serde_json::Value;
 
@@ -86,19 +86,14 @@ impl StateStore {
         node: &str,
         now: i64,
     ) -> Result<Vec<SessionRecord>, WharfError> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {COLUMNS} FROM wharf_sessions
              WHERE state IN ('creating', 'releasing')
                AND (lease_until < $1 OR (node = $2 AND boot <> $3))
              ORDER BY created_at, id"
-        ))
-        .bind(now)
-        .bind(node)
-        .bind(self.boot())
-        .fetch_all(self.pool())
-        .await
-        .map_err(unavailable)?;
-        rows.iter().map(record).collect()
+        );
+        let statement = sqlx::query(&sql).bind(now).bind(node).bind(self.boot());
+        self.fetch_all(statement, record).await
     }
 
     /// `ready` (or `paused`) → `releasing` under a lease. With `idle_before`, only if nothing touched the
@@ -176,9 +171,7 @@ pub(super) mod tests {
     #[tokio::test]
     async fn a_lease_is_abandoned_when_it_runs_out_or_an_earlier_incarnation_holds_it()
     -> anyhow::Result<()> {
-        let dir = tempfile::tempdir()?;
-        let path = dir.path().join("s.db");
-        let before_crash = StateStore::open_sqlite(&path).await?;
+        let (_dir, path, before_crash) = crate::store::tests::fresh_store().await?;
         let now = 1_000_000;
         assert!(
             before_crash

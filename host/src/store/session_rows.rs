@@ -3,11 +3,10 @@
 //! `session_leases`.
 
 use super::{SessionRecord, SessionState};
-use super::{StateStore, unavailable};
+use super::{StateStore, column};
 use crate::bounded::{MAX_TIMESTAMP_MS, MAX_TTL_SECONDS, from_column, to_column};
 use crate::error_code::WharfError;
 use serde_json::Value;
-use sqlx::Row;
 use sqlx::any::AnyRow;
 
 pub(super) const COLUMNS: &str = "id, tenant, backend, skey, state, data, owner, holder, holder_until, plugin_version, node, \
@@ -35,15 +34,14 @@ impl BadSessionRow {
 /// Decodes a row, checking every number against its bound: nothing read back from the
 /// store is trusted more than a request.
 fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfError> {
-    let id = row.try_get::<String, _>("id").map_err(unavailable)?;
+    let id: String = column(row, "id")?;
     let bad = |reason: String| BadSessionRow {
         id: id.clone(),
         reason,
     };
-    let get_s = |c: &str| row.try_get::<String, _>(c).map_err(unavailable);
-    let get_i = |c: &str| row.try_get::<i64, _>(c).map_err(unavailable);
+    let get_s = |c: &str| column::<String>(row, c);
     let bounded = |c: &str, max: u64| -> Result<Result<u64, BadSessionRow>, WharfError> {
-        let v = get_i(c)?;
+        let v: i64 = column(row, c)?;
         Ok(from_column(v, max).ok_or_else(|| bad(format!("`{c}` is {v}, outside 0..={max}"))))
     };
     let state = get_s("state")?;
@@ -55,14 +53,12 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
         Err(e) => return Ok(Err(bad(format!("`data` is not JSON: {e}")))),
     };
     let optional_time = |c: &str| -> Result<Result<Option<u64>, BadSessionRow>, WharfError> {
-        Ok(
-            match row.try_get::<Option<i64>, _>(c).map_err(unavailable)? {
-                None => Ok(None),
-                Some(v) => from_column(v, MAX_TIMESTAMP_MS)
-                    .map(Some)
-                    .ok_or_else(|| bad(format!("`{c}` is {v}, out of range"))),
-            },
-        )
+        Ok(match column::<Option<i64>>(row, c)? {
+            None => Ok(None),
+            Some(v) => from_column(v, MAX_TIMESTAMP_MS)
+                .map(Some)
+                .ok_or_else(|| bad(format!("`{c}` is {v}, out of range"))),
+        })
     };
     let max_expires_at_ms = match optional_time("max_expires_at")? {
         Ok(v) => v,
@@ -87,12 +83,8 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
         key: get_s("skey")?,
         state,
         data,
-        owner: row
-            .try_get::<Option<String>, _>("owner")
-            .map_err(unavailable)?,
-        holder: row
-            .try_get::<Option<String>, _>("holder")
-            .map_err(unavailable)?,
+        owner: column(row, "owner")?,
+        holder: column(row, "holder")?,
         holder_until_ms: column!("holder_until", MAX_TIMESTAMP_MS),
         plugin_version: get_s("plugin_version")?,
         node: get_s("node")?,
@@ -103,9 +95,7 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
         max_expires_at_ms,
         generation: column!("generation", i64::MAX as u64),
         paused_until_ms,
-        archive: row
-            .try_get::<Option<String>, _>("archive")
-            .map_err(unavailable)?,
+        archive: column(row, "archive")?,
     }))
 }
 
@@ -153,29 +143,19 @@ impl StateStore {
         backend: &str,
         key: &str,
     ) -> Result<Option<SessionRecord>, WharfError> {
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {COLUMNS} FROM wharf_sessions WHERE tenant = $1 AND backend = $2 AND skey = $3"
-        ))
-        .bind(tenant)
-        .bind(backend)
-        .bind(key)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(unavailable)?;
-        row.as_ref().map(record).transpose()
+        );
+        let statement = sqlx::query(&sql).bind(tenant).bind(backend).bind(key);
+        self.fetch_optional(statement, record).await
     }
 
     /// A row by id.
     #[tracing::instrument(name = "store.get_session", level = "debug", skip_all)]
     pub async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, WharfError> {
-        let row = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM wharf_sessions WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(unavailable)?;
-        row.as_ref().map(record).transpose()
+        let sql = format!("SELECT {COLUMNS} FROM wharf_sessions WHERE id = $1");
+        self.fetch_optional(sqlx::query(&sql).bind(id), record)
+            .await
     }
 
     /// The generation of a row (a cheap freshness check for caches).
@@ -184,27 +164,23 @@ impl StateStore {
         &self,
         id: &str,
     ) -> Result<Option<(u64, SessionState)>, WharfError> {
-        let row = sqlx::query("SELECT generation, state FROM wharf_sessions WHERE id = $1")
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(unavailable)?;
-        match row {
-            Some(r) => {
-                let generation: i64 = r.try_get("generation").map_err(unavailable)?;
-                let state: String = r.try_get("state").map_err(unavailable)?;
-                // A damaged row reads as a generation no cache holds, so it is re-read
-                // (and refused) rather than trusted.
+        let statement = sqlx::query("SELECT generation, state FROM wharf_sessions WHERE id = $1");
+        self.fetch_optional(statement.bind(id), |row| {
+            let generation: i64 = column(row, "generation")?;
+            let state: String = column(row, "state")?;
+            // A damaged row reads as a generation no cache holds, so it is re-read
+            // (and refused) rather than trusted.
+            Ok(
                 match (
                     from_column(generation, u64::MAX),
                     SessionState::parse(&state),
                 ) {
-                    (Some(generation), Some(state)) => Ok(Some((generation, state))),
-                    _ => Ok(Some((u64::MAX, SessionState::Creating))),
-                }
-            }
-            None => Ok(None),
-        }
+                    (Some(generation), Some(state)) => (generation, state),
+                    _ => (u64::MAX, SessionState::Creating),
+                },
+            )
+        })
+        .await
     }
 
     /// Rows, optionally filtered by tenant, backend and key; a damaged row is logged and
@@ -236,18 +212,16 @@ impl StateStore {
         backend: Option<&str>,
         key: Option<&str>,
     ) -> Result<Vec<Result<SessionRecord, BadSessionRow>>, WharfError> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {COLUMNS} FROM wharf_sessions
              WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR backend = $2) AND ($3 = '' OR skey = $3)
              ORDER BY created_at, id"
-        ))
-        .bind(tenant.unwrap_or(""))
-        .bind(backend.unwrap_or(""))
-        .bind(key.unwrap_or(""))
-        .fetch_all(self.pool())
-        .await
-        .map_err(unavailable)?;
-        rows.iter().map(decode).collect()
+        );
+        let statement = sqlx::query(&sql)
+            .bind(tenant.unwrap_or(""))
+            .bind(backend.unwrap_or(""))
+            .bind(key.unwrap_or(""));
+        self.fetch_all(statement, decode).await
     }
 
     /// Deletes a row (any state).

@@ -3,40 +3,36 @@
 //! `ready` with the bytes it added. A tenant's count is checked in the insert itself, so it
 //! holds across nodes.
 
-use super::{StateStore, unavailable};
+use super::made_rows::MadeTable;
+use super::{Columns, StateStore, of_tenant};
 use crate::bounded::{from_column, to_column};
 use crate::error_code::WharfError;
 use crate::snapshot_record::{SnapshotRecord, SnapshotState};
-use sqlx::Row;
 use sqlx::any::AnyRow;
 
 const COLUMNS: &str =
     "id, tenant, backend, name, image, origin, bytes, state, created_at, archive_of";
 
+/// The table, as the shared reads of `made_rows` see it.
+const TABLE: MadeTable<SnapshotRecord> = MadeTable {
+    name: "wharf_snapshots",
+    columns: COLUMNS,
+    record,
+};
+
 fn record(row: &AnyRow) -> Result<SnapshotRecord, WharfError> {
-    let get_s = |c: &str| row.try_get::<String, _>(c).map_err(unavailable);
-    let get_u = |c: &str| -> Result<u64, WharfError> {
-        let v = row.try_get::<i64, _>(c).map_err(unavailable)?;
-        from_column(v, i64::MAX as u64)
-            .ok_or_else(|| WharfError::internal(format!("a snapshot's `{c}` is {v}")))
-    };
+    let c = Columns::of(row, "snapshot");
     Ok(SnapshotRecord {
-        id: get_s("id")?,
-        tenant: get_s("tenant")?,
-        backend: get_s("backend")?,
-        name: get_s("name")?,
-        image: get_s("image")?,
-        origin_session: get_s("origin")?,
-        bytes: get_u("bytes")?,
-        state: {
-            let word = get_s("state")?;
-            SnapshotState::parse(&word)
-                .ok_or_else(|| WharfError::internal(format!("a snapshot's state is {word:?}")))?
-        },
-        created_at_ms: get_u("created_at")?,
-        archive_of: row
-            .try_get::<Option<String>, _>("archive_of")
-            .map_err(unavailable)?,
+        id: c.get("id")?,
+        tenant: c.get("tenant")?,
+        backend: c.get("backend")?,
+        name: c.get("name")?,
+        image: c.get("image")?,
+        origin_session: c.get("origin")?,
+        bytes: c.number("bytes")?,
+        state: c.state(SnapshotState::parse)?,
+        created_at_ms: c.number("created_at")?,
+        archive_of: c.get("archive_of")?,
     })
 }
 
@@ -80,14 +76,7 @@ impl StateStore {
 
     /// One snapshot.
     pub async fn get_snapshot(&self, id: &str) -> Result<Option<SnapshotRecord>, WharfError> {
-        let row = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM wharf_snapshots WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(unavailable)?;
-        row.as_ref().map(record).transpose()
+        self.made_get(&TABLE, id).await
     }
 
     /// The snapshots of `tenant` (every tenant's with `None`), oldest first.
@@ -95,16 +84,7 @@ impl StateStore {
         &self,
         tenant: Option<&str>,
     ) -> Result<Vec<SnapshotRecord>, WharfError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM wharf_snapshots WHERE ($1 = '' OR tenant = $2)
-             ORDER BY created_at, id"
-        ))
-        .bind(if tenant.is_some() { "t" } else { "" })
-        .bind(tenant.unwrap_or_default())
-        .fetch_all(self.pool())
-        .await
-        .map_err(unavailable)?;
-        rows.iter().map(record).collect()
+        self.made_list(&TABLE, tenant).await
     }
 
     /// Ready snapshots per tenant (of `tenant` only, when given): (tenant, count, bytes).
@@ -112,35 +92,22 @@ impl StateStore {
         &self,
         tenant: Option<&str>,
     ) -> Result<Vec<(String, u64, u64)>, WharfError> {
-        let rows = sqlx::query(
-            "SELECT tenant, COUNT(*) AS n, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS b
+        let sql = "SELECT tenant, COUNT(*) AS n, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS b
              FROM wharf_snapshots WHERE state = 'ready' AND ($1 = '' OR tenant = $2)
-             GROUP BY tenant ORDER BY tenant",
-        )
-        .bind(if tenant.is_some() { "t" } else { "" })
-        .bind(tenant.unwrap_or_default())
-        .fetch_all(self.pool())
+             GROUP BY tenant ORDER BY tenant";
+        self.fetch_all(of_tenant(sqlx::query(sql), tenant), |row| {
+            let c = Columns::of(row, "snapshot");
+            let count = |name: &str| -> Result<u64, WharfError> {
+                Ok(from_column(c.get(name)?, i64::MAX as u64).unwrap_or(0))
+            };
+            Ok((c.get("tenant")?, count("n")?, count("b")?))
+        })
         .await
-        .map_err(unavailable)?;
-        rows.iter()
-            .map(|row| {
-                let count = |c: &str| -> Result<u64, WharfError> {
-                    let v = row.try_get::<i64, _>(c).map_err(unavailable)?;
-                    Ok(from_column(v, i64::MAX as u64).unwrap_or(0))
-                };
-                Ok((
-                    row.try_get::<String, _>("tenant").map_err(unavailable)?,
-                    count("n")?,
-                    count("b")?,
-                ))
-            })
-            .collect()
     }
 
     /// Forgets a snapshot.
     pub async fn delete_snapshot(&self, id: &str) -> Result<(), WharfError> {
-        self.run(sqlx::query("DELETE FROM wharf_snapshots WHERE id = $1").bind(id))
-            .await
+        self.made_delete(&TABLE, id).await
     }
 
     /// `making` rows nobody finishes: made by an earlier incarnation of `node`, or started
@@ -150,17 +117,7 @@ impl StateStore {
         node: &str,
         stuck_before: u64,
     ) -> Result<Vec<SnapshotRecord>, WharfError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM wharf_snapshots
-             WHERE state = 'making' AND ((node = $1 AND boot <> $2) OR created_at < $3)"
-        ))
-        .bind(node)
-        .bind(self.boot())
-        .bind(to_column(stuck_before))
-        .fetch_all(self.pool())
-        .await
-        .map_err(unavailable)?;
-        rows.iter().map(record).collect()
+        self.made_abandoned(&TABLE, node, stuck_before).await
     }
 
     /// Ready archive snapshots of `node`'s engine that no session holds as its archive any
@@ -172,26 +129,22 @@ impl StateStore {
         node: &str,
         settled_before: u64,
     ) -> Result<Vec<SnapshotRecord>, WharfError> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {COLUMNS} FROM wharf_snapshots s
              WHERE s.state = 'ready' AND s.archive_of IS NOT NULL AND s.node = $1
                AND (s.boot <> $2 OR s.created_at < $3)
                AND NOT EXISTS (SELECT 1 FROM wharf_sessions w
                                WHERE w.id = s.archive_of AND w.archive = s.id)"
-        ))
-        .bind(node)
-        .bind(self.boot())
-        .bind(to_column(settled_before))
-        .fetch_all(self.pool())
-        .await
-        .map_err(unavailable)?;
-        rows.iter().map(record).collect()
+        );
+        self.fetch_all(self.of_node_before(&sql, node, settled_before), record)
+            .await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::tests::{fresh_store, sorted};
 
     fn snapshot(id: &str, tenant: &str) -> SnapshotRecord {
         SnapshotRecord {
@@ -211,9 +164,7 @@ mod tests {
     #[tokio::test]
     async fn a_tenants_count_holds_and_a_dead_incarnations_makings_are_abandoned()
     -> anyhow::Result<()> {
-        let dir = tempfile::tempdir()?;
-        let path = dir.path().join("s.db");
-        let store = StateStore::open_sqlite(&path).await?;
+        let (_dir, path, store) = fresh_store().await?;
         assert!(store.insert_snapshot(&snapshot("a", "t1"), "n1", 2).await?);
         assert!(store.insert_snapshot(&snapshot("b", "t1"), "n1", 2).await?);
         assert!(
@@ -235,14 +186,8 @@ mod tests {
         // Nothing is abandoned by the live incarnation; a restart finds its makings.
         assert!(store.abandoned_snapshots("n1", 0).await?.is_empty());
         let restarted = StateStore::open_sqlite(&path).await?;
-        let mut found: Vec<String> = restarted
-            .abandoned_snapshots("n1", 0)
-            .await?
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
-        found.sort();
-        assert_eq!(found, vec!["b".to_string(), "d".to_string()]);
+        let found = restarted.abandoned_snapshots("n1", 0).await?;
+        assert_eq!(sorted(found.iter().map(|s| s.id.as_str())), ["b", "d"]);
         restarted.delete_snapshot("b").await?;
         assert!(restarted.get_snapshot("b").await?.is_none());
         Ok(())

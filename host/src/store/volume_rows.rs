@@ -3,11 +3,11 @@
 //! `ready`, with the bytes the host last measured. A tenant's count and the uniqueness of
 //! its names are checked in the insert itself, so they hold across nodes.
 
-use super::{StateStore, unavailable};
-use crate::bounded::{from_column, to_column};
+use super::made_rows::MadeTable;
+use super::{Columns, StateStore, unavailable};
+use crate::bounded::to_column;
 use crate::error_code::WharfError;
 use crate::volume_record::{VolumeRecord, VolumeState};
-use sqlx::Row;
 use sqlx::any::AnyRow;
 
 const COLUMNS: &str =
@@ -24,27 +24,25 @@ pub enum VolumeInsert {
     AtQuota,
 }
 
+/// The table, as the shared reads of `made_rows` see it.
+const TABLE: MadeTable<VolumeRecord> = MadeTable {
+    name: "wharf_volumes",
+    columns: COLUMNS,
+    record,
+};
+
 fn record(row: &AnyRow) -> Result<VolumeRecord, WharfError> {
-    let get_s = |c: &str| row.try_get::<String, _>(c).map_err(unavailable);
-    let get_u = |c: &str| -> Result<u64, WharfError> {
-        let v = row.try_get::<i64, _>(c).map_err(unavailable)?;
-        from_column(v, i64::MAX as u64)
-            .ok_or_else(|| WharfError::internal(format!("a volume's `{c}` is {v}")))
-    };
+    let c = Columns::of(row, "volume");
     Ok(VolumeRecord {
-        id: get_s("id")?,
-        tenant: get_s("tenant")?,
-        name: get_s("name")?,
-        shared: get_u("shared")? != 0,
-        engine_volume: get_s("engine_volume")?,
-        bytes: get_u("bytes")?,
-        measured_at_ms: get_u("measured_at")?,
-        state: {
-            let word = get_s("state")?;
-            VolumeState::parse(&word)
-                .ok_or_else(|| WharfError::internal(format!("a volume's state is {word:?}")))?
-        },
-        created_at_ms: get_u("created_at")?,
+        id: c.get("id")?,
+        tenant: c.get("tenant")?,
+        name: c.get("name")?,
+        shared: c.number("shared")? != 0,
+        engine_volume: c.get("engine_volume")?,
+        bytes: c.number("bytes")?,
+        measured_at_ms: c.number("measured_at")?,
+        state: c.state(VolumeState::parse)?,
+        created_at_ms: c.number("created_at")?,
     })
 }
 
@@ -118,14 +116,7 @@ impl StateStore {
 
     /// One volume.
     pub async fn get_volume(&self, id: &str) -> Result<Option<VolumeRecord>, WharfError> {
-        let row = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM wharf_volumes WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(unavailable)?;
-        row.as_ref().map(record).transpose()
+        self.made_get(&TABLE, id).await
     }
 
     /// `tenant`'s volume called `name`.
@@ -134,15 +125,9 @@ impl StateStore {
         tenant: &str,
         name: &str,
     ) -> Result<Option<VolumeRecord>, WharfError> {
-        let row = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM wharf_volumes WHERE tenant = $1 AND name = $2"
-        ))
-        .bind(tenant)
-        .bind(name)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(unavailable)?;
-        row.as_ref().map(record).transpose()
+        let sql = format!("SELECT {COLUMNS} FROM wharf_volumes WHERE tenant = $1 AND name = $2");
+        self.fetch_optional(sqlx::query(&sql).bind(tenant).bind(name), record)
+            .await
     }
 
     /// The volumes of `tenant` (every tenant's with `None`), oldest first.
@@ -150,22 +135,12 @@ impl StateStore {
         &self,
         tenant: Option<&str>,
     ) -> Result<Vec<VolumeRecord>, WharfError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM wharf_volumes WHERE ($1 = '' OR tenant = $2)
-             ORDER BY created_at, id"
-        ))
-        .bind(if tenant.is_some() { "t" } else { "" })
-        .bind(tenant.unwrap_or_default())
-        .fetch_all(self.pool())
-        .await
-        .map_err(unavailable)?;
-        rows.iter().map(record).collect()
+        self.made_list(&TABLE, tenant).await
     }
 
     /// Forgets a volume.
     pub async fn delete_volume(&self, id: &str) -> Result<(), WharfError> {
-        self.run(sqlx::query("DELETE FROM wharf_volumes WHERE id = $1").bind(id))
-            .await
+        self.made_delete(&TABLE, id).await
     }
 
     /// `making` rows nobody finishes: made by an earlier incarnation of `node`, or started
@@ -175,23 +150,14 @@ impl StateStore {
         node: &str,
         stuck_before: u64,
     ) -> Result<Vec<VolumeRecord>, WharfError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM wharf_volumes
-             WHERE state = 'making' AND ((node = $1 AND boot <> $2) OR created_at < $3)"
-        ))
-        .bind(node)
-        .bind(self.boot())
-        .bind(to_column(stuck_before))
-        .fetch_all(self.pool())
-        .await
-        .map_err(unavailable)?;
-        rows.iter().map(record).collect()
+        self.made_abandoned(&TABLE, node, stuck_before).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::tests::{fresh_store, sorted};
 
     fn volume(id: &str, tenant: &str, name: &str) -> VolumeRecord {
         VolumeRecord {
@@ -210,34 +176,21 @@ mod tests {
     #[tokio::test]
     async fn names_are_per_tenant_counts_hold_and_dead_makings_are_abandoned() -> anyhow::Result<()>
     {
-        let dir = tempfile::tempdir()?;
-        let path = dir.path().join("s.db");
-        let store = StateStore::open_sqlite(&path).await?;
-        let insert = |v: VolumeRecord| {
-            let store = store.clone();
-            async move { store.insert_volume(&v, "n1", 2).await }
-        };
-        assert_eq!(
-            insert(volume("a", "t1", "data")).await?,
-            VolumeInsert::Inserted
-        );
-        assert_eq!(
-            insert(volume("b", "t1", "data")).await?,
-            VolumeInsert::NameTaken
-        );
-        assert_eq!(
-            insert(volume("c", "t2", "data")).await?,
-            VolumeInsert::Inserted,
-            "another tenant's name is its own"
-        );
-        assert_eq!(
-            insert(volume("d", "t1", "cache")).await?,
-            VolumeInsert::Inserted
-        );
-        assert_eq!(
-            insert(volume("e", "t1", "more")).await?,
-            VolumeInsert::AtQuota
-        );
+        let (_dir, path, store) = fresh_store().await?;
+        let inserts = [
+            ("a", "t1", "data", VolumeInsert::Inserted),
+            ("b", "t1", "data", VolumeInsert::NameTaken),
+            // Another tenant's name is its own.
+            ("c", "t2", "data", VolumeInsert::Inserted),
+            ("d", "t1", "cache", VolumeInsert::Inserted),
+            ("e", "t1", "more", VolumeInsert::AtQuota),
+        ];
+        for (id, tenant, name, outcome) in inserts {
+            let inserted = store
+                .insert_volume(&volume(id, tenant, name), "n1", 2)
+                .await?;
+            assert_eq!(inserted, outcome, "{id}");
+        }
         assert!(store.mark_volume_ready("a").await?);
         store.set_volume_bytes("a", 4096, 5_000).await?;
         let a = store
@@ -251,14 +204,8 @@ mod tests {
 
         assert!(store.abandoned_volumes("n1", 0).await?.is_empty());
         let restarted = StateStore::open_sqlite(&path).await?;
-        let mut found: Vec<String> = restarted
-            .abandoned_volumes("n1", 0)
-            .await?
-            .into_iter()
-            .map(|v| v.id)
-            .collect();
-        found.sort();
-        assert_eq!(found, vec!["c".to_string(), "d".to_string()]);
+        let found = restarted.abandoned_volumes("n1", 0).await?;
+        assert_eq!(sorted(found.iter().map(|v| v.id.as_str())), ["c", "d"]);
         restarted.delete_volume("c").await?;
         assert!(restarted.get_volume("c").await?.is_none());
         Ok(())

@@ -5,9 +5,8 @@
 //! session is gone, is stale: the sweeper destroys its sandbox and deletes it. Containers
 //! labelled with a row's id are not orphans while the row exists.
 
-use super::{StateStore, unavailable};
+use super::{StateStore, column};
 use crate::error_code::WharfError;
-use sqlx::Row;
 
 /// A warm-sandbox row as the sweeper sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,19 +81,16 @@ impl StateStore {
     /// Whether `id` is a warm sandbox's (so a container labelled with it is not an orphan).
     #[tracing::instrument(name = "store.warm_exists", level = "debug", skip_all)]
     pub async fn warm_exists(&self, id: &str) -> Result<bool, WharfError> {
-        let row = sqlx::query("SELECT 1 AS found FROM wharf_warm_sandboxes WHERE id = $1")
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(row.is_some())
+        let statement = sqlx::query("SELECT 1 AS found FROM wharf_warm_sandboxes WHERE id = $1");
+        let found = self.fetch_optional(statement.bind(id), |_| Ok(())).await?;
+        Ok(found.is_some())
     }
 
     /// Rows nobody will finish: not taken and made by a node incarnation that is gone (not
     /// this one, and no live heartbeat in its boot id), or taken by a session that is gone.
     #[tracing::instrument(name = "store.stale_warm", level = "debug", skip_all)]
     pub async fn stale_warm(&self, node: &str, now_ms: i64) -> Result<Vec<WarmRow>, WharfError> {
-        let rows = sqlx::query(
+        let statement = sqlx::query(
             "SELECT w.id, w.backend, w.handle, w.taken_by FROM wharf_warm_sandboxes w
              WHERE (w.state <> 'taken'
                     AND NOT (w.node = $1 AND w.boot = $2)
@@ -106,20 +102,16 @@ impl StateStore {
         )
         .bind(node)
         .bind(self.boot())
-        .bind(now_ms)
-        .fetch_all(self.pool())
-        .await
-        .map_err(unavailable)?;
-        rows.iter()
-            .map(|r| {
-                Ok(WarmRow {
-                    id: r.try_get("id").map_err(unavailable)?,
-                    backend: r.try_get("backend").map_err(unavailable)?,
-                    handle: r.try_get("handle").map_err(unavailable)?,
-                    taken_by: r.try_get("taken_by").map_err(unavailable)?,
-                })
+        .bind(now_ms);
+        self.fetch_all(statement, |row| {
+            Ok(WarmRow {
+                id: column(row, "id")?,
+                backend: column(row, "backend")?,
+                handle: column(row, "handle")?,
+                taken_by: column(row, "taken_by")?,
             })
-            .collect()
+        })
+        .await
     }
 }
 
@@ -130,9 +122,7 @@ mod tests {
     #[tokio::test]
     async fn a_sandbox_is_claimed_once_and_a_dead_incarnations_rows_are_stale() -> anyhow::Result<()>
     {
-        let dir = tempfile::tempdir()?;
-        let path = dir.path().join("warm.db");
-        let before = StateStore::open_sqlite(&path).await?;
+        let (_dir, path, before) = crate::store::tests::fresh_store().await?;
         before.insert_warming("p1", "docker", "n1", 0).await?;
         assert!(!before.claim_warm("p1", "s1").await?, "warming is not idle");
         assert!(before.warm_ready("p1", "h1").await?);

@@ -15,18 +15,14 @@
 //! every action has started before any has failed.
 
 use super::execute::{ActionSpec, Ctx, result_data, run_action};
-use super::{from_json, open_call, worker_id};
-use crate::api::auth::Caller;
+use super::{CompatCall, from_json};
 use crate::api::envelope::{Envelope, Meta};
 use crate::error_code::{Code, WharfError};
-use crate::front_door::{CallPlace, Wharf};
+use crate::front_door::CallPlace;
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use tracing::Instrument;
 
 /// `execute/batch`'s body. `actions` is optional to serde so that its absence is answered
@@ -105,14 +101,9 @@ fn skipped(index: usize, item: &Value) -> Entry {
 }
 
 /// `POST /api/v1/execute/batch`.
-pub(super) async fn batch(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
+pub(super) async fn batch(call: CompatCall, body: Result<Bytes, BytesRejection>) -> Envelope {
     let (body, span, clock) =
-        match open_call::<BatchBody>(&caller, body, "compat.batch", |b| b.trace_id.as_deref()) {
+        match call.open::<BatchBody>(body, "compat.batch", |b| b.trace_id.as_deref()) {
             Ok(opened) => opened,
             Err(refused) => return refused,
         };
@@ -122,16 +113,14 @@ pub(super) async fn batch(
             "`actions` is required",
         )));
     };
-    if let Err(e) = wharf.check_batch_size(&caller.tenant, actions.len()) {
+    if let Err(e) = call
+        .wharf
+        .check_batch_size(&call.caller.tenant, actions.len())
+    {
         return clock.reply(Err(e));
     }
-    let worker = worker_id(body.worker_id.as_deref(), &headers);
-    let ctx = Ctx {
-        wharf: &wharf,
-        caller: &caller,
-        worker: worker.as_deref(),
-        trace_id: &clock.trace_id,
-    };
+    let worker = call.worker_id(body.worker_id.as_deref());
+    let ctx = call.ctx(worker.as_deref(), &clock.trace_id);
     let parallel = body.parallel.unwrap_or(false);
     let stop_on_error = body.stop_on_error.unwrap_or(true);
     let entries: Vec<Entry> = async {

@@ -12,7 +12,7 @@
 //!
 //! `/api/v1/execute/batch` (in `batch`) runs several actions the same way.
 
-use super::{open_call, worker_id};
+use super::CompatCall;
 use crate::api::auth::Caller;
 use crate::api::envelope::Envelope;
 use crate::error_code::{Code, WharfError};
@@ -21,9 +21,7 @@ use crate::front_door::{
 };
 use crate::tool::ToolResult;
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -75,6 +73,18 @@ pub(super) struct Ctx<'a> {
     pub(super) caller: &'a Caller,
     pub(super) worker: Option<&'a str>,
     pub(super) trace_id: &'a str,
+}
+
+impl CompatCall {
+    /// What the actions of this request share, for `worker` under `trace_id`.
+    pub(super) fn ctx<'a>(&'a self, worker: Option<&'a str>, trace_id: &'a str) -> Ctx<'a> {
+        Ctx {
+            wharf: &self.wharf,
+            caller: &self.caller,
+            worker,
+            trace_id,
+        }
+    }
 }
 
 /// `timeout` in seconds; absent, zero, negative or not a number means the backend's limit.
@@ -144,31 +154,20 @@ pub(super) fn result_data(result: &ToolResult) -> Value {
 }
 
 /// `POST /api/v1/execute`.
-pub(super) async fn execute(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    let (body, span, clock) = match open_call::<ExecuteBody>(&caller, body, "compat.execute", |b| {
-        b.trace_id.as_deref()
-    }) {
-        Ok(opened) => opened,
-        Err(refused) => return refused,
-    };
+pub(super) async fn execute(call: CompatCall, body: Result<Bytes, BytesRejection>) -> Envelope {
+    let (body, span, clock) =
+        match call.open::<ExecuteBody>(body, "compat.execute", |b| b.trace_id.as_deref()) {
+            Ok(opened) => opened,
+            Err(refused) => return refused,
+        };
     let Some(action) = body.action.filter(|a| !a.is_empty()) else {
         return clock.reply(Err(WharfError::new(
             Code::MissingField,
             "`action` is required",
         )));
     };
-    let worker = worker_id(body.worker_id.as_deref(), &headers);
-    let ctx = Ctx {
-        wharf: &wharf,
-        caller: &caller,
-        worker: worker.as_deref(),
-        trace_id: &clock.trace_id,
-    };
+    let worker = call.worker_id(body.worker_id.as_deref());
+    let ctx = call.ctx(worker.as_deref(), &clock.trace_id);
     let spec = ActionSpec {
         action,
         params: body.params,

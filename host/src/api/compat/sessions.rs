@@ -14,10 +14,9 @@
 //!   destroys every session of the worker.
 //!
 //! Sessions are created under the caller's own tenant and looked up under
-//! [`Caller::session_tenant`] (an admin token sees every tenant's).
+//! [`Caller::session_tenant`](crate::api::auth::Caller) (an admin token sees every tenant's).
 
-use super::{parse_body, require_worker, session_json, worker_id, worker_sessions};
-use crate::api::auth::Caller;
+use super::{CompatCall, parse_body, session_json, worker_sessions};
 use crate::api::envelope::Envelope;
 use crate::api::route_answer::answer;
 use crate::bounded::TtlSeconds;
@@ -26,13 +25,11 @@ use crate::error_code::{Code, WharfError};
 use crate::front_door::{SessionRequest, Wharf};
 use crate::session_record::SessionRecord;
 use axum::body::Bytes;
+use axum::extract::Query;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// `session/create`'s body. Its fields are optional to serde so that a missing one is
 /// answered 4003 (not a parse error); the schema says which are required. The worker id
@@ -125,19 +122,14 @@ fn no_session(worker: &str, backend: Option<&str>) -> WharfError {
 }
 
 /// `POST /api/v1/session/create`.
-pub(super) async fn create(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    let envelope = answer(&caller, TokenScope::Call, async {
-        let (body, worker) = worker_call::<CreateBody>(&headers, body)?;
+pub(super) async fn create(call: CompatCall, body: Result<Bytes, BytesRejection>) -> Envelope {
+    let envelope = answer(&call.caller, TokenScope::Call, async {
+        let (body, worker) = call.worker_call::<CreateBody>(body)?;
         let backend = body
             .resource_type
             .filter(|r| !r.is_empty())
             .ok_or_else(|| missing("resource_type"))?;
-        caller.require_tool(&backend, None)?;
+        call.caller.require_tool(&backend, None)?;
         let config = match body.session_config {
             None | Some(Value::Null) => None,
             Some(Value::Object(m)) if m.is_empty() => None,
@@ -158,7 +150,10 @@ pub(super) async fn create(
             holder: None,
             from_snapshot: None,
         };
-        let (record, created) = wharf.create_session(&caller.tenant, request).await?;
+        let (record, created) = call
+            .wharf
+            .create_session(&call.caller.tenant, request)
+            .await?;
         let mut v = session_json(&record);
         v["session_status"] = v["status"].clone();
         v["status"] = json!(if created { "created" } else { "exists" });
@@ -169,15 +164,17 @@ pub(super) async fn create(
     with_session_meta(envelope)
 }
 
-/// The start of a route acting for a worker (after its `call` scope): the body, and the
-/// worker it names (body or header).
-fn worker_call<B: NamesWorker + serde::de::DeserializeOwned>(
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<(B, String), WharfError> {
-    let body: B = parse_body(body)?;
-    let worker = require_worker(body.worker_id(), headers)?;
-    Ok((body, worker))
+impl CompatCall {
+    /// The start of a route acting for a worker (after its `call` scope): the body, and
+    /// the worker it names (body or header).
+    fn worker_call<B: NamesWorker + serde::de::DeserializeOwned>(
+        &self,
+        body: Result<Bytes, BytesRejection>,
+    ) -> Result<(B, String), WharfError> {
+        let body: B = parse_body(body)?;
+        let worker = self.require_worker(body.worker_id())?;
+        Ok((body, worker))
+    }
 }
 
 /// Deletes each session, going on past a failure; the first failure is the answer.
@@ -201,28 +198,21 @@ async fn delete_sessions<'a>(
 
 /// Copies the session id and backend of a session reply into its `meta`.
 fn with_session_meta(mut e: Envelope) -> Envelope {
-    let text = |k: &str| e.data.get(k).and_then(Value::as_str).map(str::to_string);
-    let (id, backend) = (text("session_id"), text("resource_type"));
-    e.meta.session_id = id;
-    e.meta.backend = backend;
+    e.meta.session_id = e.data_text("session_id");
+    e.meta.backend = e.data_text("resource_type");
     e
 }
 
 /// `POST /api/v1/session/destroy`.
-pub(super) async fn destroy(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    let envelope = answer(&caller, TokenScope::Call, async {
-        let (body, worker) = worker_call::<WorkerBody>(&headers, body)?;
+pub(super) async fn destroy(call: CompatCall, body: Result<Bytes, BytesRejection>) -> Envelope {
+    let envelope = answer(&call.caller, TokenScope::Call, async {
+        let (body, worker) = call.worker_call::<WorkerBody>(body)?;
         let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
         if let Some(b) = backend {
-            caller.require_tool(b, None)?;
+            call.caller.require_tool(b, None)?;
         }
-        let tenant = caller.session_tenant();
-        let targets: Vec<_> = worker_sessions(&wharf, tenant, backend, &worker)
+        let tenant = call.caller.session_tenant();
+        let targets: Vec<_> = worker_sessions(&call.wharf, tenant, backend, &worker)
             .await?
             .into_iter()
             .filter(|s| body.target_session_id.as_ref().is_none_or(|t| *t == s.id))
@@ -230,7 +220,7 @@ pub(super) async fn destroy(
         if targets.is_empty() && (backend.is_some() || body.target_session_id.is_some()) {
             return Err(no_session(&worker, backend));
         }
-        let destroyed: Vec<Value> = delete_sessions(&wharf, tenant, &targets)
+        let destroyed: Vec<Value> = delete_sessions(&call.wharf, tenant, &targets)
             .await?
             .into_iter()
             .map(|s| json!({"session_id": s.id, "resource_type": s.backend}))
@@ -252,35 +242,33 @@ pub(super) async fn destroy(
 
 /// `POST|GET /api/v1/session/list`.
 pub(super) async fn list(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    headers: HeaderMap,
+    call: CompatCall,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Envelope {
-    answer(&caller, TokenScope::Read, async {
+    answer(&call.caller, TokenScope::Read, async {
         let body: ListBody = parse_body(body)?;
         let query = query.map(|q| q.0).unwrap_or_default();
         let from_query = |k: &str| query.get(k).cloned();
-        let worker = worker_id(
+        let worker = call.worker_id(
             body.worker_id
                 .or_else(|| from_query("worker_id"))
                 .as_deref(),
-            &headers,
         );
         let backend = body
             .resource_type
             .or_else(|| from_query("resource_type"))
             .filter(|b| !b.is_empty());
-        let sessions: Vec<Value> = wharf
+        let sessions: Vec<Value> = call
+            .wharf
             .sessions(
-                caller.session_tenant(),
+                call.caller.session_tenant(),
                 backend.as_deref(),
                 worker.as_deref(),
             )
             .await?
             .iter()
-            .filter(|s| caller.may_use(&s.backend, None))
+            .filter(|s| call.caller.may_use(&s.backend, None))
             .map(session_json)
             .collect();
         Ok(json!({ "worker_id": worker, "count": sessions.len(), "sessions": sessions }))
@@ -291,15 +279,14 @@ pub(super) async fn list(
 /// Refreshes the worker's ready sessions (of one backend, or all); sessions that went away
 /// meanwhile are skipped.
 async fn refresh_worker(
-    wharf: &Wharf,
-    caller: &Caller,
+    call: &CompatCall,
     worker: &str,
     backend: Option<&str>,
 ) -> Result<Vec<Value>, WharfError> {
-    let tenant = caller.session_tenant();
+    let tenant = call.caller.session_tenant();
     let mut refreshed = Vec::new();
-    for s in worker_sessions(wharf, tenant, backend, worker).await? {
-        match wharf.refresh_session(tenant, &s.id).await {
+    for s in worker_sessions(&call.wharf, tenant, backend, worker).await? {
+        match call.wharf.refresh_session(tenant, &s.id).await {
             Ok(fresh) => refreshed.push(session_json(&fresh)),
             // Gone meanwhile, or paused (its TTL does not run while paused).
             Err(e) if e.code == Code::SessionNotFound || e.code == Code::Conflict => {}
@@ -310,16 +297,11 @@ async fn refresh_worker(
 }
 
 /// `POST /api/v1/session/refresh`.
-pub(super) async fn refresh(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
-        let (body, worker) = worker_call::<WorkerBody>(&headers, body)?;
+pub(super) async fn refresh(call: CompatCall, body: Result<Bytes, BytesRejection>) -> Envelope {
+    answer(&call.caller, TokenScope::Call, async {
+        let (body, worker) = call.worker_call::<WorkerBody>(body)?;
         let backend = body.resource_type.as_deref().filter(|b| !b.is_empty());
-        let refreshed = refresh_worker(&wharf, &caller, &worker, backend).await?;
+        let refreshed = refresh_worker(&call, &worker, backend).await?;
         if refreshed.is_empty() && backend.is_some() {
             return Err(no_session(&worker, backend));
         }
@@ -349,15 +331,10 @@ pub(super) async fn refresh(
 }
 
 /// `POST /api/v1/lifecycle/heartbeat`: extends the idle TTL of every session of the worker.
-pub(super) async fn heartbeat(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
-        let (_, worker) = worker_call::<WorkerOnly>(&headers, body)?;
-        let refreshed = refresh_worker(&wharf, &caller, &worker, None).await?;
+pub(super) async fn heartbeat(call: CompatCall, body: Result<Bytes, BytesRejection>) -> Envelope {
+    answer(&call.caller, TokenScope::Call, async {
+        let (_, worker) = call.worker_call::<WorkerOnly>(body)?;
+        let refreshed = refresh_worker(&call, &worker, None).await?;
         let active: Vec<Value> = refreshed
             .iter()
             .map(|s| s["resource_type"].clone())
@@ -373,17 +350,12 @@ pub(super) async fn heartbeat(
 }
 
 /// `POST /api/v1/worker/disconnect`: destroys every session of the worker.
-pub(super) async fn disconnect(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Envelope {
-    answer(&caller, TokenScope::Call, async {
-            let (_, worker) = worker_call::<WorkerOnly>(&headers, body)?;
-            let tenant = caller.session_tenant();
-            let sessions = worker_sessions(&wharf, tenant, None, &worker).await?;
-            let cleaned: Vec<&str> = delete_sessions(&wharf, tenant, &sessions)
+pub(super) async fn disconnect(call: CompatCall, body: Result<Bytes, BytesRejection>) -> Envelope {
+    answer(&call.caller, TokenScope::Call, async {
+            let (_, worker) = call.worker_call::<WorkerOnly>(body)?;
+            let tenant = call.caller.session_tenant();
+            let sessions = worker_sessions(&call.wharf, tenant, None, &worker).await?;
+            let cleaned: Vec<&str> = delete_sessions(&call.wharf, tenant, &sessions)
                 .await?
                 .into_iter()
                 .map(|s| s.id.as_str())

@@ -11,11 +11,11 @@
 
 use super::mirrored;
 use crate::api::auth::Caller;
-use crate::api::route_answer::answer;
+use crate::api::route_answer::{PathRoute, answer};
 use crate::config::TokenScope;
 use crate::front_door::Wharf;
 use crate::tool::{SessionNeed, ToolDescription};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -69,21 +69,14 @@ pub(super) async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Res
 }
 
 /// `GET /api/v1/tools/{name}/schema`: one tool, by any of its names (4002 when unknown).
-pub(super) async fn schema(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(name): Path<String>,
-) -> Response {
-    let mut envelope = answer(&caller, TokenScope::Read, async {
-        let found = wharf.find_tool(&name)?;
-        caller.require_tool(&found.backend, Some(&found.action))?;
-        Ok(tool_json(&found.backend, &found.version, &found.tool))
-    })
-    .await;
-    envelope.meta.tool = envelope
-        .data
-        .get("name")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+pub(super) async fn schema(r: PathRoute) -> Response {
+    let mut envelope = r
+        .answer(TokenScope::Read, async {
+            let found = r.wharf.find_tool(&r.id)?;
+            r.caller.require_tool(&found.backend, Some(&found.action))?;
+            Ok(tool_json(&found.backend, &found.version, &found.tool))
+        })
+        .await;
+    envelope.meta.tool = envelope.data_text("name");
     mirrored(envelope, SCHEMA_FIELDS)
 }

@@ -10,8 +10,7 @@ use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
 use crate::front_door::Deployment;
-use axum::extract::rejection::FormRejection;
-use axum::extract::{Form, Path, Query, Request, State};
+use axum::extract::{Form, FromRequest, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -29,21 +28,28 @@ pub struct ActionForm {
     id: Option<String>,
 }
 
-/// The admin viewer of an action's form, or the refusal.
-async fn admin(
-    console: &Console,
-    headers: &HeaderMap,
-    form: Result<Form<ActionForm>, FormRejection>,
-) -> Result<(Viewer, ActionForm), Response> {
-    let Ok(Form(form)) = form else {
-        return Err(refusal(
-            StatusCode::BAD_REQUEST,
-            "Bad form",
-            "The action was not sent as the console's form.",
-        ));
-    };
-    let viewer = admin_viewer(console, headers, &form.csrf).await?;
-    Ok((viewer, form))
+/// An action's form and its admin viewer (the form's CSRF token checked); refused when the
+/// form is malformed or its viewer no admin.
+pub struct AdminForm {
+    viewer: Viewer,
+    form: ActionForm,
+}
+
+impl FromRequest<Arc<Console>> for AdminForm {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, console: &Arc<Console>) -> Result<Self, Response> {
+        let headers = request.headers().clone();
+        let Ok(Form(form)) = Form::<ActionForm>::from_request(request, console).await else {
+            return Err(refusal(
+                StatusCode::BAD_REQUEST,
+                "Bad form",
+                "The action was not sent as the console's form.",
+            ));
+        };
+        let viewer = admin_viewer(console, &headers, &form.csrf).await?;
+        Ok(Self { viewer, form })
+    }
 }
 
 /// The viewer of a request carrying `csrf`, when it is an admin.
@@ -72,13 +78,8 @@ fn failed(e: &WharfError) -> Response {
 pub async fn backend(
     State(console): State<Arc<Console>>,
     Path(action): Path<String>,
-    headers: HeaderMap,
-    form: Result<Form<ActionForm>, FormRejection>,
+    AdminForm { viewer, form }: AdminForm,
 ) -> Response {
-    let (viewer, form) = match admin(&console, &headers, form).await {
-        Ok(ok) => ok,
-        Err(refused) => return refused,
-    };
     let name = form.backend.unwrap_or_default();
     let by = &viewer.caller.name;
     if let Err(e) = viewer.caller.require_tool(&name, None) {
@@ -109,13 +110,8 @@ pub async fn backend(
 /// `POST /console/sessions/end` with `id`: releases the session (its sandbox with it).
 pub async fn end_session(
     State(console): State<Arc<Console>>,
-    headers: HeaderMap,
-    form: Result<Form<ActionForm>, FormRejection>,
+    AdminForm { viewer, form }: AdminForm,
 ) -> Response {
-    let (viewer, form) = match admin(&console, &headers, form).await {
-        Ok(ok) => ok,
-        Err(refused) => return refused,
-    };
     let id = form.id.unwrap_or_default();
     let caller = &viewer.caller;
     let ended = async {

@@ -11,18 +11,14 @@ use crate::clock::now_ms;
 use crate::front_door::{BackendSummary, Wharf};
 use crate::requires::Requires;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// `GET /console`: the Backends page.
-pub async fn backends(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    let viewer = match console.page_viewer(&headers).await {
-        Ok(v) => v,
-        Err(to) => return to,
-    };
+pub async fn backends(State(console): State<Arc<Console>>, viewer: Viewer) -> Response {
     let body = page(&console.wharf, &viewer);
     html(StatusCode::OK, layout("Backends", Some(&viewer), body))
 }

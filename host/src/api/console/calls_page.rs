@@ -5,7 +5,7 @@
 //! link to the code table (`/console/codes`).
 
 use super::pages::{html, layout};
-use super::{Console, NoViewer};
+use super::{Console, NoViewer, Viewer};
 use crate::error_code::Code;
 use crate::live_calls::LiveCall;
 use crate::tenant::Tenant;
@@ -24,11 +24,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 const RECHECK_EVERY: Duration = Duration::from_secs(30);
 
 /// `GET /console/calls`.
-pub async fn page(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    let viewer = match console.page_viewer(&headers).await {
-        Ok(v) => v,
-        Err(to) => return to,
-    };
+pub async fn page(viewer: Viewer) -> Response {
     let body = html! {
         h1 { "Live calls" }
         p { "Tool calls as they end: "
@@ -48,11 +44,7 @@ pub async fn page(State(console): State<Arc<Console>>, headers: HeaderMap) -> Re
 }
 
 /// `GET /console/codes`: the code table the calls link to.
-pub async fn codes(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    let viewer = match console.page_viewer(&headers).await {
-        Ok(v) => v,
-        Err(to) => return to,
-    };
+pub async fn codes(viewer: Viewer) -> Response {
     let body = html! {
         h1 { "Codes" }
         table.codes {

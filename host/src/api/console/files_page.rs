@@ -7,10 +7,10 @@
 
 use super::Console;
 use super::pages::{html, layout, span};
-use super::sandbox_access::{failed, sandbox_viewer};
+use super::sandbox_access::{NamesSession, SandboxPage, failed};
 use crate::front_door::{EntryKind, SandboxEntry, SandboxListing};
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -25,16 +25,17 @@ pub struct FilesQuery {
     path: Option<String>,
 }
 
+impl NamesSession for FilesQuery {
+    fn session_id(&self) -> &str {
+        &self.id
+    }
+}
+
 /// `GET /console/sessions/files?id=&path=` (`/` by default).
 pub async fn page(
     State(console): State<Arc<Console>>,
-    headers: HeaderMap,
-    Query(q): Query<FilesQuery>,
+    SandboxPage { viewer, query: q }: SandboxPage<FilesQuery>,
 ) -> Response {
-    let viewer = match sandbox_viewer(&console, &headers, &q.id).await {
-        Ok(v) => v,
-        Err(refused) => return refused,
-    };
     let path = q.path.unwrap_or_else(|| "/".to_string());
     let listing = match console
         .wharf
@@ -141,13 +142,8 @@ fn entry_row(
 /// `GET /console/sessions/files/download?id=&path=`: the file as an attachment.
 pub async fn download(
     State(console): State<Arc<Console>>,
-    headers: HeaderMap,
-    Query(q): Query<FilesQuery>,
+    SandboxPage { viewer, query: q }: SandboxPage<FilesQuery>,
 ) -> Response {
-    let viewer = match sandbox_viewer(&console, &headers, &q.id).await {
-        Ok(v) => v,
-        Err(refused) => return refused,
-    };
     let path = q.path.unwrap_or_default();
     let streamed = async {
         let held = console

@@ -3,11 +3,11 @@
 //! inline SVG from the host's own counts (`metrics::recent_health`); no script, no
 //! Prometheus. The page reloads itself every interval (`data-refresh-s`, `app.js`).
 
-use super::Console;
 use super::pages::{html, layout};
+use super::{Console, Viewer};
 use crate::metrics::{BackendHealth, INTERVAL_SECONDS, WINDOW_SECONDS};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use std::fmt::Write;
@@ -18,11 +18,7 @@ const WIDTH: f64 = 120.0;
 const HEIGHT: f64 = 36.0;
 
 /// `GET /console/health`.
-pub async fn page(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    let viewer = match console.page_viewer(&headers).await {
-        Ok(v) => v,
-        Err(to) => return to,
-    };
+pub async fn page(State(console): State<Arc<Console>>, viewer: Viewer) -> Response {
     let charts: Vec<BackendHealth> = console
         .wharf
         .metrics()

@@ -7,7 +7,7 @@ use crate::clock::now_ms;
 use crate::front_door::Wharf;
 use crate::session_record::SessionRecord;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 use serde_json::Value;
@@ -156,11 +156,7 @@ pub fn text(v: &Value) -> String {
 }
 
 /// `GET /console/sessions`: the sessions the viewer sees.
-pub async fn sessions(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    let viewer = match console.page_viewer(&headers).await {
-        Ok(v) => v,
-        Err(to) => return to,
-    };
+pub async fn sessions(State(console): State<Arc<Console>>, viewer: Viewer) -> Response {
     match sessions_table(&console.wharf, &viewer).await {
         Ok(body) => html(StatusCode::OK, layout("Sessions", Some(&viewer), body)),
         Err(e) => refusal(

@@ -5,10 +5,10 @@
 
 use super::Console;
 use super::pages::{html, layout, span};
-use super::sandbox_access::{SessionQuery, failed, sandbox_viewer};
+use super::sandbox_access::{SandboxPage, SessionQuery, failed};
 use crate::clock::now_ms;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use std::sync::Arc;
@@ -17,13 +17,8 @@ use wharf_sandbox_protocol::ProcessInfo;
 /// `GET /console/sessions/processes?id=`.
 pub async fn page(
     State(console): State<Arc<Console>>,
-    headers: HeaderMap,
-    Query(q): Query<SessionQuery>,
+    SandboxPage { viewer, query: q }: SandboxPage<SessionQuery>,
 ) -> Response {
-    let viewer = match sandbox_viewer(&console, &headers, &q.id).await {
-        Ok(v) => v,
-        Err(refused) => return refused,
-    };
     let list = match console
         .wharf
         .sandbox_processes(viewer.caller.session_tenant(), &q.id)

@@ -7,9 +7,12 @@ use super::{Console, Viewer};
 use crate::api::session_access::permitted_session;
 use crate::config::TokenScope;
 use crate::error_code::WharfError;
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
 
 /// `?id=` of a session's page.
 #[derive(Deserialize)]
@@ -18,21 +21,47 @@ pub struct SessionQuery {
     pub(super) id: String,
 }
 
-/// The viewer, when it may open this session's sandbox (files, processes).
-pub(super) async fn sandbox_viewer(
-    console: &Console,
-    headers: &HeaderMap,
-    id: &str,
-) -> Result<Viewer, Response> {
-    let viewer = console.page_viewer(headers).await?;
-    let allowed = async {
-        viewer.caller.require(TokenScope::Call)?;
-        permitted_session(&console.wharf, &viewer.caller, id).await
+/// A page's query that names a session.
+pub(super) trait NamesSession {
+    /// The session's id.
+    fn session_id(&self) -> &str;
+}
+
+impl NamesSession for SessionQuery {
+    fn session_id(&self) -> &str {
+        &self.id
     }
-    .await;
-    match allowed {
-        Ok(_) => Ok(viewer),
-        Err(e) => Err(failed(&e)),
+}
+
+/// A sandbox page's request (files, processes): its query (refused as [`Query`] refuses),
+/// then the viewer, when it may open the sandbox of the session the query names.
+pub(super) struct SandboxPage<Q> {
+    pub(super) viewer: Viewer,
+    pub(super) query: Q,
+}
+
+impl<Q: DeserializeOwned + NamesSession + Send + Sync> FromRequestParts<Arc<Console>>
+    for SandboxPage<Q>
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        console: &Arc<Console>,
+    ) -> Result<Self, Response> {
+        let Query(query) = Query::<Q>::from_request_parts(parts, console)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let viewer = console.page_viewer(&parts.headers).await?;
+        let allowed = async {
+            viewer.caller.require(TokenScope::Call)?;
+            permitted_session(&console.wharf, &viewer.caller, query.session_id()).await
+        }
+        .await;
+        match allowed {
+            Ok(_) => Ok(Self { viewer, query }),
+            Err(e) => Err(failed(&e)),
+        }
     }
 }
 

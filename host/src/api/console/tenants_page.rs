@@ -2,21 +2,17 @@
 //! its refusals of the last 15 minutes, from the same report as `GET /v1/quotas` (a `read`
 //! token sees its own tenant, an admin every tenant the host knows).
 
-use super::Console;
 use super::pages::{html, layout, refusal, text};
+use super::{Console, Viewer};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// `GET /console/tenants`.
-pub async fn page(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    let viewer = match console.page_viewer(&headers).await {
-        Ok(v) => v,
-        Err(to) => return to,
-    };
+pub async fn page(State(console): State<Arc<Console>>, viewer: Viewer) -> Response {
     let caller = &viewer.caller;
     let report = match console
         .wharf

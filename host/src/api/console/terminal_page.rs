@@ -40,13 +40,9 @@ fn admins_only() -> Response {
 /// `GET /console/sessions/terminal?id=`.
 pub async fn page(
     State(console): State<Arc<Console>>,
-    headers: HeaderMap,
+    viewer: Viewer,
     query: Result<Query<SessionQuery>, QueryRejection>,
 ) -> Response {
-    let viewer = match console.page_viewer(&headers).await {
-        Ok(v) => v,
-        Err(to) => return to,
-    };
     let Some(query) = query.ok().map(|Query(q)| q).filter(|q| !q.id.is_empty()) else {
         return refusal(
             StatusCode::BAD_REQUEST,

@@ -4,11 +4,11 @@
 //! Everything is streamed: a tar stream in is spooled to disk first like any upload, a
 //! tar stream out goes to the client as the sandbox makes it.
 
-use std::sync::Arc;
+use std::future::Future;
 use std::time::Duration;
 
+use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -16,11 +16,9 @@ use serde_json::{Value, json};
 use super::paced::paced_body;
 use super::spool::Spooled;
 use super::{UPLOAD_CHUNK, failure};
-use crate::api::auth::Caller;
 use crate::api::envelope::{Envelope, Meta};
 use crate::api::json_body::parse_query;
-use crate::api::session_access::permitted_session;
-use crate::config::TokenScope;
+use crate::api::route_answer::PathRoute;
 use crate::error_code::{Code, WharfError};
 use crate::front_door::{
     DEFAULT_WATCH_SECONDS, FileWatch, MAX_WATCH_SECONDS, SandboxFiles, SandboxTransfer, Wharf,
@@ -74,30 +72,33 @@ fn event_line(event: &FileEvent) -> bytes::Bytes {
     }))
 }
 
-/// The session's sandbox for file operations, for a caller that may use its backend.
-async fn files_for(wharf: &Wharf, caller: &Caller, id: &str) -> Result<SandboxFiles, WharfError> {
-    caller.require(TokenScope::Call)?;
-    permitted_session(wharf, caller, id).await?;
-    wharf.sandbox_files(caller.session_tenant(), id).await
+/// The path's session's sandbox for file operations, for a caller that may use its backend.
+async fn files_for(session: &PathRoute) -> Result<SandboxFiles, WharfError> {
+    super::may_use_sandbox(session).await?;
+    session
+        .wharf
+        .sandbox_files(session.tenant(), &session.id)
+        .await
 }
 
 /// The session's sandbox and the `path` of an info or list query.
 async fn files_at(
-    wharf: &Wharf,
-    caller: &Caller,
-    id: &str,
+    session: &PathRoute,
     query: Result<Query<InfoQuery>, QueryRejection>,
 ) -> Result<(SandboxFiles, String), WharfError> {
     let q = parse_query(query)?;
-    Ok((files_for(wharf, caller, id).await?, q.path))
+    Ok((files_for(session).await?, q.path))
 }
 
 /// A session route's answer in the envelope.
-fn enveloped(id: String, answer: Result<Value, WharfError>) -> Response {
-    match answer {
+async fn enveloped(
+    session: &PathRoute,
+    answer: impl Future<Output = Result<Value, WharfError>>,
+) -> Response {
+    match answer.await {
         Ok(data) => {
             let meta = Meta {
-                session_id: Some(id),
+                session_id: Some(session.id.clone()),
                 ..Meta::default()
             };
             Envelope::ok(data, meta).into_response()
@@ -107,29 +108,18 @@ fn enveloped(id: String, answer: Result<Value, WharfError>) -> Response {
 }
 
 /// `GET /v1/sessions/{id}/files/info?path=`.
-pub async fn info(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    query: Result<Query<InfoQuery>, QueryRejection>,
-) -> Response {
-    let answer = async {
-        let (files, path) = files_at(&wharf, &caller, &id, query).await?;
+pub async fn info(r: PathRoute, query: Result<Query<InfoQuery>, QueryRejection>) -> Response {
+    enveloped(&r, async {
+        let (files, path) = files_at(&r, query).await?;
         Ok(info_json(&files.info(&path).await?))
-    };
-    let answer = answer.await;
-    enveloped(id, answer)
+    })
+    .await
 }
 
 /// `GET /v1/sessions/{id}/files/list?path=`.
-pub async fn list(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    query: Result<Query<InfoQuery>, QueryRejection>,
-) -> Response {
-    let answer = async {
-        let (files, path) = files_at(&wharf, &caller, &id, query).await?;
+pub async fn list(r: PathRoute, query: Result<Query<InfoQuery>, QueryRejection>) -> Response {
+    enveloped(&r, async {
+        let (files, path) = files_at(&r, query).await?;
         let listing = files.list(&path).await?;
         let entries: Vec<Value> = listing.entries.iter().map(info_json).collect();
         Ok(json!({
@@ -137,20 +127,14 @@ pub async fn list(
             "entries": entries,
             "truncated": listing.truncated,
         }))
-    };
-    let answer = answer.await;
-    enveloped(id, answer)
+    })
+    .await
 }
 
 /// `GET /v1/sessions/{id}/files/watch?path=`: changes as newline-delimited JSON, from the
 /// moment the response starts until `timeout_seconds` (default 300, at most 3600) pass,
 /// the client leaves, or the sandbox goes away (a last line `{"event": "error"}` then).
-pub async fn watch(
-    State(wharf): State<Arc<Wharf>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    query: Result<Query<WatchQuery>, QueryRejection>,
-) -> Response {
+pub async fn watch(r: PathRoute, query: Result<Query<WatchQuery>, QueryRejection>) -> Response {
     let opened = async {
         let q = parse_query(query)?;
         let seconds = q.timeout_seconds.unwrap_or(DEFAULT_WATCH_SECONDS);
@@ -160,7 +144,7 @@ pub async fn watch(
                 format!("timeout_seconds is 1 to {MAX_WATCH_SECONDS}"),
             ));
         }
-        let files = files_for(&wharf, &caller, &id).await?;
+        let files = files_for(&r).await?;
         let watch = files.watch(&q.path, q.recursive).await?;
         Ok::<_, WharfError>((watch, Duration::from_secs(seconds)))
     };
@@ -169,7 +153,7 @@ pub async fn watch(
         Err(e) => return failure(e),
     };
     // The body's task holds the watch, and its slot.
-    let stall = Duration::from_millis(wharf.server().upload_read_timeout_ms);
+    let stall = Duration::from_millis(r.wharf.server().upload_read_timeout_ms);
     let lines = paced_body(stall, Some(lasts), |out| async move {
         let mut watch: FileWatch = watch;
         loop {

@@ -147,25 +147,17 @@ pub async fn answer(
     else {
         return answer_stateless(&calls, request, next, limit).await;
     };
-    if !plain_headers(request.headers(), limit) {
-        return next.run(request).await;
-    }
-    let (parts, bytes) = match read_body(request, limit).await {
+    let (posted, next) = match read_post(request, next, limit, plain_headers).await {
         Ok(read) => read,
-        Err(refusal) => return refusal,
+        Err(answer) => return answer,
     };
-    if let Ok(Message {
-        jsonrpc: Some("2.0"),
-        id: Some(id),
-        method: Some("tools/call"),
-        params: Some(params),
-    }) = serde_json::from_slice::<Message<CallToolRequestParams>>(&bytes)
+    if let Some((id, params)) = posted.call
         && plain_call(&params)
         && live(&calls, &session).await
         && let Some(running) = calls.start((session.clone(), id.clone()))
     {
         let cancel = running.cancel.clone();
-        return run(&calls, Some(running), &cancel, &parts, id, params).await;
+        return run(&calls, Some(running), &cancel, &posted.parts, id, params).await;
     }
     if let Ok(Message {
         jsonrpc: Some("2.0"),
@@ -176,11 +168,11 @@ pub async fn answer(
                 request_id: Some(id),
                 ..
             }),
-    }) = serde_json::from_slice::<Message<CancelledNotificationParam>>(&bytes)
+    }) = serde_json::from_slice::<Message<CancelledNotificationParam>>(&posted.bytes)
     {
         calls.cancel(&(session, id));
     }
-    pass_on(parts, bytes, next).await
+    pass_on(posted.parts, posted.bytes, next).await
 }
 
 /// A request without an MCP session: a plain 2026-07-28 `tools/call` is answered here (its
@@ -192,40 +184,54 @@ async fn answer_stateless(
     next: Next,
     limit: usize,
 ) -> Response {
-    if !modern_headers(request.headers(), limit) {
-        return next.run(request).await;
-    }
-    let (parts, bytes) = match read_body(request, limit).await {
+    let (posted, next) = match read_post(request, next, limit, modern_headers).await {
         Ok(read) => read,
-        Err(refusal) => return refusal,
+        Err(answer) => return answer,
     };
-    if let Ok(Message {
-        jsonrpc: Some("2.0"),
-        id: Some(id),
-        method: Some("tools/call"),
-        params: Some(params),
-    }) = serde_json::from_slice::<Message<CallToolRequestParams>>(&bytes)
-        && modern_call(&params, &parts.headers)
+    if let Some((id, params)) = posted.call
+        && modern_call(&params, &posted.parts.headers)
     {
         let cancel = calls.wharf.shutdown_token().child_token();
-        return run(calls, None, &cancel, &parts, id, params).await;
+        return run(calls, None, &cancel, &posted.parts, id, params).await;
     }
-    pass_on(parts, bytes, next).await
+    pass_on(posted.parts, posted.bytes, next).await
 }
 
-/// The request's head and whole body (at most `limit` bytes), or the refusal to answer.
-async fn read_body(
+/// A POST read whole: its head, its body, and the `tools/call` request the body is, if it
+/// is one.
+struct Posted {
+    parts: http::request::Parts,
+    bytes: axum::body::Bytes,
+    call: Option<(RequestId, CallToolRequestParams)>,
+}
+
+/// The request read whole (at most `limit` bytes) when `wanted` passes its headers; else
+/// the answer already: rmcp's, for headers this middleware leaves to it, or the refusal of
+/// a body that could not be read.
+async fn read_post(
     request: Request,
+    next: Next,
     limit: usize,
-) -> Result<(http::request::Parts, axum::body::Bytes), Response> {
-    let (parts, body) = request.into_parts();
-    match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => Ok((parts, bytes)),
-        Err(e) => {
-            let e = WharfError::invalid_request(format!("the request body could not be read: {e}"));
-            Err(Envelope::refusal(e))
-        }
+    wanted: fn(&http::HeaderMap, usize) -> bool,
+) -> Result<(Posted, Next), Response> {
+    if !wanted(request.headers(), limit) {
+        return Err(next.run(request).await);
     }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let e = WharfError::invalid_request(format!("the request body could not be read: {e}"));
+        Envelope::refusal(e)
+    })?;
+    let call = match serde_json::from_slice::<Message<CallToolRequestParams>>(&bytes) {
+        Ok(Message {
+            jsonrpc: Some("2.0"),
+            id: Some(id),
+            method: Some("tools/call"),
+            params: Some(params),
+        }) => Some((id, params)),
+        _ => None,
+    };
+    Ok((Posted { parts, bytes, call }, next))
 }
 
 /// The request, body and all, on to rmcp.

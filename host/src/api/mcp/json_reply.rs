@@ -52,22 +52,17 @@ pub async fn one_message(request: Request, next: Next) -> Response {
 
 /// Whether the `Accept` headers list `media` with a weight above zero.
 pub(super) fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|entry| {
-            let mut fields = entry.split(';');
-            let essence = fields.next().unwrap_or("").trim();
-            let refused = fields.any(|p| {
-                p.split_once('=').is_some_and(|(name, weight)| {
-                    name.trim().eq_ignore_ascii_case("q")
-                        && weight.trim().parse::<f32>().is_ok_and(|w| w <= 0.0)
-                })
-            });
-            essence.eq_ignore_ascii_case(media) && !refused
-        })
+    crate::api::call_stream::accept_entries(headers).any(|entry| {
+        let mut fields = entry.split(';');
+        let essence = fields.next().unwrap_or("").trim();
+        let refused = fields.any(|p| {
+            p.split_once('=').is_some_and(|(name, weight)| {
+                name.trim().eq_ignore_ascii_case("q")
+                    && weight.trim().parse::<f32>().is_ok_and(|w| w <= 0.0)
+            })
+        });
+        essence.eq_ignore_ascii_case(media) && !refused
+    })
 }
 
 fn is_event_stream(headers: &HeaderMap) -> bool {

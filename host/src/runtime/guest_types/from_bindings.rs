@@ -1,6 +1,6 @@
 //! The conversions between each contract version's generated records (`v0_1`, `v0_2`)
-//! and the host's own guest types: the records every version shares through one macro,
-//! the ones whose shape differs (provider info) one version at a time.
+//! and the host's own guest types, through one macro; where a record differs between
+//! versions (a provider's features), a trait says what each version has.
 
 use super::{
     CommandRequest, CommandResult, DirEntry, EntryKind, FileChunk, GuestError, ProviderFeatures,
@@ -181,6 +181,29 @@ macro_rules! shared_conversions {
                 }
             }
 
+            impl From<p::ProviderInfo> for RawProviderInfo {
+                fn from(i: p::ProviderInfo) -> Self {
+                    use p::ProviderFeatures as F;
+                    Self {
+                        name: i.name,
+                        version: i.version,
+                        description: i.description,
+                        features: ProviderFeatures {
+                            read_file: i.features.contains(F::READ_FILE),
+                            write_file: i.features.contains(F::WRITE_FILE),
+                            list_dir: i.features.contains(F::LIST_DIR),
+                            stdin: i.features.contains(F::STDIN),
+                            poolable: i.features.poolable(),
+                            // Asked of the `processes` and `suspension` exports (0.3.0) by
+                            // `describe`.
+                            processes: false,
+                            suspension: false,
+                        },
+                        requires: i.requires.into(),
+                    }
+                }
+            }
+
             impl From<p::DirEntry> for DirEntry {
                 fn from(e: p::DirEntry) -> Self {
                     Self {
@@ -208,46 +231,21 @@ shared_conversions!(
     v0_2::provider::exports::wharf::plugin0_2_0::provider
 );
 
-impl From<v0_1::provider::exports::wharf::plugin0_1_0::provider::ProviderInfo> for RawProviderInfo {
-    fn from(i: v0_1::provider::exports::wharf::plugin0_1_0::provider::ProviderInfo) -> Self {
-        use v0_1::provider::exports::wharf::plugin0_1_0::provider::ProviderFeatures as F;
-        // 0.1.0's `tags` flag has no counterpart: the host never called the tag functions.
-        Self {
-            name: i.name,
-            version: i.version,
-            description: i.description,
-            features: ProviderFeatures {
-                read_file: i.features.contains(F::READ_FILE),
-                write_file: i.features.contains(F::WRITE_FILE),
-                list_dir: i.features.contains(F::LIST_DIR),
-                stdin: i.features.contains(F::STDIN),
-                poolable: false,
-                processes: false,
-                suspension: false,
-            },
-            requires: i.requires.into(),
-        }
+/// Whether a version's provider features say its sandboxes may be made ahead of a session.
+trait Poolable {
+    fn poolable(&self) -> bool;
+}
+
+impl Poolable for v0_1::provider::exports::wharf::plugin0_1_0::provider::ProviderFeatures {
+    /// 0.1.0 has no such flag (and its `tags` flag has no counterpart: the host never
+    /// called the tag functions).
+    fn poolable(&self) -> bool {
+        false
     }
 }
 
-impl From<v0_2::provider::exports::wharf::plugin0_2_0::provider::ProviderInfo> for RawProviderInfo {
-    fn from(i: v0_2::provider::exports::wharf::plugin0_2_0::provider::ProviderInfo) -> Self {
-        use v0_2::provider::exports::wharf::plugin0_2_0::provider::ProviderFeatures as F;
-        Self {
-            name: i.name,
-            version: i.version,
-            description: i.description,
-            features: ProviderFeatures {
-                read_file: i.features.contains(F::READ_FILE),
-                write_file: i.features.contains(F::WRITE_FILE),
-                list_dir: i.features.contains(F::LIST_DIR),
-                stdin: i.features.contains(F::STDIN),
-                poolable: i.features.contains(F::POOLABLE),
-                // Asked of the `processes` and `suspension` exports (0.3.0) by `describe`.
-                processes: false,
-                suspension: false,
-            },
-            requires: i.requires.into(),
-        }
+impl Poolable for v0_2::provider::exports::wharf::plugin0_2_0::provider::ProviderFeatures {
+    fn poolable(&self) -> bool {
+        self.contains(Self::POOLABLE)
     }
 }

@@ -1,9 +1,11 @@
 //! What a pool makes instances of: a pre-instantiated component of one world, whatever
-//! contract version it serves, with the hooks every world has.
+//! contract version it serves, with the hooks every world has; and what the two worlds'
+//! version wrappers share.
 
-use crate::runtime::guest_types::GuestError;
+use crate::runtime::guest_types::Answer;
 use crate::runtime::host_state::HostState;
 use anyhow::Result;
+use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store};
 
 /// A boxed future, for the few guest calls a pool makes without knowing the world.
@@ -26,7 +28,7 @@ pub trait GuestWorld: Clone + Send + Sync + 'static {
         exports: &'a Self::Exports,
         store: &'a mut Store<HostState>,
         config: &'a str,
-    ) -> BoxFuture<'a, wasmtime::Result<Result<(), GuestError>>>;
+    ) -> BoxFuture<'a, Answer<()>>;
     /// `shutdown()`.
     fn shutdown<'a>(
         exports: &'a Self::Exports,
@@ -34,18 +36,76 @@ pub trait GuestWorld: Clone + Send + Sync + 'static {
     ) -> BoxFuture<'a, wasmtime::Result<()>>;
 }
 
+/// Runs `$body` with `$g` bound to the world's export interface in `$exports`, an
+/// `$Exports` of [`versioned_guest_world!`], whatever its version; the conversions in
+/// `guest_types` make the same body type-check for each.
+macro_rules! on_guest {
+    ($Exports:ident($exports:expr), |$g:ident| $body:expr) => {
+        match $exports {
+            $Exports::V0_1(e) => {
+                let $g = e.guest();
+                $body
+            }
+            $Exports::V0_2(e) => {
+                let $g = e.guest();
+                $body
+            }
+        }
+    };
+}
+pub(crate) use on_guest;
+
+/// The export indices of a 0.2.0-or-later world, looked up once per component: the world's
+/// own export and the optional 0.3.0 ones, absent from a component built before them.
+pub trait WorldIndices: Clone + Send + Sync + 'static {
+    /// One instance's exports.
+    type Exports;
+    /// Looks the exports up in `pre`.
+    fn new(pre: &InstancePre<HostState>) -> Result<Self>;
+    /// The exports of `instance`.
+    fn load(&self, store: &mut Store<HostState>, instance: &Instance) -> Result<Self::Exports>;
+}
+
+/// A pre-instantiated component of a 0.2.0-or-later world, with its export indices.
+#[derive(Clone)]
+pub struct IndexedPre<I> {
+    pre: InstancePre<HostState>,
+    indices: I,
+}
+
+impl<I: WorldIndices> IndexedPre<I> {
+    /// Wraps a component's `InstancePre`, looking its exports up.
+    pub fn new(pre: InstancePre<HostState>) -> Result<Self> {
+        Ok(Self {
+            indices: I::new(&pre)?,
+            pre,
+        })
+    }
+
+    /// The engine it was compiled for.
+    pub fn engine(&self) -> &Engine {
+        self.pre.engine()
+    }
+
+    /// A new instance in `store`.
+    pub async fn instantiate_async(&self, store: &mut Store<HostState>) -> Result<I::Exports> {
+        let instance = self.pre.instantiate_async(&mut *store).await?;
+        self.indices.load(store, &instance)
+    }
+}
+
 /// Declares a world's two faces over every served contract version — `$Pre`, the
 /// pre-instantiated component, and `$Exports`, one instance's exports, each an enum with
 /// one variant per export shape (0.1.0's, and 0.2.0's, which 0.3.0 exports as it is) — and
 /// implements [`GuestWorld`] for them, so the provider and resource worlds share one
-/// definition of what differs only in names. `$get01`/`$get02` name the generated
-/// accessor of the world's export interface in each version.
+/// definition of what differs only in names. Each variant's exports give the world's
+/// export interface as `guest()`, for [`on_guest!`].
 macro_rules! versioned_guest_world {
     (
         $what:literal,
         $Pre:ident, $Exports:ident,
-        V0_1: $Pre01:ty, $Ex01:ty, $get01:ident;
-        V0_2: $Pre02:ty, $Ex02:ty, $get02:ident;
+        V0_1: $Pre01:ty, $Ex01:ty;
+        V0_2: $Pre02:ty, $Ex02:ty;
     ) => {
         #[doc = concat!("A pre-instantiated ", $what, ".")]
         #[derive(Clone)]
@@ -106,20 +166,11 @@ macro_rules! versioned_guest_world {
                 config: &'a str,
             ) -> $crate::runtime::instance_pool::BoxFuture<
                 'a,
-                wasmtime::Result<Result<(), $crate::runtime::guest_types::GuestError>>,
+                $crate::runtime::guest_types::Answer<()>,
             > {
                 Box::pin(async move {
-                    Ok(match exports {
-                        $Exports::V0_1(e) => e
-                            .$get01()
-                            .call_warmup(&mut *store, config)
-                            .await?
-                            .map_err(Into::into),
-                        $Exports::V0_2(e) => e
-                            .$get02()
-                            .call_warmup(&mut *store, config)
-                            .await?
-                            .map_err(Into::into),
+                    $crate::runtime::instance_pool::on_guest!($Exports(exports), |g| {
+                        $crate::runtime::guest_types::answer(g.call_warmup(store, config).await)
                     })
                 })
             }
@@ -129,10 +180,9 @@ macro_rules! versioned_guest_world {
                 store: &'a mut wasmtime::Store<$crate::runtime::host_state::HostState>,
             ) -> $crate::runtime::instance_pool::BoxFuture<'a, wasmtime::Result<()>> {
                 Box::pin(async move {
-                    match exports {
-                        $Exports::V0_1(e) => e.$get01().call_shutdown(&mut *store).await,
-                        $Exports::V0_2(e) => e.$get02().call_shutdown(&mut *store).await,
-                    }
+                    $crate::runtime::instance_pool::on_guest!($Exports(exports), |g| {
+                        g.call_shutdown(store).await
+                    })
                 })
             }
         }
