@@ -8,12 +8,8 @@ use wharf_integration_tests::{TestHost, bundled, start_with};
 
 fn token(name: &str, scopes: &[TokenScope], backends: Option<&[&str]>) -> TokenConfig {
     TokenConfig {
-        name: name.into(),
-        value: Some(format!("secret-{name}")),
-        value_file: None,
-        scopes: scopes.to_vec(),
         backends: backends.map(|b| b.iter().map(|s| s.to_string()).collect()),
-        tools: None,
+        ..wharf_integration_tests::token(name, &format!("secret-{name}"), scopes)
     }
 }
 

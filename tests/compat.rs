@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 use wharf_integration_tests::{
-    Reply, TestHost, bundled, containers_labelled, docker_provider, docker_ready, start, start_with,
+    Reply, TestHost, bundled, containers_labelled, docker_provider, docker_ready, start,
+    start_with, token,
 };
 
 async fn host() -> TestHost {
@@ -378,14 +379,11 @@ async fn a_missing_worker_id_is_4003() {
 #[tokio::test]
 async fn tokens_guard_everything_but_health() {
     let h = start_with(vec![("echo", bundled("echo"))], |s| {
-        s.auth.tokens = vec![wharf::config::TokenConfig {
-            name: "reader".into(),
-            value: Some("t-read".into()),
-            value_file: None,
-            scopes: vec![wharf::config::TokenScope::Read],
-            backends: None,
-            tools: None,
-        }];
+        s.auth.tokens = vec![token(
+            "reader",
+            "t-read",
+            &[wharf::config::TokenScope::Read],
+        )];
     })
     .await;
     assert_eq!(

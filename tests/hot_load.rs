@@ -11,10 +11,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use wharf::config::{BackendConfig, TokenConfig, TokenScope};
+use wharf::config::{BackendConfig, TokenScope};
 use wharf::front_door::Deployment;
 use wharf::runtime::compile_cache::CacheOutcome;
-use wharf_integration_tests::{TestHost, bundled, start, start_with};
+use wharf_integration_tests::{TestHost, bundled, start, start_with, token};
 
 #[path = "hot_load/admin.rs"]
 mod admin;
@@ -75,23 +75,12 @@ fn index_config(id: &str) -> BackendConfig {
     cfg
 }
 
-fn token(name: &str, value: &str, scopes: Vec<TokenScope>) -> TokenConfig {
-    TokenConfig {
-        name: name.into(),
-        value: Some(value.into()),
-        value_file: None,
-        scopes,
-        backends: None,
-        tools: None,
-    }
-}
-
 /// A host with an admin token and an agent token (read + call).
 async fn admin_host(backends: Vec<(&str, BackendConfig)>) -> TestHost {
     start_with(backends, |s| {
         s.auth.tokens = vec![
-            token("ops", ADMIN, vec![TokenScope::Admin]),
-            token("agent", AGENT, vec![TokenScope::Read, TokenScope::Call]),
+            token("ops", ADMIN, &[TokenScope::Admin]),
+            token("agent", AGENT, &[TokenScope::Read, TokenScope::Call]),
         ];
     })
     .await

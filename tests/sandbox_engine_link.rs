@@ -11,8 +11,8 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use wharf_integration_tests::{
     GVISOR_WITHOUT_HOST_SOCKETS, TestHost, docker_over_tcp, docker_provider, docker_ready, field,
-    gvisor_ready, remove_backend_containers, run_script as run, sandbox_session as session,
-    start_with,
+    gvisor_docker_provider, gvisor_ready, remove_backend_containers, run_script as run,
+    sandbox_session as session, start_with,
 };
 
 /// The `wharf.agent` label of the backend's one container.
@@ -142,8 +142,7 @@ async fn gvisor_without_host_sockets_reaches_the_agent_through_the_engine() {
         return;
     }
     remove_backend_containers("gl");
-    let mut cfg = docker_provider();
-    cfg.grants.isolation = vec!["container".into(), "gvisor".into()];
+    let cfg = gvisor_docker_provider();
     let h = start_with(vec![("gl", cfg)], |s| {
         s.runtimes
             .insert("gvisor".into(), GVISOR_WITHOUT_HOST_SOCKETS.into());

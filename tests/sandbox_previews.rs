@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wharf::config::TokenScope::{Admin, Call, Read};
 use wharf_integration_tests::http_head::read_http_head;
 use wharf_integration_tests::{
-    GVISOR_RUNTIME, TestHost, docker_provider, docker_ready, gvisor_ready,
+    GVISOR_RUNTIME, TestHost, docker_provider, docker_ready, gvisor_docker_provider, gvisor_ready,
     remove_backend_containers, start_with, token,
 };
 
@@ -554,8 +554,7 @@ async fn a_gvisor_sandbox_is_previewed_through_its_agents_relay() {
         return;
     }
     remove_backend_containers("web-gvisor");
-    let mut provider = docker_provider();
-    provider.grants.isolation = vec!["container".into(), "gvisor".into()];
+    let provider = gvisor_docker_provider();
     let h = start_with(vec![("web-gvisor", provider)], |s| {
         s.preview_listen = Some("127.0.0.1:0".parse().expect("addr"));
         s.runtimes.insert("gvisor".into(), GVISOR_RUNTIME.into());

@@ -7,10 +7,12 @@
 //! The shape is `wasi-http`'s: an import owns its context (its field of
 //! [`ImportContexts`], found by [`ImportContext`]), implements the generated `Host` on its
 //! own [`View`] of the store (a borrow of that context, the call and the counter, nothing
-//! else), and links itself with [`HasView`] for any store whose data is [`HostImportsView`]. Every `wharf:plugin` import has that shape (`exec`,
-//! `process`, `files`, `freezer` and `sandboxing` share `container`'s context and view: they act on
-//! the caller's own containers; `progress` and `cancellation` have no context, only the call);
-//! `wasi:http` keeps wasmtime's own (`http::HttpCtx`, linked by `runtime::linker`).
+//! else), and links itself with [`HasView`] for any store whose data is [`HostImportsView`].
+//! Every `wharf:plugin` import has that shape (`exec`, `process`, `files`, `freezer` and
+//! `sandboxing` share `container`'s context and view: they act on the caller's own
+//! containers; `egress` and `secrets` answer from the backend's grants; `log`, `progress`
+//! and `cancellation` have no context, only the call); `wasi:http` keeps wasmtime's own
+//! (`http::HttpCtx`, linked by `runtime::linker`).
 
 pub mod cancellation;
 pub mod container;
@@ -224,7 +226,7 @@ type LinkImport<T> = fn(&mut Linker<T>) -> anyhow::Result<()>;
 /// store whose data is [`HostImportsView`]: the registration list (a new import adds its
 /// line here). `runtime::linker` adds WASI, `wasi:http` and the `types` interfaces.
 pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Result<()> {
-    let imports: [LinkImport<T>; 12] = [
+    let imports: &[LinkImport<T>] = &[
         log::add_to_linker,
         kv::add_to_linker,
         container::add_to_linker,
@@ -238,7 +240,7 @@ pub fn add_to_linker<T: HostImportsView>(linker: &mut Linker<T>) -> anyhow::Resu
         egress::add_to_linker,
         secrets::add_to_linker,
     ];
-    imports.into_iter().try_for_each(|link| link(linker))
+    imports.iter().try_for_each(|link| link(linker))
 }
 
 /// A WIT error for the guest.

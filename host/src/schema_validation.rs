@@ -86,32 +86,40 @@ impl ArgsValidator {
                 }
             }
         }
-        for (mut listed, code, what, key, separator) in [
-            (
-                missing,
-                Code::MissingField,
-                "missing required field(s)",
-                "missing",
-                ", ",
-            ),
-            (
-                invalid,
-                Code::InvalidType,
-                "invalid arguments",
-                "errors",
-                "; ",
-            ),
-        ] {
-            if !listed.is_empty() {
-                listed.truncate(MAX_LISTED);
-                return Err(
-                    WharfError::new(code, format!("{what}: {}", listed.join(separator)))
-                        .with_data(serde_json::json!({ key: listed })),
-                );
-            }
-        }
-        Ok(())
+        refuse(
+            missing,
+            Code::MissingField,
+            "missing required field(s)",
+            "missing",
+            ", ",
+        )?;
+        refuse(
+            invalid,
+            Code::InvalidType,
+            "invalid arguments",
+            "errors",
+            "; ",
+        )
     }
+}
+
+/// `code` naming the first [`MAX_LISTED`] of `listed` (joined with `separator` after
+/// `what`, and as `data.{key}`), or nothing when `listed` is empty.
+fn refuse(
+    mut listed: Vec<String>,
+    code: Code,
+    what: &str,
+    key: &str,
+    separator: &str,
+) -> Result<(), WharfError> {
+    if listed.is_empty() {
+        return Ok(());
+    }
+    listed.truncate(MAX_LISTED);
+    Err(
+        WharfError::new(code, format!("{what}: {}", listed.join(separator)))
+            .with_data(serde_json::json!({ key: listed })),
+    )
 }
 
 /// Whether `value` holds more than `budget` bytes of strings and keys, or more than

@@ -70,7 +70,7 @@ impl SessionRecord {
 
     /// Refuses (4090) a paused or archived session, for what cannot resume it on the
     /// caller's behalf; `then` says what the caller should do after resuming.
-    pub fn refuse_unless_running(&self, then: &str) -> Result<(), WharfError> {
+    pub fn refuse_if_suspended(&self, then: impl std::fmt::Display) -> Result<(), WharfError> {
         if matches!(self.state, SessionState::Paused | SessionState::Archived) {
             return Err(WharfError::new(
                 Code::Conflict,

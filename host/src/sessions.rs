@@ -314,7 +314,7 @@ impl SessionManager {
         id: &str,
     ) -> Result<SessionRecord, WharfError> {
         let record = self.get(tenant, id).await?;
-        record.refuse_unless_running(&format!(
+        record.refuse_if_suspended(format_args!(
             "resume it first (POST /v1/sessions/{id}/resume, or call one of its tools)"
         ))?;
         Ok(record)

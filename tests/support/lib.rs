@@ -409,6 +409,13 @@ pub fn docker_provider() -> BackendConfig {
     cfg
 }
 
+/// [`docker_provider`] granted gVisor beside plain containers.
+pub fn gvisor_docker_provider() -> BackendConfig {
+    let mut cfg = docker_provider();
+    cfg.grants.isolation = vec!["container".into(), "gvisor".into()];
+    cfg
+}
+
 /// An admin token named `ops` whose secret is `value`.
 pub fn admin_token(value: &str) -> wharf::config::TokenConfig {
     token("ops", value, &[wharf::config::TokenScope::Admin])
@@ -420,14 +427,7 @@ pub fn token(
     value: &str,
     scopes: &[wharf::config::TokenScope],
 ) -> wharf::config::TokenConfig {
-    wharf::config::TokenConfig {
-        name: name.into(),
-        value: Some(value.into()),
-        value_file: None,
-        scopes: scopes.to_vec(),
-        backends: None,
-        tools: None,
-    }
+    wharf::config::TokenConfig::new(name, value, scopes.to_vec())
 }
 
 /// The status and JSON body (`null` when it is not JSON) of a raw HTTP/1.1 answer read

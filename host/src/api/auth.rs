@@ -260,29 +260,17 @@ mod tests {
     use super::*;
     use crate::config::TokenConfig;
 
-    /// A static token with no allowlist.
-    fn token(name: &str, value: &str, scopes: Vec<TokenScope>) -> TokenConfig {
-        TokenConfig {
-            name: name.into(),
-            value: Some(value.into()),
-            value_file: None,
-            scopes,
-            backends: None,
-            tools: None,
-        }
-    }
-
     fn auth() -> AuthConfig {
         AuthConfig {
             tokens: vec![
                 TokenConfig {
                     backends: Some(vec!["echo".into()]),
-                    ..token("agent", "t-agent", vec![TokenScope::Read, TokenScope::Call])
+                    ..TokenConfig::new("agent", "t-agent", vec![TokenScope::Read, TokenScope::Call])
                 },
-                token("ops", "t-ops", vec![TokenScope::Admin]),
+                TokenConfig::new("ops", "t-ops", vec![TokenScope::Admin]),
                 TokenConfig {
                     tools: Some(vec!["echo:say".into()]),
-                    ..token("viewer", "t-view", vec![TokenScope::Read])
+                    ..TokenConfig::new("viewer", "t-view", vec![TokenScope::Read])
                 },
             ],
             oauth: None,

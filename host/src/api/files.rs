@@ -56,7 +56,7 @@ async fn sandbox_for(session: &PathRoute) -> Result<SandboxTransfer, WharfError>
     may_use_sandbox(session).await?;
     session
         .wharf
-        .sandbox_transfer(session.tenant(), &session.id)
+        .sandbox_transfer(session.session_tenant(), &session.id)
         .await
 }
 
@@ -157,7 +157,9 @@ pub async fn upload(
     let checked = async {
         r.caller.require(TokenScope::Call)?;
         spool::check_declared(declared, limits)?;
-        r.wharf.sandbox_session_exists(r.tenant(), &r.id).await?;
+        r.wharf
+            .sandbox_session_exists(r.session_tenant(), &r.id)
+            .await?;
         budget.reserve(&r.caller.name, declared.unwrap_or(limits.max_bytes))
     };
     let _reservation = match checked.await {

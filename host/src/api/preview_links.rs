@@ -46,7 +46,7 @@ pub async fn create(r: PathRoute, body: Result<Bytes, BytesRejection>) -> Envelo
         let request: PreviewRequest = r.session_body(body, EmptyBody::Refused).await?;
         let link = r
             .wharf
-            .preview_url(r.tenant(), &r.id, request.port, request.ttl_seconds)
+            .preview_url(r.session_tenant(), &r.id, request.port, request.ttl_seconds)
             .await?;
         Ok(PreviewReply {
             url: link.url,
@@ -59,7 +59,7 @@ pub async fn create(r: PathRoute, body: Result<Bytes, BytesRejection>) -> Envelo
 /// `DELETE /v1/sessions/{id}/previews`.
 pub async fn revoke(r: PathRoute) -> Envelope {
     r.answer_on_session(TokenScope::Call, async {
-        let epoch = r.wharf.revoke_previews(r.tenant(), &r.id).await?;
+        let epoch = r.wharf.revoke_previews(r.session_tenant(), &r.id).await?;
         Ok(PreviewsRevoked { epoch })
     })
     .await

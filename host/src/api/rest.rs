@@ -271,7 +271,7 @@ async fn get_session(r: PathRoute) -> Envelope {
 async fn refresh_session(r: PathRoute) -> Envelope {
     r.answer_on_session(TokenScope::Call, async {
         r.wharf
-            .refresh_session(r.tenant(), &r.id)
+            .refresh_session(r.session_tenant(), &r.id)
             .await
             .map(|s| SessionReply::from(&s))
     })
@@ -288,7 +288,7 @@ async fn release_claim(r: PathRoute, holder: Result<Query<Holder>, QueryRejectio
         let h = json_body::parse_query(holder)?;
         r.permitted_session().await?;
         r.wharf
-            .release_claim(r.tenant(), &r.id, &h.holder)
+            .release_claim(r.session_tenant(), &r.id, &h.holder)
             .await
             .map(|released| json!({ "id": r.id, "released": released }))
     })
@@ -304,7 +304,7 @@ async fn delete_session(r: PathRoute) -> Envelope {
             return Err(e);
         }
         r.wharf
-            .delete_session(r.tenant(), &r.id)
+            .delete_session(r.session_tenant(), &r.id)
             .await
             .map(|deleted| json!({ "id": r.id, "deleted": deleted }))
     })

@@ -57,7 +57,7 @@ impl FromRequestParts<Arc<Wharf>> for PathRoute {
 
 impl PathRoute {
     /// The tenants the caller looks sessions, snapshots and volumes up under.
-    pub fn tenant(&self) -> &Tenant {
+    pub fn session_tenant(&self) -> &Tenant {
         self.caller.session_tenant()
     }
 

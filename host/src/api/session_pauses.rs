@@ -10,7 +10,7 @@ use crate::config::TokenScope;
 /// `POST /v1/sessions/{id}/pause`.
 pub async fn pause(r: PathRoute) -> Envelope {
     r.answer_on_session(TokenScope::Call, async {
-        let record = r.wharf.pause_session(r.tenant(), &r.id).await?;
+        let record = r.wharf.pause_session(r.session_tenant(), &r.id).await?;
         Ok(SessionReply::from(&record))
     })
     .await
@@ -19,7 +19,7 @@ pub async fn pause(r: PathRoute) -> Envelope {
 /// `POST /v1/sessions/{id}/resume`.
 pub async fn resume(r: PathRoute) -> Envelope {
     r.answer_on_session(TokenScope::Call, async {
-        let (record, resumed) = r.wharf.resume_session(r.tenant(), &r.id).await?;
+        let (record, resumed) = r.wharf.resume_session(r.session_tenant(), &r.id).await?;
         Ok(SessionReply {
             resumed: Some(resumed),
             ..SessionReply::from(&record)

@@ -65,7 +65,7 @@ pub async fn create(r: PathRoute, body: Result<Bytes, BytesRejection>) -> Envelo
     r.answer(TokenScope::Call, async {
         let request: SnapshotRequest = r.session_body(body, EmptyBody::EmptyObject).await?;
         r.wharf
-            .snapshot_session(r.tenant(), &r.id, request.name)
+            .snapshot_session(r.session_tenant(), &r.id, request.name)
             .await
     })
     .await
@@ -82,14 +82,17 @@ pub async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
 
 /// `GET /v1/snapshots/{id}`.
 pub async fn get(r: PathRoute) -> Envelope {
-    r.answer(TokenScope::Read, r.wharf.snapshot(r.tenant(), &r.id))
-        .await
+    r.answer(
+        TokenScope::Read,
+        r.wharf.snapshot(r.session_tenant(), &r.id),
+    )
+    .await
 }
 
 /// `DELETE /v1/snapshots/{id}`.
 pub async fn delete(r: PathRoute) -> Envelope {
     r.answer(TokenScope::Call, async {
-        r.wharf.delete_snapshot(r.tenant(), &r.id).await?;
+        r.wharf.delete_snapshot(r.session_tenant(), &r.id).await?;
         Ok(serde_json::json!({ "deleted": r.id }))
     })
     .await
@@ -103,7 +106,7 @@ pub async fn fork(r: PathRoute, body: Result<Bytes, BytesRejection>) -> Envelope
             .wharf
             .fork_session(
                 &r.caller.tenant,
-                r.tenant(),
+                r.session_tenant(),
                 &r.id,
                 request.count,
                 request.keys,

@@ -87,7 +87,7 @@ fn event_message(event: &HostEvent) -> Message {
 /// `POST /v1/sessions/{id}/terminal/tickets`.
 pub async fn mint_ticket(r: PathRoute) -> Envelope {
     r.answer_on_session(TokenScope::Call, async {
-        let minted = r.wharf.terminal_ticket(r.tenant(), &r.id).await?;
+        let minted = r.wharf.terminal_ticket(r.session_tenant(), &r.id).await?;
         Ok(TicketReply {
             path: format!("/v1/sessions/{}/terminal?ticket={}", r.id, minted.ticket),
             ticket: minted.ticket,

@@ -64,7 +64,7 @@ pub async fn list(State(wharf): State<Arc<Wharf>>, caller: Caller) -> Envelope {
 pub async fn get(r: PathRoute) -> Envelope {
     r.answer(
         TokenScope::Read,
-        r.wharf.volume(r.tenant(), &r.caller.tenant, &r.id),
+        r.wharf.volume(r.session_tenant(), &r.caller.tenant, &r.id),
     )
     .await
 }
@@ -74,7 +74,7 @@ pub async fn delete(r: PathRoute) -> Envelope {
     r.answer(TokenScope::Call, async {
         let gone = r
             .wharf
-            .delete_volume(r.tenant(), &r.caller.tenant, &r.id)
+            .delete_volume(r.session_tenant(), &r.caller.tenant, &r.id)
             .await?;
         Ok(serde_json::json!({ "deleted": gone.id }))
     })

@@ -126,6 +126,19 @@ pub struct TokenConfig {
 }
 
 impl TokenConfig {
+    /// A token named `name` whose secret is `value`, with `scopes`, on every backend and
+    /// tool (what an operator's `[[auth.tokens]]` entry without allowlists gives).
+    pub fn new(name: &str, value: &str, scopes: Vec<TokenScope>) -> Self {
+        Self {
+            name: name.into(),
+            value: Some(value.into()),
+            value_file: None,
+            scopes,
+            backends: None,
+            tools: None,
+        }
+    }
+
     /// The secret, from `value` or `value_file`.
     pub fn resolved_value(&self) -> Option<String> {
         match (&self.value, &self.value_file) {

@@ -172,6 +172,9 @@ mod tests {
         use bollard::models::{ContainerStateStatusEnum as I, ContainerSummaryStateEnum as L};
         for (inspected, listed, want) in [
             (I::CREATED, L::CREATED, ContainerState::Created),
+            (I::RUNNING, L::RUNNING, ContainerState::Running),
+            (I::EXITED, L::EXITED, ContainerState::Exited),
+            (I::DEAD, L::DEAD, ContainerState::Dead),
             (I::RESTARTING, L::RESTARTING, ContainerState::Running),
             (I::PAUSED, L::PAUSED, ContainerState::Paused),
             (I::STOPPING, L::STOPPING, ContainerState::Exited),

@@ -75,7 +75,7 @@ impl Wharf {
         what: &str,
     ) -> Result<(Owner, String), WharfError> {
         let session_id = &record.id;
-        record.refuse_unless_running(&format!("resume it to open its {what}"))?;
+        record.refuse_if_suspended(format_args!("resume it to open its {what}"))?;
         let label = Self::sandbox_label(record);
         let owner = Owner {
             backend: record.backend.clone(),

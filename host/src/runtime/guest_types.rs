@@ -34,7 +34,10 @@ pub fn answer<T, U: Into<T>, E: Into<GuestError>>(
 pub fn answer_list<T, U: Into<T>, E: Into<GuestError>>(
     returned: wasmtime::Result<Result<Vec<U>, E>>,
 ) -> Answer<Vec<T>> {
-    answer(returned.map(|r| r.map(|items| items.into_iter().map(Into::into).collect::<Vec<T>>())))
+    returned.map(|r| {
+        r.map(|items| items.into_iter().map(Into::into).collect())
+            .map_err(Into::into)
+    })
 }
 
 /// A session as handed to a backend.

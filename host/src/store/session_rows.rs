@@ -39,16 +39,15 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
         id: id.clone(),
         reason,
     };
-    let get_s = |c: &str| column::<String>(row, c);
-    let bounded = |c: &str, max: u64| -> Result<Result<u64, BadSessionRow>, WharfError> {
+    let checked = |c: &str, max: u64| -> Result<Result<u64, BadSessionRow>, WharfError> {
         let v: i64 = column(row, c)?;
         Ok(from_column(v, max).ok_or_else(|| bad(format!("`{c}` is {v}, outside 0..={max}"))))
     };
-    let state = get_s("state")?;
+    let state = column::<String>(row, "state")?;
     let Some(state) = SessionState::parse(&state) else {
         return Ok(Err(bad(format!("unknown state `{state}`"))));
     };
-    let data = match serde_json::from_str(&get_s("data")?) {
+    let data = match serde_json::from_str(&column::<String>(row, "data")?) {
         Ok(data) => data,
         Err(e) => return Ok(Err(bad(format!("`data` is not JSON: {e}")))),
     };
@@ -68,9 +67,9 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
         Ok(v) => v,
         Err(bad) => return Ok(Err(bad)),
     };
-    macro_rules! column {
+    macro_rules! bounded {
         ($name:literal, $max:expr) => {
-            match bounded($name, $max)? {
+            match checked($name, $max)? {
                 Ok(v) => v,
                 Err(bad) => return Ok(Err(bad)),
             }
@@ -78,22 +77,22 @@ fn decode(row: &AnyRow) -> Result<Result<SessionRecord, BadSessionRow>, WharfErr
     }
     Ok(Ok(SessionRecord {
         id: id.clone(),
-        tenant: get_s("tenant")?,
-        backend: get_s("backend")?,
-        key: get_s("skey")?,
+        tenant: column::<String>(row, "tenant")?,
+        backend: column::<String>(row, "backend")?,
+        key: column::<String>(row, "skey")?,
         state,
         data,
         owner: column(row, "owner")?,
         holder: column(row, "holder")?,
-        holder_until_ms: column!("holder_until", MAX_TIMESTAMP_MS),
-        plugin_version: get_s("plugin_version")?,
-        node: get_s("node")?,
-        lease_until_ms: column!("lease_until", MAX_TIMESTAMP_MS),
-        created_at_ms: column!("created_at", MAX_TIMESTAMP_MS),
-        last_activity_ms: column!("last_activity", MAX_TIMESTAMP_MS),
-        idle_ttl_seconds: column!("idle_ttl", MAX_TTL_SECONDS),
+        holder_until_ms: bounded!("holder_until", MAX_TIMESTAMP_MS),
+        plugin_version: column::<String>(row, "plugin_version")?,
+        node: column::<String>(row, "node")?,
+        lease_until_ms: bounded!("lease_until", MAX_TIMESTAMP_MS),
+        created_at_ms: bounded!("created_at", MAX_TIMESTAMP_MS),
+        last_activity_ms: bounded!("last_activity", MAX_TIMESTAMP_MS),
+        idle_ttl_seconds: bounded!("idle_ttl", MAX_TTL_SECONDS),
         max_expires_at_ms,
-        generation: column!("generation", i64::MAX as u64),
+        generation: bounded!("generation", i64::MAX as u64),
         paused_until_ms,
         archive: column(row, "archive")?,
     }))

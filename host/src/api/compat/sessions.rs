@@ -14,7 +14,7 @@
 //!   destroys every session of the worker.
 //!
 //! Sessions are created under the caller's own tenant and looked up under
-//! [`Caller::session_tenant`](crate::api::auth::Caller) (an admin token sees every tenant's).
+//! [`Caller::session_tenant`](crate::api::auth::Caller::session_tenant) (an admin token sees every tenant's).
 
 use super::{CompatCall, parse_body, session_json, worker_sessions};
 use crate::api::envelope::Envelope;

@@ -77,7 +77,7 @@ async fn files_for(session: &PathRoute) -> Result<SandboxFiles, WharfError> {
     super::may_use_sandbox(session).await?;
     session
         .wharf
-        .sandbox_files(session.tenant(), &session.id)
+        .sandbox_files(session.session_tenant(), &session.id)
         .await
 }
 
